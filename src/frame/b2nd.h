@@ -1,0 +1,68 @@
+// The b2nd (and legacy caterva) metalayer, and the N-d array layout: reassembling
+// the array in C order from chunks, by byte ranges, for array.npy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+inline constexpr int kMaxDims = 16;
+
+struct NdMeta {
+  int version = 0;
+  int ndim = 0;
+  std::vector<int64_t> shape;
+  std::vector<int32_t> chunkshape;
+  std::vector<int32_t> blockshape;
+  int dtype_format = 0;               // 0 = NumPy
+  std::optional<std::string> dtype;   // absent in caterva metalayers
+  bool legacy_caterva = false;
+};
+
+// Parses a b2nd (caterva = true: the legacy caterva) metalayer. Throws FormatError.
+NdMeta parse_nd_meta(ByteSpan content, bool caterva);
+Bytes serialize_b2nd_meta(const NdMeta& meta);
+
+// The C-order view of an N-d array stored chunk by chunk.
+class NdLayout {
+ public:
+  // Validates meta against the frame: typesize (authoritative), chunk nbytes,
+  // nchunks. Throws FormatError on inconsistency.
+  NdLayout(const NdMeta& meta, int32_t typesize, int64_t frame_nchunks, int32_t frame_chunksize);
+
+  int64_t nitems() const;          // product of shape
+  int64_t array_bytes() const;     // nitems * typesize
+  int64_t nchunks() const;         // product of ceil(shape/chunkshape)
+  int64_t chunk_bytes() const;     // product of extended chunkshape * typesize
+
+  // Copies bytes [offset, offset + out.size()) of the C-order array into out.
+  // `chunk_data(n)` returns the decompressed chunk n (chunk_bytes() bytes) and is
+  // called only for chunks the range touches, each at most once per call.
+  void read(int64_t offset, MutableByteSpan out, const std::function<ByteSpan(int64_t)>& chunk_data) const;
+  // Which chunks read(offset, len) would touch, in order.
+  std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
+
+ private:
+  // ... layout fields
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> chunkshape_, blockshape_, extchunkshape_, chunks_per_dim_, blocks_per_dim_;
+  int32_t typesize_ = 0;
+  int64_t nitems_ = 0, chunk_items_ = 0, block_items_ = 0;
+};
+
+// The .npy header (magic, version, dict, padding to a multiple of 64, newline)
+// for an array of `shape` items of numpy type `descr` (e.g. "<f8", "|V4", or a
+// structured descr list text as "[('a', '<i4'), ('b', '<f8')]").
+std::string npy_header(const std::string& descr, const std::vector<int64_t>& shape);
+
+// The dtype to put in array.npy: meta.dtype when its item size equals the frame's
+// typesize, else "|V<typesize>". `mismatch` tells which happened.
+std::string npy_descr(const NdMeta& meta, int32_t typesize, bool* mismatch);
+
+}  // namespace blosc2fs

@@ -1,0 +1,81 @@
+// Decoding and encoding whole Blosc chunks, and random access to single blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bytes.h"
+#include "chunk_format.h"
+
+namespace blosc2fs {
+
+// A parsed, validated view of one stored chunk: decode all of it, one block, or
+// a byte range touching only the blocks it needs. The view does not own `chunk`;
+// it must outlive the view. All methods are const and thread-safe.
+class ChunkView {
+ public:
+  // Validates the header and the block-start table against chunk.size()
+  // (which must be >= cbytes; bytes past cbytes are ignored).
+  // Throws FormatError / UnsupportedError.
+  explicit ChunkView(ByteSpan chunk);
+
+  const ChunkHeader& header() const { return header_; }
+  int32_t nbytes() const { return header_.nbytes; }
+  int32_t nblocks() const { return nblocks_; }
+  // Uncompressed offset and size of block j (VL-block chunks: sizes vary).
+  int64_t block_offset(int32_t j) const;
+  int32_t block_size(int32_t j) const;
+  // True when block j > 0 can only be decoded after block 0 (delta filter).
+  bool needs_reference_block() const;
+
+  // Decodes the whole chunk into out (out.size() must equal nbytes()).
+  // Uninit special chunks leave `out` untouched.
+  void decode(MutableByteSpan out) const;
+  std::vector<uint8_t> decode() const;
+
+  // Decodes block j into out (out.size() == block_size(j)). For delta chunks pass
+  // the fully decoded block 0 as `reference` when j > 0.
+  void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference = {}) const;
+
+  // Decodes bytes [offset, offset + out.size()) of the chunk, decoding only the
+  // blocks that range touches (plus block 0 when the delta filter needs it).
+  void decode_range(int64_t offset, MutableByteSpan out) const;
+
+ private:
+  struct Impl;
+  ByteSpan chunk_;
+  ChunkHeader header_;
+  int32_t nblocks_ = 0;
+  std::shared_ptr<const Impl> impl_;  // bstarts, dictionary state
+};
+
+// One-call convenience: decode a whole chunk.
+std::vector<uint8_t> decode_chunk(ByteSpan chunk);
+
+struct CompressParams {
+  Codec codec = Codec::blosclz;
+  int clevel = 5;                    // 0..9; 0 stores memcpyed
+  int32_t typesize = 8;              // 1.. ; > 255 is stored as 1 in the chunk header
+  int32_t blocksize = 0;             // 0 = automatic
+  std::array<uint8_t, kMaxFilters> filters{0, 0, 0, 0, 0, kFilterShuffle};
+  std::array<uint8_t, kMaxFilters> filters_meta{};
+  SplitMode splitmode = SplitMode::forward_compat;
+  uint8_t compcode_meta = 0;
+  // Emit a special chunk (zeros, or repeated value) when the whole input is one
+  // repeated item, as c-blosc2 does; off gives a regular chunk always.
+  bool detect_specials = true;
+};
+
+// Encodes `src` as one chunk (format version 5, 32-byte header) that c-blosc2
+// decodes. Throws FormatError on bad params (e.g. blocksize out of range).
+std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params);
+
+// A special chunk of `nbytes` bytes: zeros, nan (typesize 4 or 8), uninit, or a
+// repeated `value` (value.size() == typesize).
+std::vector<uint8_t> make_special_chunk(Special kind, int32_t nbytes, int32_t typesize, ByteSpan value = {});
+
+// The automatic blocksize encode_chunk uses for these params and nbytes.
+int32_t automatic_blocksize(const CompressParams& params, int32_t nbytes);
+
+}  // namespace blosc2fs

@@ -1,0 +1,145 @@
+// Reading a Blosc2 frame: contiguous (one file) or sparse (a directory with
+// chunks.b2frame and NNNNNNNN.chunk files), format versions 1 to 3.
+// Opening reads only the header, the trailer and the index.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bytes.h"
+#include "chunk_format.h"
+
+namespace blosc2fs {
+
+inline constexpr int kFrameHeaderMinLen = 87;
+inline constexpr int kFrameTrailerMinLen = 25;
+inline constexpr int kMaxMetalayers = 16;       // also the writer's limit for vlmetalayers
+inline constexpr int kMaxMetalayerNameLen = 31;
+inline constexpr int kMaxVlmetalayersRead = 8192;
+
+// The fixed part of the header (first 87 bytes), decoded.
+struct FrameHeader {
+  int32_t header_len = 0;
+  int64_t frame_len = 0;
+  uint8_t general_flags = 0;  // bits 0-3 version, 4-5 offset size, 6 variable chunks, 7 VL-blocks
+  uint8_t frame_type = 0;     // 0 contiguous, 1 sparse
+  uint8_t codec_flags = 0;    // low nibble compcode, high nibble clevel
+  uint8_t other_flags = 0;    // bits 0-1 splitmode - 1
+  int64_t nbytes = 0;         // uncompressed_size
+  int64_t cbytes = 0;         // compressed_size (the chunk region for a cframe)
+  int32_t typesize = 0;
+  int32_t blocksize = 0;
+  int32_t chunksize = 0;      // -1 nothing appended yet, 0 variable
+  int16_t nthreads_comp = 1;
+  int16_t nthreads_decomp = 1;
+  bool has_vlmetalayers = false;
+  std::array<uint8_t, kMaxFilters> filters{};
+  std::array<uint8_t, kMaxFilters> filters_meta{};
+  uint8_t udcodec = 0;
+  uint8_t compcode_meta = 0;
+  uint8_t other_flags2 = 0;   // bit0 use_dict
+
+  int version() const { return general_flags & 0x0F; }
+  uint8_t compcode() const { return codec_flags & 0x0F; }
+  int clevel() const { return codec_flags >> 4; }
+  SplitMode splitmode() const { return SplitMode((other_flags & 0x03) + 1); }
+  bool use_dict() const { return other_flags2 & 1; }
+  bool sparse() const { return frame_type == 1; }
+};
+
+struct Metalayer {
+  std::string name;
+  Bytes content;
+};
+
+struct Vlmetalayer {
+  std::string name;
+  Bytes stored;  // the complete Blosc chunk as stored in the trailer
+};
+
+// The decoded fixed header plus the metalayer section, parsed from `header`
+// (at least header_len bytes). Throws FormatError.
+struct ParsedHeader {
+  FrameHeader fixed;
+  std::vector<Metalayer> metalayers;
+};
+ParsedHeader parse_frame_header(ByteSpan header);
+// Parses a trailer (exactly trailer_len bytes) into its vlmetalayers.
+std::vector<Vlmetalayer> parse_frame_trailer(ByteSpan trailer);
+// Serializers producing what c-blosc2 writes (see format-notes §1).
+Bytes serialize_frame_header(const FrameHeader& fixed, const std::vector<Metalayer>& metalayers);
+Bytes serialize_frame_trailer(const std::vector<Vlmetalayer>& vlmetalayers);
+
+// Where a chunk is, from its index entry.
+struct IndexEntry {
+  int64_t raw = 0;                  // the stored int64 (offset, chunk-file number, or special)
+  Special special = Special::none;  // zeros/nan/uninit for special entries (no chunk stored)
+};
+
+// What a chunk's header says, without decoding it.
+struct ChunkInfo {
+  IndexEntry entry;
+  int32_t nbytes = 0;
+  int32_t cbytes = 0;     // stored size (0 for special index entries)
+  int32_t blocksize = 0;
+  Special special = Special::none;  // from the index entry or the chunk header
+  std::string codec;      // "lz4", "zstd", ... ("-" for special entries)
+  std::string filters;    // "shuffle", "delta,shuffle", "none", "-" ...
+};
+
+class Frame {
+ public:
+  // Opens FRAME read-only. `path` is a file (contiguous) or a directory (sparse).
+  // `offset` is where the frame starts inside a file (c-blosc2's open_offset).
+  // Throws FormatError / IoError with a one-line message naming the file.
+  static std::unique_ptr<Frame> open(const std::filesystem::path& path, int64_t offset = 0);
+  ~Frame();
+
+  const std::filesystem::path& path() const;
+  bool sparse() const { return header().sparse(); }
+  int64_t file_offset() const;
+  const FrameHeader& header() const;
+  int64_t trailer_len() const;
+  int64_t nchunks() const;
+
+  const std::vector<Metalayer>& metalayers() const;
+  const std::vector<Vlmetalayer>& vlmetalayers() const;
+  const Metalayer* find_metalayer(std::string_view name) const;
+  const Vlmetalayer* find_vlmetalayer(std::string_view name) const;
+  // A vlmetalayer's content, decompressed. Throws FormatError if corrupt.
+  Bytes vlmetalayer_content(const Vlmetalayer& layer) const;
+
+  IndexEntry index_entry(int64_t n) const;   // n < nchunks(), else throws std::out_of_range
+  // Uncompressed size of chunk n, from its header or, for special index
+  // entries, from chunksize (the last chunk gets nbytes % chunksize).
+  int32_t chunk_nbytes(int64_t n) const;
+  // Uncompressed byte offset of chunk n within `data` (prefix sums, computed once).
+  int64_t chunk_data_offset(int64_t n) const;
+  ChunkInfo chunk_info(int64_t n) const;
+  // The stored chunk bytes (cbytes long); for a special index entry, the equivalent
+  // 32-byte special chunk.
+  Bytes read_raw_chunk(int64_t n) const;
+  // Decompressed chunk n (chunk_nbytes(n) bytes).
+  Bytes read_chunk(int64_t n) const;
+
+  // Identity of the on-disk state for change detection: (frame_len, mtime, size).
+  struct Stamp {
+    int64_t frame_len = 0;
+    int64_t mtime_ns = 0;
+    int64_t file_size = 0;
+    bool operator==(const Stamp&) const = default;
+  };
+  Stamp stamp() const;
+
+ private:
+  Frame();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blosc2fs

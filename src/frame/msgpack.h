@@ -1,0 +1,23 @@
+// msgpack values as JSON and back, with the encodings python-blosc2 (the msgpack
+// Python package) writes, so that read-then-write round trips byte for byte.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+using Json = nlohmann::ordered_json;
+
+// Decodes `data` when it is exactly one msgpack value; nullopt otherwise
+// (trailing bytes, truncation, ext types other than those mapped, depth > 64).
+// bin values become {"__bytes__": "<base64>"}; ext values {"__ext__": [type, "<base64>"]}.
+std::optional<Json> msgpack_to_json(ByteSpan data);
+// Encodes with the smallest encodings, floats as float64, strings as str,
+// {"__bytes__": ...} as bin. Throws FormatError for values it cannot encode.
+Bytes json_to_msgpack(const Json& value);
+
+}  // namespace blosc2fs

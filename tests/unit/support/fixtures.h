@@ -1,0 +1,35 @@
+// Access to ../shared/fixtures for conformance tests: files, gunzipped expectations.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bytes.h"
+
+namespace blosc2fs::testing {
+
+std::filesystem::path fixtures_dir();
+std::filesystem::path frame_path(const std::string& name);  // fixtures/frames/NAME
+// Every frame in fixtures/frames (file or directory), sorted by name.
+std::vector<std::string> fixture_frame_names();
+// fixtures/expect/NAME.expect.json
+nlohmann::json load_expect(const std::string& name);
+// Decompressed contents of a .gz file (exists() false -> empty, check with has_*).
+Bytes gunzip_file(const std::filesystem::path& path);
+Bytes read_file(const std::filesystem::path& path);
+Bytes hex_to_bytes(const std::string& hex);
+// A fresh, empty temporary directory removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace blosc2fs::testing
