@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bytes.h"
@@ -43,23 +44,32 @@ class NdLayout {
 
   // Copies bytes [offset, offset + out.size()) of the C-order array into out.
   // `chunk_data(n)` returns the decompressed chunk n (chunk_bytes() bytes) and is
-  // called only for chunks the range touches, each at most once per call.
+  // called only for chunks the range touches, each at most once per call; the
+  // spans it returns must stay valid until read() returns. Copies whole runs
+  // along the last dimension. Throws std::out_of_range for a range outside the
+  // array, FormatError for a chunk shorter than chunk_bytes().
   void read(int64_t offset, MutableByteSpan out, const std::function<ByteSpan(int64_t)>& chunk_data) const;
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
 
  private:
-  // ... layout fields
+  template <class Emit>
+  void walk(int64_t offset, int64_t len, Emit&& emit) const;
+
   std::vector<int64_t> shape_;
   std::vector<int64_t> chunkshape_, blockshape_, extchunkshape_, chunks_per_dim_, blocks_per_dim_;
   int32_t typesize_ = 0;
-  int64_t nitems_ = 0, chunk_items_ = 0, block_items_ = 0;
+  int64_t nitems_ = 0, chunk_items_ = 0, block_items_ = 0, nchunks_ = 0;
 };
 
 // The .npy header (magic, version, dict, padding to a multiple of 64, newline)
 // for an array of `shape` items of numpy type `descr` (e.g. "<f8", "|V4", or a
 // structured descr list text as "[('a', '<i4'), ('b', '<f8')]").
 std::string npy_header(const std::string& descr, const std::vector<int64_t>& shape);
+
+// The item size in bytes of a NumPy dtype string ("<f8" = 8, "<U5" = 20,
+// "[('a', '<i4'), ('b', '<f8')]" = 12, "<M8[ns]" = 8); nullopt when unknown.
+std::optional<int64_t> numpy_dtype_itemsize(std::string_view dtype);
 
 // The dtype to put in array.npy: meta.dtype when its item size equals the frame's
 // typesize, else "|V<typesize>". `mismatch` tells which happened.

@@ -75,7 +75,11 @@ std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params);
 // repeated `value` (value.size() == typesize).
 std::vector<uint8_t> make_special_chunk(Special kind, int32_t nbytes, int32_t typesize, ByteSpan value = {});
 
-// The automatic blocksize encode_chunk uses for these params and nbytes.
+// The automatic blocksize encode_chunk uses for these params and nbytes (ignores
+// params.blocksize): 64-256 KB by clevel for blosclz/lz4, twice that for lz4hc, zlib
+// and zstd (1 MB at clevel 9), capped at nbytes and rounded down to whole items.
+// The split-stream policy and the codec level mapping are described in chunk_encoder.cc
+// and stream_codecs.cc.
 int32_t automatic_blocksize(const CompressParams& params, int32_t nbytes);
 
 }  // namespace blosc2fs

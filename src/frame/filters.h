@@ -11,12 +11,16 @@ namespace blosc2fs {
 // 1, 2, 4, 8 as is; multiples of 8 use 8; anything else uses bytes. Trailing
 // bytes that do not fill a word are left untouched.
 // `is_reference` is true for block 0 (offset 0) and for VL blocks.
+// encode: src and dst distinct; reference unused (may be null) when is_reference.
 void delta_encode(const uint8_t* reference, const uint8_t* src, uint8_t* dst, size_t size, size_t typesize,
                   bool is_reference);
 void delta_decode(const uint8_t* reference, uint8_t* data, size_t size, size_t typesize, bool is_reference);
 
 // Bytedelta (filter 35; 34 is the same on a scalar build): per byte channel of
 // size/typesize bytes, differences mod 256; trailing size % typesize bytes verbatim.
+// typesize is the channel count (the header's filters_meta, or the chunk typesize
+// when that is 0); 0 here is treated as 1. Decode may run in place (src == dst);
+// encode needs distinct buffers.
 void bytedelta_encode(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 void bytedelta_decode(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 

@@ -81,6 +81,15 @@ struct IndexEntry {
   Special special = Special::none;  // zeros/nan/uninit for special entries (no chunk stored)
 };
 
+// Decodes a raw index entry the way c-blosc2 does (masks tested in the order
+// zeros, uninit, nan). A negative entry matching none of them keeps
+// special == none: it is invalid, and reading that chunk fails.
+IndexEntry decode_index_entry(int64_t raw);
+// The index entry c-blosc2 writes for a zeros/nan/uninit chunk stored without payload.
+int64_t special_index_entry(Special kind);
+// "%08X.chunk": the file holding chunk-file number `id` of a sparse frame.
+std::string sframe_chunk_filename(int64_t id);
+
 // What a chunk's header says, without decoding it.
 struct ChunkInfo {
   IndexEntry entry;

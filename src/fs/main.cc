@@ -1,2 +1,41 @@
-// Placeholder entry point until the command line lands.
-int main() { return 0; }
+// blosc2fs: mount a Blosc2 frame as a directory of files.
+//
+// Exit statuses (for the README and for scripts around mount/systemd):
+//   0  success: mounted and later unmounted cleanly; or -h, -V, --info done
+//   1  usage: bad command line, unknown or invalid -o option
+//   2  FRAME is missing or cannot be opened (or created, with -o create)
+//   3  FRAME is not a Blosc2 frame, or is corrupt beyond its header and index
+//   4  MOUNTPOINT is unusable: missing, not a directory, not accessible
+//   5  the FUSE mount failed (/dev/fuse missing, no permission, fusermount3)
+//   6  internal error (out of memory, the FUSE loop failed, a bug)
+// Every failure prints one line on stderr: "blosc2fs: cannot mount FRAME: why".
+//
+// The cache statistics of a running mount: the extended attribute
+// user.blosc2fs.cache of its root directory (getfattr -n user.blosc2fs.cache MNT).
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "exit_status.h"
+#include "mount.h"
+#include "options.h"
+
+int main(int argc, char** argv) {
+  using namespace blosc2fs;
+  Options options;
+  try {
+    options = parse_command_line(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "blosc2fs: %s (see blosc2fs -h)\n", e.what());
+    return kExitUsage;
+  }
+  try {
+    return run(options);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "blosc2fs: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "blosc2fs: internal error: %s\n", e.what());
+  }
+  return kExitInternal;
+}

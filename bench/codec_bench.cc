@@ -1,0 +1,122 @@
+// Single-threaded chunk encode/decode throughput per codec and filter, on float32 data
+// shaped like a measured signal: a slow sine plus a little noise.
+//
+//   codec_bench [--mb 256] [--chunk-mb 4] [--clevel 5] [--reps 3] [--blocksize 0] [--codec NAME] [--filter NAME]
+//
+// MB/s are of uncompressed bytes (1 MB = 10^6 bytes); decode is the best of --reps passes.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chunk_codec.h"
+#include "shuffle.h"
+
+using namespace blosc2fs;
+
+namespace {
+
+struct Options {
+  size_t total_mb = 256;
+  size_t chunk_mb = 4;
+  int clevel = 5;
+  int reps = 3;
+  int32_t blocksize = 0;  // 0: automatic
+  std::string codec;   // empty: all
+  std::string filter;  // empty: all
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i], value = argv[i + 1];
+    if (key == "--mb") o.total_mb = std::stoul(value);
+    else if (key == "--chunk-mb") o.chunk_mb = std::stoul(value);
+    else if (key == "--clevel") o.clevel = std::stoi(value);
+    else if (key == "--reps") o.reps = std::stoi(value);
+    else if (key == "--blocksize") o.blocksize = std::stoi(value);
+    else if (key == "--codec") o.codec = value;
+    else if (key == "--filter") o.filter = value;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", key.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+std::vector<uint8_t> make_signal(size_t bytes) {
+  std::vector<float> values(bytes / sizeof(float));
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> noise(-0.001f, 0.001f);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(100.0 * std::sin(double(i) * 1e-4)) + noise(rng);
+  std::vector<uint8_t> out(values.size() * sizeof(float));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  const size_t chunk_bytes = opt.chunk_mb << 20;
+  const size_t nchunks = std::max<size_t>(1, (opt.total_mb << 20) / chunk_bytes);
+  const size_t total = nchunks * chunk_bytes;
+  const std::vector<uint8_t> data = make_signal(total);
+  std::vector<uint8_t> out(chunk_bytes);
+
+  std::printf("%zu MB float32 (sine + noise), %zu chunks of %zu MB, clevel %d, blocksize %s, shuffle: %s\n",
+              total >> 20, nchunks, opt.chunk_mb, opt.clevel,
+              opt.blocksize ? std::to_string(opt.blocksize).c_str() : "automatic", shuffle_implementation());
+  std::printf("%-8s %-10s %8s %10s %12s %12s\n", "codec", "filter", "ratio", "blocksize", "encode MB/s", "decode MB/s");
+
+  const std::pair<const char*, uint8_t> filters[] = {{"shuffle", kFilterShuffle}, {"bitshuffle", kFilterBitshuffle},
+                                                     {"none", kFilterNone}};
+  for (Codec codec : {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd}) {
+    if (!opt.codec.empty() && opt.codec != codec_name(codec)) continue;
+    for (const auto& [filter_name_text, filter] : filters) {
+      if (!opt.filter.empty() && opt.filter != filter_name_text) continue;
+      CompressParams p;
+      p.codec = codec;
+      p.clevel = opt.clevel;
+      p.typesize = 4;
+      p.filters = {0, 0, 0, 0, 0, filter};
+      p.blocksize = opt.blocksize;
+
+      std::vector<std::vector<uint8_t>> chunks(nchunks);
+      auto start = std::chrono::steady_clock::now();
+      for (size_t c = 0; c < nchunks; ++c)
+        chunks[c] = encode_chunk(ByteSpan(data).subspan(c * chunk_bytes, chunk_bytes), p);
+      const double encode_s = seconds_since(start);
+      size_t compressed = 0;
+      for (const auto& chunk : chunks) compressed += chunk.size();
+
+      double best_decode = 1e30;
+      for (int rep = 0; rep < opt.reps; ++rep) {
+        start = std::chrono::steady_clock::now();
+        for (size_t c = 0; c < nchunks; ++c) ChunkView(chunks[c]).decode(out);
+        best_decode = std::min(best_decode, seconds_since(start));
+      }
+      for (size_t c = 0; c < nchunks; c += nchunks / 4 + 1) {
+        ChunkView(chunks[c]).decode(out);
+        if (std::memcmp(out.data(), data.data() + c * chunk_bytes, chunk_bytes) != 0) {
+          std::fprintf(stderr, "round trip mismatch: %s %s chunk %zu\n", codec_name(codec), filter_name_text, c);
+          return 1;
+        }
+      }
+      std::printf("%-8s %-10s %8.2f %10d %12.0f %12.0f\n", codec_name(codec), filter_name_text,
+                  double(total) / double(compressed), parse_chunk_header(chunks[0]).blocksize,
+                  double(total) / 1e6 / encode_s, double(total) / 1e6 / best_decode);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}

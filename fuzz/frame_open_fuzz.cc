@@ -1,0 +1,64 @@
+// Writes arbitrary bytes as a contiguous frame file, opens it and reads everything
+// the mount would show: header, index, chunks, metalayers, vlmetalayers, b2nd, JSON.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "b2nd.h"
+#include "error.h"
+#include "frame.h"
+#include "frame_json.h"
+
+namespace {
+constexpr int32_t kMaxFuzzNbytes = 64 << 20;
+
+std::string scratch_path() {
+  static const std::string path = "/tmp/blosc2fs-fuzz-" + std::to_string(getpid()) + ".b2frame";
+  return path;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace blosc2fs;
+  const std::string path = scratch_path();
+  if (FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
+  } else {
+    return 0;
+  }
+  try {
+    auto frame = Frame::open(path);
+    (void)frame_json_text(*frame);
+    (void)index_tsv_text(*frame);
+    for (const auto& layer : frame->vlmetalayers()) {
+      try {
+        (void)frame->vlmetalayer_content(layer);
+      } catch (const FormatError&) {
+      }
+    }
+    for (int64_t n = 0; n < frame->nchunks() && n < 16; ++n) {
+      try {
+        if (frame->chunk_nbytes(n) <= kMaxFuzzNbytes) (void)frame->read_chunk(n);
+        (void)frame->read_raw_chunk(n);
+      } catch (const FormatError&) {
+      }
+    }
+    for (const char* name : {"b2nd", "caterva"}) {
+      if (const Metalayer* meta = frame->find_metalayer(name)) {
+        try {
+          NdMeta nd = parse_nd_meta(meta->content, std::string(name) == "caterva");
+          NdLayout layout(nd, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
+          (void)layout.chunks_for_range(0, std::min<int64_t>(layout.array_bytes(), 1 << 20));
+        } catch (const FormatError&) {
+        }
+      }
+    }
+  } catch (const FormatError&) {
+  } catch (const IoError&) {
+  }
+  return 0;
+}

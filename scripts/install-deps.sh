@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages blosc2fs needs to build, test and run,
+# skipping the ones already present (so a second run costs nothing).
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config clang libclang-rt-14-dev
+  libfuse3-dev fuse3 libspdlog-dev nlohmann-json3-dev libgtest-dev
+  liblz4-dev libzstd-dev zlib1g-dev
+  python3-numpy python3-msgpack vim nano attr systemd groff-base
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "blosc2fs: need root to install packages: ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,227 @@
+// The b2nd / caterva metalayer and the chunk/block layout of N-d arrays
+// (format-notes §7, seeds 000 and 003).
+#include "b2nd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace blosc2fs {
+
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+// a * b, or nullopt-like -1 when it exceeds `limit` (all inputs non-negative).
+int64_t mul_capped(int64_t a, int64_t b, int64_t limit) {
+  if (a == 0 || b == 0) return 0;
+  if (a > limit / b) return -1;
+  return a * b;
+}
+
+}  // namespace
+
+NdMeta parse_nd_meta(ByteSpan content, bool caterva) {
+  ByteReader in(content, caterva ? "caterva metalayer" : "b2nd metalayer");
+  NdMeta meta;
+  meta.legacy_caterva = caterva;
+  // Like c-blosc2, skip the array and integer markers and check only sizes.
+  in.u8();
+  meta.version = in.u8();
+  meta.ndim = in.u8();
+  if (meta.ndim > kMaxDims) in.fail(num(meta.ndim) + " dimensions, more than " + num(kMaxDims));
+  in.u8();
+  for (int i = 0; i < meta.ndim; ++i) {
+    in.u8();
+    meta.shape.push_back(int64_t(in.be64()));
+  }
+  in.u8();
+  for (int i = 0; i < meta.ndim; ++i) {
+    in.u8();
+    meta.chunkshape.push_back(int32_t(in.be32()));
+  }
+  in.u8();
+  for (int i = 0; i < meta.ndim; ++i) {
+    in.u8();
+    meta.blockshape.push_back(int32_t(in.be32()));
+  }
+  if (caterva) return meta;
+  if (in.remaining() == 0) return meta;
+  meta.dtype_format = in.u8();
+  if (in.remaining() == 0) return meta;
+  in.expect(0xDB, "a str32 (DB) dtype");
+  uint32_t len = in.be32();
+  if (len > in.remaining()) in.fail("dtype of " + num(len) + " bytes does not fit");
+  ByteSpan text = in.take(len);
+  meta.dtype = std::string(text.begin(), text.end());
+  return meta;
+}
+
+Bytes serialize_b2nd_meta(const NdMeta& meta) {
+  if (meta.ndim < 0 || meta.ndim > 15 || size_t(meta.ndim) != meta.shape.size() ||
+      meta.shape.size() != meta.chunkshape.size() || meta.shape.size() != meta.blockshape.size())
+    throw FormatError("b2nd metalayer: inconsistent or too many (> 15) dimensions");
+  if (meta.version < 0 || meta.version > 127 || meta.dtype_format < 0 || meta.dtype_format > 127)
+    throw FormatError("b2nd metalayer: version and dtype_format must be 0..127");
+  Bytes out;
+  const bool with_dtype = !meta.legacy_caterva && meta.dtype.has_value();
+  out.push_back(uint8_t(0x90 | (meta.legacy_caterva ? 5 : with_dtype ? 7 : 6)));
+  out.push_back(uint8_t(meta.version));
+  out.push_back(uint8_t(meta.ndim));
+  out.push_back(uint8_t(0x90 | meta.ndim));
+  for (int64_t v : meta.shape) {
+    out.push_back(0xD3);
+    append_be64(out, uint64_t(v));
+  }
+  for (const auto* dims : {&meta.chunkshape, &meta.blockshape}) {
+    out.push_back(uint8_t(0x90 | meta.ndim));
+    for (int32_t v : *dims) {
+      out.push_back(0xD2);
+      append_be32(out, uint32_t(v));
+    }
+  }
+  if (meta.legacy_caterva) return out;
+  out.push_back(uint8_t(meta.dtype_format));
+  if (with_dtype) {
+    if (meta.dtype->size() > size_t(INT32_MAX)) throw FormatError("b2nd metalayer: dtype too long");
+    out.push_back(0xDB);
+    append_be32(out, uint32_t(meta.dtype->size()));
+    out.insert(out.end(), meta.dtype->begin(), meta.dtype->end());
+  }
+  return out;
+}
+
+NdLayout::NdLayout(const NdMeta& meta, int32_t typesize, int64_t frame_nchunks, int32_t frame_chunksize) {
+  const std::string context = "N-d layout: ";
+  const int nd = meta.ndim;
+  if (nd < 0 || nd > kMaxDims || meta.shape.size() != size_t(nd) || meta.chunkshape.size() != size_t(nd) ||
+      meta.blockshape.size() != size_t(nd))
+    throw FormatError(context + "inconsistent number of dimensions");
+  if (typesize <= 0) throw FormatError(context + "typesize " + num(typesize) + " is not positive");
+  typesize_ = typesize;
+  const int64_t kLimit = INT64_MAX / 2;
+  nitems_ = 1;
+  for (int i = 0; i < nd; ++i) {
+    if (meta.shape[i] < 0) throw FormatError(context + "negative shape in dimension " + num(i));
+    nitems_ = mul_capped(nitems_, meta.shape[i], kLimit);
+    if (nitems_ < 0) throw FormatError(context + "the array has too many items");
+  }
+  if (mul_capped(nitems_, typesize, kLimit) < 0) throw FormatError(context + "the array is too large");
+  shape_.assign(meta.shape.begin(), meta.shape.end());
+  chunkshape_.assign(meta.chunkshape.begin(), meta.chunkshape.end());
+  blockshape_.assign(meta.blockshape.begin(), meta.blockshape.end());
+  extchunkshape_.assign(size_t(nd), 0);
+  chunks_per_dim_.assign(size_t(nd), 0);
+  blocks_per_dim_.assign(size_t(nd), 0);
+
+  nchunks_ = nitems_ == 0 ? 0 : 1;
+  chunk_items_ = 1;
+  block_items_ = 1;
+  for (int i = 0; i < nd; ++i) {
+    int64_t cs = chunkshape_[i], bs = blockshape_[i];
+    // An empty dimension may come with zero chunk and block shapes.
+    if (cs <= 0 || bs <= 0) {
+      if (nitems_ == 0 && cs >= 0 && bs >= 0) {
+        chunk_items_ = 0;
+        continue;
+      }
+      throw FormatError(context + "chunk and block shapes must be positive (dimension " + num(i) + ")");
+    }
+    extchunkshape_[i] = (cs + bs - 1) / bs * bs;
+    blocks_per_dim_[i] = extchunkshape_[i] / bs;
+    chunks_per_dim_[i] = (shape_[i] + cs - 1) / cs;
+    chunk_items_ = mul_capped(chunk_items_, extchunkshape_[i], INT32_MAX);
+    block_items_ = mul_capped(block_items_, bs, INT32_MAX);
+    if (chunk_items_ < 0 || block_items_ < 0 || mul_capped(chunk_items_, typesize, INT32_MAX) < 0)
+      throw FormatError(context + "a chunk would exceed 2 GiB");
+    if (nchunks_ > 0) nchunks_ = mul_capped(nchunks_, chunks_per_dim_[i], kLimit);
+    if (nchunks_ < 0) throw FormatError(context + "too many chunks");
+  }
+  if (nchunks_ != frame_nchunks)
+    throw FormatError(context + "shape and chunkshape give " + num(nchunks_) + " chunks, the frame has " +
+                      num(frame_nchunks));
+  if (nchunks_ > 0 && frame_chunksize > 0 && chunk_bytes() != frame_chunksize)
+    throw FormatError(context + "chunks of " + num(chunk_bytes()) + " bytes expected, the frame's chunksize is " +
+                      num(frame_chunksize));
+}
+
+int64_t NdLayout::nitems() const { return nitems_; }
+int64_t NdLayout::array_bytes() const { return nitems_ * typesize_; }
+int64_t NdLayout::nchunks() const { return nchunks_; }
+int64_t NdLayout::chunk_bytes() const { return chunk_items_ * typesize_; }
+
+// Calls emit(chunk, byte offset in the chunk, byte offset in the range, length)
+// for each contiguous piece of [offset, offset + len): a run along the last
+// dimension that stays inside one block.
+template <class Emit>
+void NdLayout::walk(int64_t offset, int64_t len, Emit&& emit) const {
+  if (offset < 0 || len < 0 || offset > array_bytes() || len > array_bytes() - offset)
+    throw std::out_of_range("N-d array: byte range " + num(offset) + "+" + num(len) + " is outside the " +
+                            num(array_bytes()) + "-byte array");
+  if (len == 0) return;
+  const int64_t ts = typesize_;
+  const int nd = int(shape_.size());
+  const int64_t end = offset + len;
+  if (nd == 0) {
+    emit(0, offset, 0, len);
+    return;
+  }
+  int64_t item = offset / ts;
+  const int64_t end_item = (end + ts - 1) / ts;
+  std::vector<int64_t> g(static_cast<size_t>(nd));
+  for (int64_t rest = item, i = nd - 1; i >= 0; --i) {
+    g[size_t(i)] = rest % shape_[size_t(i)];
+    rest /= shape_[size_t(i)];
+  }
+  const size_t last = size_t(nd - 1);
+  while (item < end_item) {
+    int64_t chunk = 0, block = 0, in_block = 0;
+    for (size_t i = 0; i < size_t(nd); ++i) {
+      int64_t in_chunk = g[i] % chunkshape_[i];
+      chunk = chunk * chunks_per_dim_[i] + g[i] / chunkshape_[i];
+      block = block * blocks_per_dim_[i] + in_chunk / blockshape_[i];
+      in_block = in_block * blockshape_[i] + in_chunk % blockshape_[i];
+    }
+    int64_t in_chunk = g[last] % chunkshape_[last];
+    int64_t block_end = std::min((in_chunk / blockshape_[last] + 1) * blockshape_[last], chunkshape_[last]);
+    int64_t run = std::min({block_end - in_chunk, shape_[last] - g[last], end_item - item});
+    int64_t lo = std::max(item * ts, offset), hi = std::min((item + run) * ts, end);
+    emit(chunk, (block * block_items_ + in_block) * ts + (lo - item * ts), lo - offset, hi - lo);
+    item += run;
+    g[last] += run;
+    for (size_t i = last; i > 0 && g[i] == shape_[i]; --i) {
+      g[i] = 0;
+      ++g[i - 1];
+    }
+  }
+}
+
+void NdLayout::read(int64_t offset, MutableByteSpan out,
+                    const std::function<ByteSpan(int64_t)>& chunk_data) const {
+  std::unordered_map<int64_t, ByteSpan> chunks;
+  const int64_t need = chunk_bytes();
+  walk(offset, int64_t(out.size()), [&](int64_t chunk, int64_t src, int64_t dst, int64_t n) {
+    auto it = chunks.find(chunk);
+    if (it == chunks.end()) {
+      ByteSpan data = chunk_data(chunk);
+      if (int64_t(data.size()) < need)
+        throw FormatError("N-d array: chunk " + num(chunk) + " holds " + num(int64_t(data.size())) +
+                          " bytes, the layout needs " + num(need));
+      it = chunks.emplace(chunk, data).first;
+    }
+    std::memcpy(out.data() + dst, it->second.data() + src, size_t(n));
+  });
+}
+
+std::vector<int64_t> NdLayout::chunks_for_range(int64_t offset, int64_t len) const {
+  std::vector<int64_t> order;
+  std::unordered_set<int64_t> seen;
+  walk(offset, len, [&](int64_t chunk, int64_t, int64_t, int64_t) {
+    if (seen.insert(chunk).second) order.push_back(chunk);
+  });
+  return order;
+}
+
+}  // namespace blosc2fs

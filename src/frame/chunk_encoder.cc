@@ -1,0 +1,351 @@
+// Writing Blosc chunks: format version 5 with the 32-byte header, readable by c-blosc2.
+//
+// Block size (automatic_blocksize): by codec family and clevel, never by data.
+//   fast codecs (blosclz, lz4):      clevel 1-3: 64 KB, 4-6: 128 KB, 7-9: 256 KB
+//   ratio codecs (lz4hc, zlib, zstd): clevel 1-3: 128 KB, 4-6: 256 KB, 7-8: 512 KB, 9: 1 MB
+// then capped at nbytes and rounded down to a whole number of items. Blocks of this
+// size keep one block plus its filter buffers inside a core's L2 cache while leaving
+// the codecs enough history to compress well.
+//
+// Split streams (one stream per byte of the item, the layout shuffle produces):
+//   always: whenever a block holds whole items; never: not at all;
+//   automatic and forward_compat (the same policy, c-blosc2's default): only for the
+//   fast LZ-style codecs (blosclz, lz4, and zstd up to clevel 5) when the pipeline has
+//   a byte shuffle, the items are at most 16 bytes and a block holds at least 32 items;
+//   slow or entropy-coding codecs and unshuffled data compress better as one stream.
+// The leftover (last, shorter) block is never split, as the format requires.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "chunk_codec.h"
+#include "filters.h"
+#include "scratch_buffer.h"
+#include "shuffle.h"
+#include "stream_codecs.h"
+
+namespace blosc2fs {
+
+namespace {
+
+constexpr uint8_t kChunkVersion = 5;
+constexpr uint8_t kVersionLz = 1;
+constexpr int32_t kMinCompressible = 32;   // smaller inputs are stored memcpyed
+constexpr int32_t kMaxSplitStreams = 16;
+constexpr int32_t kMinItemsPerStream = 32;
+constexpr int64_t kMaxChunkBytes = int64_t(INT32_MAX) - kExtendedHeaderSize;
+constexpr uint8_t kExtendedMarker = kFlagShuffle | kFlagBitshuffle;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+[[noreturn]] void bad_params(const std::string& why) { throw FormatError("encode_chunk: " + why); }
+
+// What the chunk header stores as typesize; c-blosc2 also treats wider items as bytes.
+int32_t header_typesize(int32_t typesize) { return typesize > 255 ? 1 : typesize; }
+
+bool is_ratio_codec(Codec codec) { return codec == Codec::lz4hc || codec == Codec::zlib || codec == Codec::zstd; }
+
+int32_t whole_items(int32_t blocksize, int32_t nbytes, int32_t typesize) {
+  if (blocksize > nbytes) blocksize = nbytes;
+  if (blocksize > typesize) blocksize = blocksize / typesize * typesize;
+  return std::max(blocksize, 1);
+}
+
+int32_t resolve_blocksize(const CompressParams& p, int32_t nbytes) {
+  if (p.blocksize == 0) return automatic_blocksize(p, nbytes);
+  return whole_items(p.blocksize, nbytes, header_typesize(p.typesize));
+}
+
+bool pipeline_has(const CompressParams& p, uint8_t id) {
+  return std::find(p.filters.begin(), p.filters.end(), id) != p.filters.end();
+}
+
+bool split_streams(const CompressParams& p, int32_t typesize, int32_t blocksize) {
+  if (blocksize < typesize || blocksize % typesize != 0) return false;
+  switch (p.splitmode) {
+    case SplitMode::always: return true;
+    case SplitMode::never: return false;
+    case SplitMode::automatic:
+    case SplitMode::forward_compat: break;
+  }
+  const bool lz_codec = p.codec == Codec::blosclz || p.codec == Codec::lz4 || (p.codec == Codec::zstd && p.clevel <= 5);
+  return lz_codec && pipeline_has(p, kFilterShuffle) && typesize <= kMaxSplitStreams &&
+         blocksize / typesize >= kMinItemsPerStream;
+}
+
+void validate(const CompressParams& p, size_t nbytes) {
+  if (nbytes > size_t(kMaxChunkBytes)) bad_params(str(int64_t(nbytes)) + " bytes exceed the chunk limit " + str(kMaxChunkBytes));
+  if (p.clevel < 0 || p.clevel > 9) bad_params("clevel " + str(p.clevel) + " is outside 0..9");
+  if (p.typesize < 1 || p.typesize > kMaxBlocksize) bad_params("typesize " + str(p.typesize) + " is out of range");
+  if (p.blocksize < 0 || p.blocksize > kMaxBlocksize) bad_params("blocksize " + str(p.blocksize) + " is out of range");
+  switch (p.codec) {
+    case Codec::blosclz: case Codec::lz4: case Codec::lz4hc: case Codec::zlib: case Codec::zstd: break;
+    default: bad_params("unknown codec " + str(int(p.codec)));
+  }
+  switch (p.splitmode) {
+    case SplitMode::always: case SplitMode::never: case SplitMode::automatic: case SplitMode::forward_compat: break;
+    default: bad_params("unknown split mode " + str(int(p.splitmode)));
+  }
+  for (uint8_t id : p.filters) {
+    switch (id) {
+      case kFilterNone: case kFilterShuffle: case kFilterBitshuffle: case kFilterDelta: case kFilterTruncPrec:
+      case kFilterBytedeltaBuggy: case kFilterBytedelta: break;
+      default: throw UnsupportedError("encode_chunk: filter " + filter_name(id) + " cannot be encoded");
+    }
+  }
+}
+
+struct HeaderFields {
+  uint8_t flags = kExtendedMarker;
+  int32_t typesize = 1;
+  int32_t nbytes = 0;
+  int32_t blocksize = 1;
+  int32_t cbytes = kExtendedHeaderSize;
+  std::array<uint8_t, kMaxFilters> filters{};
+  std::array<uint8_t, kMaxFilters> filters_meta{};
+  uint8_t udcompcode = 0;
+  uint8_t compcode_meta = 0;
+  uint8_t blosc2_flags = 0;
+};
+
+void write_header(uint8_t* p, const HeaderFields& f) {
+  std::memset(p, 0, kExtendedHeaderSize);
+  p[0] = kChunkVersion;
+  p[1] = kVersionLz;
+  p[2] = f.flags;
+  p[3] = uint8_t(header_typesize(f.typesize));
+  store_le32(p + 4, uint32_t(f.nbytes));
+  store_le32(p + 8, uint32_t(f.blocksize));
+  store_le32(p + 12, uint32_t(f.cbytes));
+  for (int i = 0; i < kMaxFilters; ++i) {
+    p[16 + i] = f.filters[i];
+    p[24 + i] = f.filters_meta[i];
+  }
+  p[22] = f.udcompcode;
+  p[23] = f.compcode_meta;
+  p[31] = f.blosc2_flags;
+}
+
+// The special form c-blosc2's blosc2_chunk_zeros and friends write: extended marker
+// flags, no filters, the kind in blosc2_flags bits 4-6, a repeated value after the header.
+std::vector<uint8_t> special_chunk(Special kind, int32_t nbytes, int32_t typesize, int32_t blocksize, ByteSpan value) {
+  HeaderFields f;
+  f.typesize = typesize;
+  f.nbytes = nbytes;
+  f.blocksize = blocksize;
+  f.cbytes = kExtendedHeaderSize + int32_t(value.size());
+  f.blosc2_flags = uint8_t(uint8_t(kind) << 4);
+  std::vector<uint8_t> out(size_t(f.cbytes));
+  write_header(out.data(), f);
+  if (!value.empty()) std::memcpy(out.data() + kExtendedHeaderSize, value.data(), value.size());
+  return out;
+}
+
+HeaderFields regular_fields(const CompressParams& p, int32_t nbytes, int32_t blocksize) {
+  HeaderFields f;
+  f.typesize = p.typesize;
+  f.nbytes = nbytes;
+  f.blocksize = blocksize;
+  f.filters = p.filters;
+  f.filters_meta = p.filters_meta;
+  f.udcompcode = uint8_t(p.codec);
+  f.compcode_meta = p.compcode_meta;
+  f.flags = uint8_t(kExtendedMarker | codec_compformat(p.codec) << 5);
+  return f;
+}
+
+std::vector<uint8_t> memcpyed_chunk(ByteSpan src, const CompressParams& p, int32_t blocksize) {
+  HeaderFields f = regular_fields(p, int32_t(src.size()), blocksize);
+  f.flags |= kFlagMemcpyed;
+  f.cbytes = kExtendedHeaderSize + int32_t(src.size());
+  std::vector<uint8_t> out(size_t(f.cbytes));
+  write_header(out.data(), f);
+  if (!src.empty()) std::memcpy(out.data() + kExtendedHeaderSize, src.data(), src.size());
+  return out;
+}
+
+// True when every byte of [p, p + n) equals p[0].
+bool is_byte_run(const uint8_t* p, size_t n) { return n <= 1 || (p[n - 1] == p[0] && std::memcmp(p, p + 1, n - 1) == 0); }
+
+struct EncodeScratch {
+  ScratchBuffer a, b;
+};
+
+EncodeScratch& encode_scratch() {
+  thread_local EncodeScratch s;
+  return s;
+}
+
+// Runs the pipeline forward over one block (slot 0 to 5); returns the filtered bytes.
+const uint8_t* filter_block(const CompressParams& p, ByteSpan chunk, size_t offset, size_t bsize, int32_t typesize) {
+  const uint8_t* current = chunk.data() + offset;
+  EncodeScratch& s = encode_scratch();
+  uint8_t* buffers[2] = {nullptr, nullptr};
+  int next = 0;
+  for (int slot = 0; slot < kMaxFilters; ++slot) {
+    const uint8_t id = p.filters[slot];
+    if (id == kFilterNone) continue;
+    if (!buffers[next]) buffers[next] = (next == 0 ? s.a : s.b).get(bsize);
+    uint8_t* target = buffers[next];
+    const uint8_t meta = p.filters_meta[slot];
+    const size_t element = meta ? meta : size_t(typesize);
+    switch (id) {
+      case kFilterShuffle:
+        shuffle(current, target, bsize, element);
+        break;
+      case kFilterBitshuffle:
+        bitshuffle(current, target, bsize, size_t(typesize));  // c-blosc2 ignores meta here
+        break;
+      case kFilterDelta:
+        // Block 0 is its own reference; the others XOR with the unfiltered block 0.
+        delta_encode(offset == 0 ? current : chunk.data(), current, target, bsize, size_t(typesize), offset == 0);
+        break;
+      case kFilterTruncPrec:
+        if (!trunc_prec(current, target, bsize, size_t(typesize), int8_t(meta)))
+          bad_params("trunc_prec needs typesize 4 or 8 and a precision within the mantissa (typesize " + str(typesize) +
+                     ", meta " + str(int8_t(meta)) + ")");
+        break;
+      default:  // bytedelta, both variants
+        bytedelta_encode(current, target, bsize, element);
+        break;
+    }
+    current = target;
+    next ^= 1;
+  }
+  return current;
+}
+
+// Appends streams to a buffer that may not grow past `budget` bytes, the size below
+// which a regular chunk beats the memcpyed form.
+class StreamWriter {
+ public:
+  StreamWriter(std::vector<uint8_t>& out, size_t start, size_t budget) : out_(out), pos_(start), budget_(budget) {}
+
+  size_t position() const { return pos_; }
+
+  bool put(const CompressParams& p, const uint8_t* data, size_t size) {
+    if (budget_ - pos_ < 4) return false;
+    uint8_t* csize_field = out_.data() + pos_;
+    pos_ += 4;
+    if (is_byte_run(data, size)) {
+      if (data[0] == 0) {
+        store_le32(csize_field, 0);
+        return true;
+      }
+      if (budget_ - pos_ < 1) return false;
+      store_le32(csize_field, uint32_t(-int32_t(data[0])));
+      out_[pos_++] = 0x01;  // token: run of the byte in csize
+      return true;
+    }
+    // A compressed stream must come out shorter than `size`: csize == size means raw.
+    const size_t room = std::min(size - 1, budget_ - pos_);
+    const size_t n = room ? compress_stream(p.codec, p.clevel, data, size, out_.data() + pos_, room) : 0;
+    if (n == 0) {
+      if (budget_ - pos_ < size) return false;
+      std::memcpy(out_.data() + pos_, data, size);
+      store_le32(csize_field, uint32_t(size));
+      pos_ += size;
+    } else {
+      store_le32(csize_field, uint32_t(n));
+      pos_ += n;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+  size_t pos_;
+  size_t budget_;
+};
+
+std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressParams& p, int32_t blocksize) {
+  const int32_t nbytes = int32_t(src.size());
+  const int32_t typesize = header_typesize(p.typesize);
+  const int32_t nblocks = (nbytes + blocksize - 1) / blocksize;
+  const bool split = split_streams(p, typesize, blocksize);
+  const size_t table_end = kExtendedHeaderSize + 4 * size_t(nblocks);
+  const size_t budget = size_t(nbytes) + kExtendedHeaderSize - 1;
+  if (table_end >= budget) return std::nullopt;
+  std::vector<uint8_t> out(budget);
+  StreamWriter writer(out, table_end, budget);
+  for (int32_t j = 0; j < nblocks; ++j) {
+    const size_t offset = size_t(j) * size_t(blocksize);
+    const size_t bsize = std::min(size_t(blocksize), size_t(nbytes) - offset);
+    const bool leftover = bsize < size_t(blocksize);
+    const uint8_t* filtered = filter_block(p, src, offset, bsize, typesize);
+    const size_t nstreams = split && !leftover ? size_t(typesize) : 1;
+    const size_t neblock = bsize / nstreams;
+    store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(j), uint32_t(writer.position()));
+    for (size_t s = 0; s < nstreams; ++s)
+      if (!writer.put(p, filtered + s * neblock, neblock)) return std::nullopt;
+  }
+  HeaderFields f = regular_fields(p, nbytes, blocksize);
+  if (!split) f.flags |= kFlagDontSplit;
+  if (pipeline_has(p, kFilterDelta)) f.flags |= kFlagDelta;
+  f.cbytes = int32_t(writer.position());
+  write_header(out.data(), f);
+  out.resize(writer.position());
+  return out;
+}
+
+struct EncodeScratchTrim {
+  ~EncodeScratchTrim() {
+    encode_scratch().a.trim(size_t(64) << 20);
+    encode_scratch().b.trim(size_t(64) << 20);
+  }
+};
+
+}  // namespace
+
+int32_t automatic_blocksize(const CompressParams& params, int32_t nbytes) {
+  const int level = std::clamp(params.clevel, 1, 9);
+  int32_t size = level <= 3 ? (64 << 10) : level <= 6 ? (128 << 10) : (256 << 10);
+  if (is_ratio_codec(params.codec)) size = level == 9 ? (1 << 20) : size * 2;
+  return whole_items(size, std::max(nbytes, 0), header_typesize(std::max(params.typesize, 1)));
+}
+
+std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params) {
+  validate(params, src.size());
+  EncodeScratchTrim trim;
+  const int32_t nbytes = int32_t(src.size());
+  const int32_t blocksize = resolve_blocksize(params, nbytes);
+  const size_t item = size_t(params.typesize);
+  if (params.detect_specials && nbytes > 0) {
+    if (src[0] == 0 && is_byte_run(src.data(), src.size()))
+      return special_chunk(Special::zeros, nbytes, params.typesize, blocksize, {});
+    if (src.size() % item == 0 && std::memcmp(src.data(), src.data() + item, src.size() - item) == 0)
+      return special_chunk(Special::value, nbytes, params.typesize, blocksize, src.first(item));
+  }
+  if (params.clevel == 0 || nbytes < kMinCompressible) return memcpyed_chunk(src, params, blocksize);
+  if (auto chunk = regular_chunk(src, params, blocksize)) return std::move(*chunk);
+  return memcpyed_chunk(src, params, blocksize);
+}
+
+std::vector<uint8_t> make_special_chunk(Special kind, int32_t nbytes, int32_t typesize, ByteSpan value) {
+  if (nbytes < 0) bad_params("negative nbytes " + str(nbytes));
+  if (typesize < 1 || typesize > kMaxBlocksize) bad_params("typesize " + str(typesize) + " is out of range");
+  const int32_t blocksize = whole_items(std::min(nbytes, kMaxBlocksize), nbytes, header_typesize(typesize));
+  switch (kind) {
+    case Special::zeros:
+      return special_chunk(kind, nbytes, typesize, blocksize, {});
+    case Special::nan:
+      if (typesize != 4 && typesize != 8) bad_params("a NaN chunk needs typesize 4 or 8, not " + str(typesize));
+      [[fallthrough]];
+    case Special::uninit:
+      if (nbytes % header_typesize(typesize) != 0)
+        bad_params("nbytes " + str(nbytes) + " is not a multiple of typesize " + str(typesize));
+      return special_chunk(kind, nbytes, typesize, blocksize, {});
+    case Special::value:
+      if (value.size() != size_t(typesize))
+        bad_params("repeated value of " + str(int64_t(value.size())) + " bytes for typesize " + str(typesize));
+      if (nbytes < typesize || nbytes % typesize != 0)
+        bad_params("nbytes " + str(nbytes) + " is not a positive multiple of typesize " + str(typesize));
+      return special_chunk(kind, nbytes, typesize, blocksize, value);
+    case Special::none:
+      break;
+  }
+  bad_params("special kind " + std::string(special_name(kind)) + " is not a special value");
+}
+
+}  // namespace blosc2fs

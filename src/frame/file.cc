@@ -1,0 +1,115 @@
+#include "file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "error.h"
+
+namespace blosc2fs {
+
+namespace {
+
+int open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw_errno("cannot open " + path.string());
+  return fd;
+}
+
+}  // namespace
+
+File File::open_read(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDONLY), path); }
+
+File File::create_new(const std::filesystem::path& path, bool readable) {
+  return File(open_or_throw(path, (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL, 0666), path);
+}
+
+File File::open_read_write(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDWR), path); }
+
+File::File(File&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+
+File& File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void File::close() {
+  int fd = std::exchange(fd_, -1);
+  // close(2) must not be retried on EINTR on Linux: the descriptor is gone either way.
+  if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) throw_errno("close " + path_.string());
+}
+
+struct stat File::status() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw_errno("stat " + path_.string());
+  return st;
+}
+
+int64_t File::size() const { return int64_t(status().st_size); }
+
+size_t File::read_at(int64_t offset, MutableByteSpan out) const {
+  if (offset < 0) throw IoError("read " + path_.string() + ": negative offset", EINVAL);
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, off_t(offset + int64_t(done)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read " + path_.string());
+    }
+    if (n == 0) break;
+    done += size_t(n);
+  }
+  return done;
+}
+
+void File::read_exact(int64_t offset, MutableByteSpan out, const char* what) const {
+  size_t n = read_at(offset, out);
+  if (n != out.size())
+    throw FormatError(path_.string() + ": file ends inside the " + what + " (wanted " + std::to_string(out.size()) +
+                      " bytes at offset " + std::to_string(offset) + ", got " + std::to_string(n) + ")");
+}
+
+Bytes File::read_bytes(int64_t offset, size_t n, const char* what) const {
+  Bytes out(n);
+  read_exact(offset, out, what);
+  return out;
+}
+
+void File::write_at(int64_t offset, ByteSpan data) const {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, off_t(offset + int64_t(done)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("write " + path_.string());
+    }
+    done += size_t(n);
+  }
+}
+
+void File::truncate(int64_t size) const {
+  int rc;
+  do {
+    rc = ::ftruncate(fd_, off_t(size));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) throw_errno("truncate " + path_.string());
+}
+
+void File::sync() const {
+  if (::fsync(fd_) != 0) throw_errno("fsync " + path_.string());
+}
+
+}  // namespace blosc2fs

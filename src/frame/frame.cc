@@ -1,0 +1,250 @@
+// Opening a frame: header, trailer, metalayers, and the decoded index
+// (format-notes §1.3, §1.4, §2).
+#include "frame.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
+#include "chunk_codec.h"
+#include "frame_impl.h"
+
+namespace blosc2fs {
+
+namespace {
+
+constexpr int64_t kMaxNchunks = INT32_MAX / 8;
+// An index decodes to nchunks * 8 bytes, which a tiny chunk can claim (zero
+// runs cost nothing). Allow what a real frame of this file size could need.
+constexpr int64_t kIndexBytesFloor = int64_t(64) << 20;
+constexpr int64_t kIndexBytesPerFileByte = 1024;
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+IndexEntry decode_index_entry(int64_t raw) {
+  IndexEntry e;
+  e.raw = raw;
+  if (raw >= 0) return e;
+  uint64_t bits = uint64_t(raw);
+  if (bits & (uint64_t(1) << 56)) e.special = Special::zeros;
+  else if (bits & (uint64_t(4) << 56)) e.special = Special::uninit;
+  else if (bits & (uint64_t(2) << 56)) e.special = Special::nan;
+  return e;
+}
+
+int64_t special_index_entry(Special kind) {
+  switch (kind) {
+    case Special::zeros:
+    case Special::nan:
+    case Special::uninit:
+      return int64_t((uint64_t(0x80) | uint64_t(kind)) << 56);
+    default:
+      throw FormatError(std::string("no index entry encodes special kind '") + special_name(kind) + "'");
+  }
+}
+
+std::string sframe_chunk_filename(int64_t id) {
+  if (id < 0 || id > int64_t(UINT32_MAX)) throw FormatError("chunk-file number " + num(id) + " is out of range");
+  char name[32];
+  std::snprintf(name, sizeof name, "%08X.chunk", unsigned(id));
+  return name;
+}
+
+Frame::Frame() : impl_(std::make_unique<Impl>()) {}
+Frame::~Frame() = default;
+
+std::unique_ptr<Frame> Frame::open(const std::filesystem::path& path, int64_t offset) {
+  std::unique_ptr<Frame> frame(new Frame());
+  try {
+    frame->impl_->open(path, offset);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(path.string() + ": " + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(path.string() + ": " + e.what());
+  }
+  return frame;
+}
+
+void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
+  path = p;
+  offset = off;
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) throw_errno("cannot open " + p.string());
+  const bool sparse = S_ISDIR(st.st_mode);
+  frame_file = sparse ? p / "chunks.b2frame" : p;
+  file = File::open_read(frame_file);
+  file_size = file.size();
+  if (off < 0 || off > file_size) throw FormatError("frame offset " + num(off) + " is outside the file");
+  const int64_t available = file_size - off;
+  if (available < kFrameHeaderMinLen)
+    throw FormatError("not a Blosc2 frame: " + num(available) + " bytes, shorter than a frame header");
+
+  Bytes fixed = file.read_bytes(off, kFrameHeaderMinLen, "frame header");
+  const int64_t header_len = int32_t(load_be32(fixed.data() + 11));
+  const int64_t frame_len = int64_t(load_be64(fixed.data() + 16));
+  // c-blosc2 does not check the magic of files; we do, so that a random file
+  // is reported as not being a frame rather than as some corrupt field.
+  if (std::memcmp(fixed.data() + 2, "b2frame", 8) != 0)
+    throw FormatError("not a Blosc2 frame (no \"b2frame\" magic at byte 2)");
+  if (frame_len < kFrameHeaderMinLen + kFrameTrailerMinLen)
+    throw FormatError("frame length " + num(frame_len) + " is too small");
+  if (frame_len > available)
+    throw FormatError("frame length " + num(frame_len) + " exceeds the file (" + num(available) +
+                      " bytes from the frame start)");
+
+  Bytes tail = file.read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
+  if (tail[2] != 0xCE)
+    throw FormatError("no trailer: byte " + num(frame_len - 23) + " of the frame is not the CE trailer-length marker");
+  trailer_len = load_be32(tail.data() + 3);
+  if (trailer_len < kFrameTrailerMinLen || trailer_len > std::min<int64_t>(INT32_MAX, frame_len - kFrameHeaderMinLen))
+    throw FormatError("trailer length " + num(trailer_len) + " is out of range");
+  if (header_len < kFrameHeaderMinLen || header_len > frame_len - trailer_len)
+    throw FormatError("header length " + num(header_len) + " is out of range (trailer starts at " +
+                      num(frame_len - trailer_len) + ")");
+
+  ParsedHeader parsed = parse_frame_header(file.read_bytes(off, size_t(header_len), "frame header"));
+  header = parsed.fixed;
+  // c-blosc2 reads the trailer of a frame without data right after the header,
+  // not from frame_len; follow it so that we read such frames as it does.
+  const int64_t trailer_start = header.nbytes == 0 ? header_len : frame_len - trailer_len;
+  metalayers = std::move(parsed.metalayers);
+  if (header.frame_type != (sparse ? 1 : 0))
+    throw FormatError("frame type " + num(header.frame_type) + (sparse ? " in a directory (sparse frames are 1)"
+                                                                        : " in a file (contiguous frames are 0)"));
+  vlmetalayers = parse_frame_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
+  load_index();
+}
+
+void Frame::Impl::load_index() {
+  const FrameHeader& h = header;
+  const bool sparse = h.sparse();
+  if (h.nbytes == 0) return;  // c-blosc2 writes no index then: the trailer follows the header
+  if (h.chunksize < 0)
+    throw FormatError("chunksize " + num(h.chunksize) + " with " + num(h.nbytes) + " bytes of data");
+  if (h.chunksize > 0) {
+    nchunks = h.nbytes / h.chunksize + (h.nbytes % h.chunksize != 0);
+    if (nchunks > kMaxNchunks) throw FormatError(num(nchunks) + " chunks, more than the format allows");
+  }
+
+  const int64_t trailer_start = h.frame_len - trailer_len;
+  const int64_t index_pos = h.header_len + (sparse ? 0 : h.cbytes);
+  if (!sparse && h.cbytes > trailer_start - h.header_len)
+    throw FormatError("compressed size " + num(h.cbytes) + " exceeds the space between header and trailer");
+  const int64_t index_len = trailer_start - index_pos;
+  const std::string context = "index chunk at byte " + num(index_pos) + ": ";
+  if (index_len < kBlosc1HeaderSize) throw FormatError(context + "only " + num(index_len) + " bytes for it");
+
+  Bytes head = file.read_bytes(offset + index_pos, size_t(std::min<int64_t>(index_len, kExtendedHeaderSize)),
+                               "index chunk");
+  ChunkHeader ih = with_error_context(context, [&] { return parse_chunk_header(head); });
+  if (ih.cbytes > index_len)
+    throw FormatError(context + "its " + num(ih.cbytes) + " bytes exceed the " + num(index_len) + " available");
+  Bytes chunk = file.read_bytes(offset + index_pos, size_t(ih.cbytes), "index chunk");
+  ChunkView view = with_error_context(context, [&] { return ChunkView(chunk); });
+
+  if (h.chunksize == 0) {
+    if (view.nbytes() % 8 != 0) throw FormatError(context + num(view.nbytes()) + " bytes is not a multiple of 8");
+    nchunks = view.nbytes() / 8;
+  } else if (int64_t(view.nbytes()) != nchunks * 8) {
+    throw FormatError(context + "holds " + num(view.nbytes() / 8) + " entries for " + num(nchunks) + " chunks");
+  }
+
+  const ChunkHeader& vh = view.header();
+  ByteSpan value(chunk.data() + std::min<size_t>(chunk.size(), kExtendedHeaderSize),
+                 chunk.size() - std::min<size_t>(chunk.size(), kExtendedHeaderSize));
+  if (vh.special() == Special::zeros) {
+    index_uniform = true;
+    uniform_entry = 0;
+  } else if (vh.special() == Special::value && (value.size() == 1 || value.size() == 2 || value.size() == 4 ||
+                                                value.size() == 8)) {
+    uint8_t pattern[8];
+    for (size_t i = 0; i < 8; ++i) pattern[i] = value[i % value.size()];
+    index_uniform = true;
+    uniform_entry = int64_t(load_le64(pattern));
+  } else {
+    if (nchunks * 8 > std::max(kIndexBytesFloor, file_size * kIndexBytesPerFileByte))
+      throw FormatError(context + num(nchunks) + " entries is implausible for a file of " + num(file_size) +
+                        " bytes");
+    index.resize(size_t(nchunks));
+    MutableByteSpan out(reinterpret_cast<uint8_t*>(index.data()), index.size() * 8);
+    with_error_context(context, [&] { view.decode(out); });
+    for (int64_t& e : index) e = int64_t(load_le64(reinterpret_cast<const uint8_t*>(&e)));
+  }
+
+  // c-blosc2 validates every stored offset at open; chunk headers are read lazily.
+  auto check = [&](int64_t n, int64_t e) {
+    if (e < 0) return;
+    if (sparse) {
+      if (e > int64_t(UINT32_MAX))
+        throw FormatError("index entry " + num(n) + ": chunk-file number " + num(e) + " is out of range");
+    } else if (e > h.cbytes - kExtendedHeaderSize) {
+      throw FormatError("index entry " + num(n) + ": offset " + num(e) + " leaves no room for a chunk in the " +
+                        num(h.cbytes) + "-byte chunk region");
+    }
+  };
+  if (index_uniform) {
+    if (nchunks > 0) check(0, uniform_entry);
+  } else {
+    for (int64_t n = 0; n < nchunks; ++n) check(n, index[size_t(n)]);
+  }
+}
+
+const std::filesystem::path& Frame::path() const { return impl_->path; }
+int64_t Frame::file_offset() const { return impl_->offset; }
+const FrameHeader& Frame::header() const { return impl_->header; }
+int64_t Frame::trailer_len() const { return impl_->trailer_len; }
+int64_t Frame::nchunks() const { return impl_->nchunks; }
+const std::vector<Metalayer>& Frame::metalayers() const { return impl_->metalayers; }
+const std::vector<Vlmetalayer>& Frame::vlmetalayers() const { return impl_->vlmetalayers; }
+
+const Metalayer* Frame::find_metalayer(std::string_view name) const {
+  for (const Metalayer& m : impl_->metalayers)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const Vlmetalayer* Frame::find_vlmetalayer(std::string_view name) const {
+  for (const Vlmetalayer& v : impl_->vlmetalayers)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+Bytes Frame::vlmetalayer_content(const Vlmetalayer& layer) const {
+  return with_error_context(impl_->path.string() + ": vlmetalayer '" + layer.name + "': ", [&] {
+    ChunkView view(layer.stored);
+    if (size_t(view.header().cbytes) != layer.stored.size())
+      throw FormatError("stored " + num(int64_t(layer.stored.size())) + " bytes but the chunk says " +
+                        num(view.header().cbytes));
+    // A special chunk claims any size for free; metadata is never that large.
+    if (int64_t(view.nbytes()) > std::max(kIndexBytesFloor, int64_t(layer.stored.size()) * 4096))
+      throw FormatError("claims " + num(view.nbytes()) + " bytes, implausible for " +
+                        num(int64_t(layer.stored.size())) + " stored");
+    Bytes out(size_t(view.nbytes()));
+    view.decode(out);
+    return out;
+  });
+}
+
+IndexEntry Frame::index_entry(int64_t n) const {
+  impl_->check_chunk_number(n);
+  return decode_index_entry(impl_->raw_entry(n));
+}
+
+Frame::Stamp Frame::stamp() const {
+  File f = File::open_read(impl_->frame_file);
+  struct stat st = f.status();
+  Stamp s;
+  s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  s.file_size = int64_t(st.st_size);
+  uint8_t len[8];
+  s.frame_len = f.read_at(impl_->offset + 16, len) == sizeof len ? int64_t(load_be64(len)) : -1;
+  return s;
+}
+
+}  // namespace blosc2fs

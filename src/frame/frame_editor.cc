@@ -1,0 +1,523 @@
+// FrameEditor: staging edits against a loaded Frame, checking them against the
+// format's rules when they are staged, and committing them under c-blosc2's
+// .b2lock protocol with the crash-safe plans of frame_commit.cc / sparse_commit.cc.
+#include "frame_editor.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include "b2nd.h"
+#include "error.h"
+#include "frame_editor_internal.h"
+#include "frame_lock.h"
+
+namespace blosc2fs {
+
+using editor::StagedChunk;
+using editor::VlmetaOp;
+
+namespace {
+
+// What the disk held when the Frame was loaded, to notice other writers.
+struct DiskStamp {
+  int64_t frame_len = -1;
+  int64_t size = -1;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t inode = 0;
+  bool operator==(const DiskStamp&) const = default;
+};
+
+DiskStamp read_disk_stamp(const std::filesystem::path& header_path, int64_t offset) {
+  DiskStamp s;
+  int fd = ::open(header_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;  // gone: differs from any loaded state
+  struct stat st;
+  if (::fstat(fd, &st) == 0) {
+    s.size = st.st_size;
+    s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    s.inode = st.st_ino;
+  }
+  uint8_t len[8];
+  if (::pread(fd, len, sizeof len, off_t(offset + 16)) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
+  ::close(fd);
+  return s;
+}
+
+bool all_zero(ByteSpan data) {
+  return std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; });
+}
+
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int err) {
+  throw IoError(path.string() + ": " + what, err);
+}
+
+}  // namespace
+
+struct FrameEditor::Impl {
+  std::filesystem::path path;
+  int64_t offset = 0;
+  EditOptions options;
+  bool sparse = false;
+  std::unique_ptr<Frame> frame;
+  bool base_vlblocks = false;
+  DiskStamp stamp;
+  LockSidecar sidecar;
+  std::optional<uint64_t> seen_counter;  // the sidecar counter our loaded state corresponds to
+  editor::StagedEdits staged;
+  int64_t staged_base_nchunks = 0;
+  int32_t staged_base_chunksize = 0;
+  mutable std::optional<int64_t> unused_cache;
+  uint64_t compaction_nonce = editor::random_nonce();
+
+  Impl(const std::filesystem::path& p, int64_t off, EditOptions opt)
+      : path(p), offset(off), options(opt), sparse(std::filesystem::is_directory(p)),
+        sidecar(LockSidecar::path_for(p, std::filesystem::is_directory(p))) {}
+
+  std::filesystem::path header_path() const { return sparse ? path / "chunks.b2frame" : path; }
+
+  bool chunk0_vlblocks() const {
+    if (frame->nchunks() == 0) return frame->header().general_flags & 0x80;
+    IndexEntry e = frame->index_entry(0);
+    if (e.special != Special::none) return false;
+    std::filesystem::path file = sparse ? path / editor::chunk_file_name(e.raw) : path;
+    int64_t at = sparse ? 0 : offset + frame->header().header_len + e.raw;
+    int64_t avail = editor::file_size_of(file) - at;
+    Bytes head = editor::read_exact(file, at, std::clamp<int64_t>(avail, 0, kExtendedHeaderSize));
+    return parse_chunk_header(head).vlblocks();
+  }
+
+  void load_frame() {
+    DiskStamp before = read_disk_stamp(header_path(), sparse ? 0 : offset);
+    frame = Frame::open(path, offset);
+    stamp = before;
+    base_vlblocks = chunk0_vlblocks();
+    unused_cache.reset();
+  }
+
+  void reset_staged() {
+    staged = {};
+    staged.nchunks = frame->nchunks();
+    staged.chunksize = frame->header().chunksize;
+    staged.vlblocks = base_vlblocks;
+    staged.temp_nonce = editor::random_nonce();
+    staged_base_nchunks = staged.nchunks;
+    staged_base_chunksize = staged.chunksize;
+  }
+
+  // Opens the sidecar when one exists (or should be created); c-blosc2 may
+  // create it at any time, so this is retried before each locked operation.
+  void open_sidecar(bool for_writing) {
+    if (!sidecar.is_open()) sidecar.open(for_writing && options.create_lock_sidecar);
+  }
+
+  bool changed_on_disk(std::optional<uint64_t> counter) const {
+    if (counter && seen_counter && *counter != *seen_counter) return true;
+    return read_disk_stamp(header_path(), sparse ? 0 : offset) != stamp;
+  }
+
+  // ---- staging ----
+
+  std::vector<Vlmetalayer> staged_vlmetalayers() const {
+    return editor::apply_vlmeta_ops(frame->vlmetalayers(), staged.vlmeta_ops);
+  }
+  bool has_staged_vlmeta(const std::string& name) const {
+    auto layers = staged_vlmetalayers();
+    return std::any_of(layers.begin(), layers.end(), [&](const Vlmetalayer& l) { return l.name == name; });
+  }
+  void check_vlmeta_name(const std::string& name) const {
+    if (name.empty()) fail(path, "vlmetalayer name is empty", EINVAL);
+    if (name.size() > size_t(kMaxMetalayerNameLen))
+      fail(path, "vlmetalayer name '" + name + "' is longer than 31 bytes", ENAMETOOLONG);
+  }
+
+  int32_t staged_chunk_nbytes(int64_t n) const {
+    auto it = staged.chunks.find(n);
+    return it != staged.chunks.end() ? it->second.nbytes : frame->chunk_nbytes(n);
+  }
+
+  CompressParams frame_compress_params() const {
+    const FrameHeader& h = frame->header();
+    uint8_t code = h.compcode();
+    if (code != 0 && code != 1 && code != 2 && code != 4 && code != 5)
+      fail(path, "the frame's codec (compcode " + std::to_string(code) + ") cannot be written", EOPNOTSUPP);
+    CompressParams p;
+    p.codec = Codec(code);
+    p.clevel = h.clevel();
+    p.typesize = h.typesize;
+    p.blocksize = h.blocksize;
+    p.filters = h.filters;
+    p.filters_meta = h.filters_meta;
+    p.splitmode = h.splitmode();
+    p.compcode_meta = h.compcode_meta;
+    return p;
+  }
+
+  // Checks the size rules of format-notes §3.1 for putting a chunk of `nbytes`
+  // at logical position n (n == staged.nchunks: append) and returns the
+  // chunksize the frame has afterwards.
+  int32_t check_chunk_size(int64_t n, int64_t nbytes) const {
+    const int64_t count = staged.nchunks;
+    const int32_t cs = staged.chunksize;
+    const bool append = n == count;
+    if (n < 0 || n > count)
+      fail(path, "chunk " + std::to_string(n) + " does not exist (" + std::to_string(count) + " chunks)", EINVAL);
+    if (nbytes <= 0 || nbytes > int64_t(INT32_MAX) - 64)
+      fail(path, "chunk " + std::to_string(n) + ": size " + std::to_string(nbytes) + " is not allowed", EINVAL);
+    if (cs == 0) return 0;
+    if (cs < 0) {
+      if (count > 0) fail(path, "chunksize is unset but the frame has chunks", EINVAL);
+      return int32_t(nbytes);
+    }
+    if (nbytes > cs)
+      fail(path, "chunk " + std::to_string(n) + ": " + std::to_string(nbytes) + " bytes exceed the chunksize " +
+                     std::to_string(cs), EINVAL);
+    const bool last = n == count - 1 || append;
+    if (!last && nbytes != cs)
+      fail(path, "chunk " + std::to_string(n) + ": only the last chunk may be shorter than the chunksize " +
+                     std::to_string(cs), EINVAL);
+    if (append && count > 0 && staged_chunk_nbytes(count - 1) != cs)
+      fail(path, "cannot append: the last chunk is shorter than the chunksize " + std::to_string(cs), EINVAL);
+    return cs;
+  }
+
+  // Stores zeros/NaN/uninit chunks the way c-blosc2 reads back everywhere:
+  // special index entries with a fixed chunksize, repeat-value chunks with a
+  // variable one (never a physical zeros/nan/uninit chunk, bug B3).
+  StagedChunk finalize(Bytes stored, int32_t nbytes, int32_t chunksize_after) const {
+    StagedChunk c;
+    c.nbytes = nbytes;
+    ChunkHeader h = parse_chunk_header(stored);
+    Special kind = h.special();
+    if (kind == Special::none || kind == Special::value) {
+      c.stored = std::move(stored);
+      return c;
+    }
+    const int32_t ts = frame->header().typesize;
+    if (chunksize_after > 0 && (kind != Special::nan || (h.typesize == ts && (ts == 4 || ts == 8)))) {
+      c.entry_special = kind;
+      return c;
+    }
+    if (kind == Special::nan) {
+      int32_t nts = h.typesize == 4 || h.typesize == 8 ? h.typesize : 0;
+      if (nts == 0 || nbytes % nts != 0) fail(path, "NaN chunk with an unusable typesize", EINVAL);
+      Bytes value(size_t(nts), 0);
+      if (nts == 4) store_le32(value.data(), 0x7FC00000u);
+      else store_le64(value.data(), 0x7FF8000000000000ull);
+      c.stored = make_special_chunk(Special::value, nbytes, nts, value);
+      return c;
+    }
+    int32_t vts = ts >= 1 && ts <= 255 && nbytes % ts == 0 ? ts : 1;
+    c.stored = make_special_chunk(Special::value, nbytes, vts, Bytes(size_t(vts), 0));
+    return c;
+  }
+
+  // Whether logical chunks other than n exist after putting one at n.
+  bool has_other_chunks(int64_t n) const {
+    return n == staged.nchunks ? staged.nchunks > 0 : staged.nchunks > 1;
+  }
+
+  void stage_chunk(int64_t n, StagedChunk chunk, int32_t chunksize_after, bool vlblocks) {
+    if (!has_other_chunks(n)) staged.vlblocks = vlblocks;  // the only chunk decides the frame's kind
+    if (n == staged.nchunks) ++staged.nchunks;
+    staged.chunksize = chunksize_after;
+    staged.chunks[n] = std::move(chunk);
+    staged.chunks_dirty = true;
+  }
+
+  void put_data(int64_t n, ByteSpan data) {
+    int32_t cs_after = check_chunk_size(n, int64_t(data.size()));
+    if (has_other_chunks(n) && staged.vlblocks)
+      fail(path, "chunk " + std::to_string(n) + ": VL-block chunks cannot be compressed here; write raw chunks",
+           EOPNOTSUPP);
+    int32_t nbytes = int32_t(data.size());
+    Bytes stored;
+    if (all_zero(data)) {
+      stored = make_special_chunk(Special::zeros, nbytes, std::max(1, frame->header().typesize));
+    } else {
+      try {
+        stored = encode_chunk(data, frame_compress_params());
+      } catch (const UnsupportedError& e) {
+        fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EOPNOTSUPP);
+      } catch (const FormatError& e) {
+        fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EINVAL);
+      }
+    }
+    stage_chunk(n, finalize(std::move(stored), nbytes, cs_after), cs_after, false);
+  }
+
+  void put_raw(int64_t n, ByteSpan chunk) {
+    ChunkHeader h;
+    try {
+      h = parse_chunk_header(chunk);
+      if (int64_t(h.cbytes) != int64_t(chunk.size()))
+        fail(path, "raw chunk " + std::to_string(n) + ": cbytes " + std::to_string(h.cbytes) + " but " +
+                       std::to_string(chunk.size()) + " bytes were given", EINVAL);
+      if (h.lazy()) fail(path, "raw chunk " + std::to_string(n) + " is a lazy chunk", EINVAL);
+      (void)decode_chunk(chunk);
+    } catch (const FormatError& e) {
+      fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
+    }
+    int32_t cs_after = check_chunk_size(n, h.nbytes);
+    if (has_other_chunks(n) && h.vlblocks() != staged.vlblocks)
+      fail(path, std::string("raw chunk ") + std::to_string(n) +
+                     (h.vlblocks() ? " has VL blocks but the frame's chunks do not" : " lacks the frame's VL blocks"),
+           EINVAL);
+    stage_chunk(n, finalize(Bytes(chunk.begin(), chunk.end()), h.nbytes, cs_after), cs_after, h.vlblocks());
+  }
+
+  // After another writer changed the frame: reload and keep the staged edits
+  // when they still apply (same chunk count and chunksize).
+  void rebase(std::optional<uint64_t> counter) {
+    load_frame();
+    seen_counter = counter;
+    if (staged.chunks_dirty &&
+        (frame->nchunks() != staged_base_nchunks || frame->header().chunksize != staged_base_chunksize))
+      fail(path, "changed by another writer since the chunk edits were staged", ESTALE);
+    if (!staged.chunks_dirty) {
+      staged.nchunks = frame->nchunks();
+      staged.chunksize = frame->header().chunksize;
+      staged.vlblocks = base_vlblocks;
+    }
+  }
+
+  void check_writable() const {
+    if (::access(header_path().c_str(), W_OK) != 0 || (sparse && ::access(path.c_str(), W_OK) != 0))
+      fail(path, "the frame is not writable", EROFS);
+  }
+
+  editor::PlannedCommit plan() const {
+    std::vector<Vlmetalayer> layers = staged_vlmetalayers();
+    if (layers.size() > size_t(kMaxMetalayers) && layers.size() > frame->vlmetalayers().size())
+      fail(path, "more than 16 vlmetalayers", ENOSPC);
+    return sparse ? editor::plan_sparse_commit(*frame, staged, options.sync)
+                  : editor::plan_contiguous_commit(*frame, staged, options.sync);
+  }
+};
+
+FrameEditor::FrameEditor(const std::filesystem::path& path, int64_t offset, EditOptions options)
+    : impl_(std::make_unique<Impl>(path, offset, options)) {
+  if (offset < 0) fail(path, "negative frame offset", EINVAL);
+  impl_->open_sidecar(false);
+  SidecarLockGuard guard(impl_->sidecar, SidecarLockGuard::Mode::shared);
+  impl_->load_frame();
+  impl_->seen_counter = guard.counter();
+  impl_->reset_staged();
+}
+
+FrameEditor::~FrameEditor() = default;
+
+const Frame& FrameEditor::frame() const { return *impl_->frame; }
+
+bool FrameEditor::refresh() {
+  Impl& m = *impl_;
+  if (!m.staged.empty()) fail(m.path, "cannot refresh with staged edits", EBUSY);
+  m.open_sidecar(false);
+  SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::shared);
+  if (!m.changed_on_disk(guard.counter())) {
+    m.seen_counter = guard.counter();
+    return false;
+  }
+  m.load_frame();
+  m.seen_counter = guard.counter();
+  m.reset_staged();
+  return true;
+}
+
+void FrameEditor::set_vlmetalayer(const std::string& name, ByteSpan content) {
+  Impl& m = *impl_;
+  m.check_vlmeta_name(name);
+  if (!m.has_staged_vlmeta(name) && m.staged_vlmetalayers().size() >= size_t(kMaxMetalayers))
+    fail(m.path, "cannot add vlmetalayer '" + name + "': the frame already has 16", ENOSPC);
+  Bytes stored;
+  try {
+    stored = editor::encode_vlmeta_content(content);
+  } catch (const FormatError& e) {
+    fail(m.path, "vlmetalayer '" + name + "': " + e.what(), EINVAL);
+  }
+  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::set, name, {}, std::move(stored)});
+}
+
+void FrameEditor::remove_vlmetalayer(const std::string& name) {
+  Impl& m = *impl_;
+  if (!m.has_staged_vlmeta(name)) fail(m.path, "no vlmetalayer '" + name + "'", ENOENT);
+  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::remove, name, {}, {}});
+}
+
+void FrameEditor::rename_vlmetalayer(const std::string& from, const std::string& to) {
+  Impl& m = *impl_;
+  m.check_vlmeta_name(to);
+  if (!m.has_staged_vlmeta(from)) fail(m.path, "no vlmetalayer '" + from + "'", ENOENT);
+  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::rename, from, to, {}});
+}
+
+void FrameEditor::set_metalayer(const std::string& name, ByteSpan content) {
+  Impl& m = *impl_;
+  const Metalayer* layer = m.frame->find_metalayer(name);
+  if (!layer) fail(m.path, "no metalayer '" + name + "'", ENOENT);
+  if (layer->content.size() != content.size())
+    fail(m.path, "metalayer '" + name + "' is " + std::to_string(layer->content.size()) +
+                     " bytes; it can only be overwritten with as many (" + std::to_string(content.size()) +
+                     " given)", EINVAL);
+  if (name == "b2nd" || name == "caterva") {
+    try {
+      (void)parse_nd_meta(content, name == "caterva");
+    } catch (const FormatError& e) {
+      fail(m.path, "metalayer '" + name + "' would no longer decode: " + e.what(), EINVAL);
+    }
+  }
+  m.staged.metalayer_writes[name] = Bytes(content.begin(), content.end());
+}
+
+void FrameEditor::replace_chunk(int64_t n, ByteSpan data) {
+  if (n >= impl_->staged.nchunks) fail(impl_->path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
+  impl_->put_data(n, data);
+}
+
+void FrameEditor::replace_raw_chunk(int64_t n, ByteSpan chunk) {
+  if (n >= impl_->staged.nchunks) fail(impl_->path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
+  impl_->put_raw(n, chunk);
+}
+
+void FrameEditor::append_chunk(ByteSpan data) { impl_->put_data(impl_->staged.nchunks, data); }
+
+void FrameEditor::append_raw_chunk(ByteSpan chunk) { impl_->put_raw(impl_->staged.nchunks, chunk); }
+
+void FrameEditor::truncate_chunks(int64_t nchunks) {
+  Impl& m = *impl_;
+  if (nchunks < 0 || nchunks > m.staged.nchunks)
+    fail(m.path, "cannot truncate to " + std::to_string(nchunks) + " chunks (has " +
+                     std::to_string(m.staged.nchunks) + ")", EINVAL);
+  if (nchunks == m.staged.nchunks) return;
+  m.staged.chunks.erase(m.staged.chunks.lower_bound(nchunks), m.staged.chunks.end());
+  m.staged.nchunks = nchunks;
+  m.staged.chunks_dirty = true;
+}
+
+bool FrameEditor::has_staged_edits() const { return !impl_->staged.empty(); }
+
+void FrameEditor::discard_staged_edits() { impl_->reset_staged(); }
+
+CommitPlan FrameEditor::plan_commit() const {
+  if (!has_staged_edits()) return {};
+  return impl_->plan().steps;
+}
+
+void FrameEditor::commit() {
+  Impl& m = *impl_;
+  if (!has_staged_edits()) return;
+  m.check_writable();
+  m.open_sidecar(true);
+  SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
+  if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+  editor::PlannedCommit planned = m.plan();
+  size_t done = 0;
+  try {
+    editor::StepExecutor executor;
+    for (const CommitStep& step : planned.steps) {
+      executor.run(step);
+      ++done;
+    }
+    executor.finish();
+  } catch (...) {
+    // The old state is still what a reader sees unless the switch happened;
+    // then only the in-place metalayer writes may be missing.
+    bool switched = planned.switch_step != SIZE_MAX && done > planned.switch_step;
+    bool metalayers_done = planned.metalayer_first_step == SIZE_MAX || done >= planned.steps.size();
+    if (!switched) {
+      // A temporary file the rename would have consumed (chunk files are
+      // unreferenced and go with the next commit).
+      int err = 0;
+      try {
+        throw;
+      } catch (const IoError& e) {
+        err = e.error_number();
+      } catch (...) {
+      }
+      size_t ours = done + (done < planned.steps.size() && err != EEXIST ? 1 : 0);
+      for (size_t i = 0; i < ours; ++i) {
+        const CommitStep& step = planned.steps[i];
+        if (step.kind == CommitStep::Kind::write && step.create && step.path.filename().string().front() == '.')
+          ::unlink(step.path.c_str());
+      }
+    }
+    m.staged.temp_nonce = editor::random_nonce();
+    try {
+      m.load_frame();
+      if (guard.counter()) m.seen_counter = *guard.counter() + 1;
+      if (switched) {
+        auto metalayers = std::move(m.staged.metalayer_writes);
+        m.reset_staged();
+        if (!metalayers_done) m.staged.metalayer_writes = std::move(metalayers);
+      }
+    } catch (...) {
+    }
+    throw;
+  }
+  if (m.options.sync && guard.counter()) m.sidecar.sync();
+  m.load_frame();
+  if (guard.counter()) m.seen_counter = *guard.counter() + 1;
+  m.reset_staged();
+}
+
+int64_t FrameEditor::unused_bytes() const {
+  if (!impl_->unused_cache) impl_->unused_cache = editor::count_unused_bytes(*impl_->frame);
+  return *impl_->unused_cache;
+}
+
+CommitPlan FrameEditor::plan_compaction() const {
+  CommitPlan plan;
+  editor::generate_compaction(*impl_->frame, impl_->options.sync, impl_->compaction_nonce,
+                              [&](CommitStep&& step) { plan.push_back(std::move(step)); });
+  return plan;
+}
+
+void FrameEditor::compact() {
+  Impl& m = *impl_;
+  if (m.offset > 0) fail(m.path, "a frame embedded at an offset is never compacted", EINVAL);
+  m.check_writable();
+  m.open_sidecar(true);
+  SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
+  if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+  std::optional<std::filesystem::path> temp;
+  bool renamed = false;
+  try {
+    editor::StepExecutor executor;
+    editor::generate_compaction(*m.frame, m.options.sync, m.compaction_nonce, [&](CommitStep&& step) {
+      if (step.kind == CommitStep::Kind::write && step.create) temp = step.path;
+      executor.run(step);
+      if (step.kind == CommitStep::Kind::rename) renamed = true;
+    });
+    executor.finish();
+  } catch (...) {
+    if (temp && !renamed) ::unlink(temp->c_str());
+    m.compaction_nonce = editor::random_nonce();
+    throw;
+  }
+  m.compaction_nonce = editor::random_nonce();
+  if (m.options.sync && guard.counter()) m.sidecar.sync();
+  m.load_frame();
+  if (guard.counter()) m.seen_counter = *guard.counter() + 1;
+}
+
+bool FrameEditor::compaction_due() const {
+  const Impl& m = *impl_;
+  if (m.offset > 0) return false;
+  int64_t unused = unused_bytes();
+  int64_t total;
+  if (m.sparse) {
+    total = editor::file_size_of(m.header_path());
+    for (const auto& [id, size] : editor::chunk_files_on_disk(m.path)) total += size;
+  } else {
+    total = editor::file_size_of(m.path);
+  }
+  return unused > m.options.compact_min_bytes && double(unused) > m.options.compact_fraction * double(total);
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,105 @@
+// Changing an existing frame crash-safely (docs/commit-protocol.md): staged edits
+// become one commit whose every intermediate on-disk state is a valid frame
+// holding either the old or the new state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bytes.h"
+#include "chunk_codec.h"
+#include "frame.h"
+
+namespace blosc2fs {
+
+// One step of a commit, as the disk sees it. A commit is planned as a list of
+// steps and then executed in order; tests replay every prefix of the list (and a
+// torn version of each write) to simulate power loss at any instant.
+struct CommitStep {
+  enum class Kind { write, fsync, truncate, rename, unlink, fsync_dir };
+  Kind kind = Kind::write;
+  std::filesystem::path path;     // file written / synced / truncated / renamed from / unlinked
+  std::filesystem::path target;   // rename target
+  int64_t offset = 0;             // write offset, or truncate length
+  Bytes data;                     // write payload
+  bool create = false;            // write: create the file (O_CREAT|O_EXCL)
+  uint32_t mode = 0644;           // write with create: permission bits of the new file
+};
+using CommitPlan = std::vector<CommitStep>;
+// Runs the steps in order with pwrite/fsync/ftruncate/rename/unlink. Throws IoError.
+void execute_commit_plan(const CommitPlan& plan);
+
+struct EditOptions {
+  // Take c-blosc2's .b2lock sidecar (flock LOCK_EX, bump the counter at offset 8)
+  // around commits: always when the sidecar exists; create it when true.
+  bool create_lock_sidecar = false;
+  bool sync = true;  // fsync at the protocol's points (tests may turn it off for speed)
+  // Compact (rewrite to a temporary file and rename) when unused bytes exceed both.
+  double compact_fraction = 0.5;
+  int64_t compact_min_bytes = 64 << 20;
+};
+
+class FrameEditor {
+ public:
+  // Opens FRAME for editing (offset > 0: embedded frame; never truncated or compacted).
+  explicit FrameEditor(const std::filesystem::path& path, int64_t offset = 0, EditOptions options = {});
+  ~FrameEditor();
+
+  // The committed state (reloaded after each commit and by refresh()).
+  const Frame& frame() const;
+  // Reloads when another process changed the frame (lock counter, frame_len, size
+  // or mtime). Returns true when it did. Staged edits must be empty.
+  bool refresh();
+
+  // Staged edits; nothing reaches the disk before commit(). Every rule is
+  // checked when the edit is staged and reported as IoError with an errno:
+  // ENOENT (no such layer), ENAMETOOLONG (name over 31 bytes), EINVAL (empty
+  // name, bad size, invalid chunk), ENOSPC (a 17th vlmetalayer: c-blosc2's
+  // writer refuses more than 16), EOPNOTSUPP (can't compress for this frame).
+  void set_vlmetalayer(const std::string& name, ByteSpan content);  // create or overwrite
+  void remove_vlmetalayer(const std::string& name);
+  void rename_vlmetalayer(const std::string& from, const std::string& to);  // replaces `to`
+  // Same length only (EINVAL); b2nd/caterva contents must still parse (EINVAL).
+  // Contiguous frames: written in place after the commit's other changes are
+  // durable, so the one state a power loss can mix: a torn write of a metalayer
+  // spanning disk sectors, or a crash between it and the rest of the commit.
+  // Sparse frames: part of the atomic rename of chunks.b2frame.
+  void set_metalayer(const std::string& name, ByteSpan content);
+  // Chunk edits by logical number. replace/append compress with the frame's own
+  // parameters; *_raw store a caller-provided chunk after validating it.
+  void replace_chunk(int64_t n, ByteSpan data);
+  void replace_raw_chunk(int64_t n, ByteSpan chunk);
+  void append_chunk(ByteSpan data);
+  void append_raw_chunk(ByteSpan chunk);
+  void truncate_chunks(int64_t nchunks);  // drop chunks from the end
+  bool has_staged_edits() const;
+  void discard_staged_edits();
+
+  // The steps commit() would run for the staged edits (empty when nothing is staged).
+  CommitPlan plan_commit() const;
+  // Plans, executes under the lock, reloads. On failure the frame is unchanged
+  // (as the old state on disk) and the staged edits are kept; throws. A frame
+  // changed by another writer meanwhile is reloaded first; staged chunk edits
+  // then fail with ESTALE unless the chunk count and chunksize are unchanged.
+  // EROFS: the frame is not writable, or an embedded frame would overwrite
+  // what follows it. A contiguous frame left without data is rewritten whole
+  // (temporary file + rename; c-blosc2 reads its trailer right after the header).
+  void commit();
+
+  // Bytes in the file that no live structure references (left by earlier commits).
+  int64_t unused_bytes() const;
+  CommitPlan plan_compaction() const;
+  void compact();  // rewrite cleanly: temp file, fsync, rename, fsync dir
+  bool compaction_due() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blosc2fs

@@ -1,0 +1,81 @@
+// Private state of Frame, shared by frame.cc (open, index) and frame_chunks.cc
+// (chunk access). Not part of the library's interface.
+#pragma once
+
+#include <mutex>
+
+#include "file.h"
+#include "frame.h"
+
+namespace blosc2fs {
+
+struct Frame::Impl {
+  std::filesystem::path path;        // as given: the cframe file or the sframe directory
+  std::filesystem::path frame_file;  // the cframe, or <dir>/chunks.b2frame
+  File file;
+  int64_t offset = 0;
+  int64_t file_size = 0;
+  FrameHeader header;
+  int64_t trailer_len = 0;
+  int64_t nchunks = 0;
+  std::vector<Metalayer> metalayers;
+  std::vector<Vlmetalayer> vlmetalayers;
+
+  // The decoded index. A repeat-value index chunk (c-blosc2's fill_special) is
+  // kept as its one value, so such frames open in O(1) memory however large.
+  std::vector<int64_t> index;
+  bool index_uniform = false;
+  int64_t uniform_entry = 0;
+
+  // Variable-chunksize frames only: sizes (-1 = unknown) and data offsets,
+  // filled on first need by reading every chunk header once.
+  mutable std::once_flag sizes_once;
+  mutable std::vector<int32_t> sizes;
+  mutable std::vector<int64_t> starts;  // nchunks + 1 entries; -1 once a size is unknown
+
+  // Where a stored chunk lives: the frame file itself (cframe) or its own chunk
+  // file (sframe), with how many bytes the chunk may occupy there.
+  struct Location {
+    File owned;                    // sframe: the chunk file
+    const File* shared = nullptr;  // cframe: the frame file
+    int64_t pos = 0;
+    int64_t available = 0;
+    const File& file() const { return shared ? *shared : owned; }
+  };
+  Location locate(int64_t entry) const;
+  static ChunkHeader read_header_at(const Location& loc);
+
+  void open(const std::filesystem::path& p, int64_t off);
+  void load_index();
+
+  int64_t raw_entry(int64_t n) const { return index_uniform ? uniform_entry : index[size_t(n)]; }
+  void check_chunk_number(int64_t n) const;
+  bool fixed_chunksize() const { return header.chunksize > 0; }
+  int32_t fixed_chunk_nbytes(int64_t n) const;
+  void compute_sizes() const;
+  int32_t nbytes_of(int64_t n) const;
+  int64_t data_offset_of(int64_t n) const;
+  std::filesystem::path chunk_file(int64_t id) const;
+  // The header of a stored (non-special) chunk, with its bounds checked.
+  ChunkHeader stored_chunk_header(int64_t n) const;
+  Bytes raw_chunk(int64_t n) const;
+  Bytes decoded_chunk(int64_t n) const;
+  ChunkInfo info(int64_t n) const;
+  std::string chunk_context(int64_t n) const;
+};
+
+// Runs f(), prefixing any error message with `context` (keeping the error type).
+template <class F>
+auto with_error_context(const std::string& context, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(context + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(context + e.what());
+  } catch (const IoError& e) {
+    throw IoError(context + e.what(), e.error_number());
+  }
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,221 @@
+// frame.json and index.tsv: the frame decoded for people and tools.
+#include "frame_json.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "b2nd.h"
+#include "chunk_format.h"
+
+namespace blosc2fs {
+
+namespace {
+
+std::string compcode_name(const FrameHeader& h) {
+  uint8_t c = h.compcode();
+  switch (c) {
+    case 0: case 1: case 2: case 4: case 5:
+      return codec_name(Codec(c));
+    case 6:
+      switch (h.udcodec) {
+        case 32: return "ndlz";
+        case 33: return "zfp_acc";
+        case 34: return "zfp_prec";
+        case 35: return "zfp_rate";
+        case 36: return "openhtj2k";
+        case 37: return "grok";
+        case 38: return "openzl";
+        case 39: return "j2k";
+        case 40: return "htj2k";
+        default: return "codec-" + std::to_string(h.udcodec);
+      }
+    default:
+      return "codec-" + std::to_string(c);
+  }
+}
+
+const char* splitmode_name(SplitMode m) {
+  switch (m) {
+    case SplitMode::always: return "always";
+    case SplitMode::never: return "never";
+    case SplitMode::automatic: return "auto";
+    case SplitMode::forward_compat: return "forward_compat";
+  }
+  return "unknown";
+}
+
+std::string to_hex(ByteSpan data) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(data.size() * 2);
+  for (uint8_t b : data) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+// Names, dtypes and messages come from the frame's bytes; JSON needs UTF-8.
+// Invalid sequences become U+FFFD.
+std::string utf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    const uint8_t c = uint8_t(in[i]);
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = len > 0 && i + len <= in.size();
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; ok && k < len; ++k) {
+      const uint8_t cont = uint8_t(in[i + k]);
+      ok = (cont & 0xC0) == 0x80;
+      cp = cp << 6 | (cont & 0x3F);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (ok && len > 1) ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+Json nd_meta_json(const NdMeta& meta) {
+  Json j = Json::object();
+  j["version"] = meta.version;
+  j["ndim"] = meta.ndim;
+  j["shape"] = meta.shape;
+  j["chunkshape"] = meta.chunkshape;
+  j["blockshape"] = meta.blockshape;
+  j["dtype_format"] = meta.dtype_format;
+  j["dtype"] = meta.dtype ? Json(utf8(*meta.dtype)) : Json(nullptr);
+  return j;
+}
+
+Json metalayer_json(const Metalayer& m) {
+  Json j = Json::object();
+  j["name"] = utf8(m.name);
+  j["size"] = m.content.size();
+  if (m.name == "b2nd" || m.name == "caterva") {
+    try {
+      j["content"] = nd_meta_json(parse_nd_meta(m.content, m.name == "caterva"));
+      return j;
+    } catch (const FormatError& e) {
+      j["error"] = utf8(e.what());
+    }
+  }
+  if (auto value = msgpack_to_json(m.content)) j["content"] = std::move(*value);
+  else j["content"] = Json::object({{"hex", to_hex(m.content)}});
+  return j;
+}
+
+Json array_json(const Frame& frame, const Metalayer& m) {
+  const FrameHeader& h = frame.header();
+  Json j = Json::object();
+  j["source"] = utf8(m.name);
+  try {
+    NdMeta meta = parse_nd_meta(m.content, m.name == "caterva");
+    NdLayout layout(meta, h.typesize, frame.nchunks(), h.chunksize);
+    bool mismatch = false;
+    std::string descr = npy_descr(meta, h.typesize, &mismatch);
+    j["shape"] = meta.shape;
+    j["dtype"] = meta.dtype ? Json(utf8(*meta.dtype)) : Json(nullptr);
+    j["npy_descr"] = utf8(descr);
+    j["dtype_mismatch"] = mismatch;
+    j["itemsize"] = h.typesize;
+    j["nitems"] = layout.nitems();
+    j["nbytes"] = layout.array_bytes();
+    j["npy_size"] = int64_t(npy_header(descr, meta.shape).size()) + layout.array_bytes();
+    j["chunkshape"] = meta.chunkshape;
+    j["blockshape"] = meta.blockshape;
+  } catch (const FormatError& e) {
+    j["error"] = utf8(e.what());
+  }
+  return j;
+}
+
+}  // namespace
+
+Json frame_to_json(const Frame& frame) {
+  const FrameHeader& h = frame.header();
+  Json j = Json::object();
+  j["format_version"] = h.version();
+  j["frame_type"] = h.sparse() ? "sparse" : "contiguous";
+  j["path"] = utf8(frame.path().string());
+  j["header_len"] = h.header_len;
+  j["frame_len"] = h.frame_len;
+  j["trailer_len"] = frame.trailer_len();
+  j["codec"] = compcode_name(h);
+  j["compcode"] = h.compcode();
+  j["clevel"] = h.clevel();
+  Json filters = Json::array();
+  for (uint8_t f : h.filters) filters.push_back(filter_name(f));
+  j["filters"] = std::move(filters);
+  j["filters_meta"] = Json(std::vector<int>(h.filters_meta.begin(), h.filters_meta.end()));
+  j["splitmode"] = splitmode_name(h.splitmode());
+  j["use_dict"] = h.use_dict();
+  j["typesize"] = h.typesize;
+  j["blocksize"] = h.blocksize;
+  j["chunksize"] = h.chunksize;
+  j["variable_chunks"] = h.chunksize == 0;
+  j["vlblocks"] = (h.general_flags & 0x80) != 0;
+  j["nchunks"] = frame.nchunks();
+  j["nbytes"] = h.nbytes;
+  j["cbytes"] = h.cbytes;
+  j["ratio"] = h.cbytes > 0 ? std::round(double(h.nbytes) / double(h.cbytes) * 1000.0) / 1000.0 : 0.0;
+
+  Json metas = Json::array();
+  for (const Metalayer& m : frame.metalayers()) metas.push_back(metalayer_json(m));
+  j["metalayers"] = std::move(metas);
+
+  Json vlmetas = Json::array();
+  for (const Vlmetalayer& v : frame.vlmetalayers()) {
+    Json e = Json::object();
+    e["name"] = utf8(v.name);
+    try {
+      e["size"] = parse_chunk_header(v.stored).nbytes;
+    } catch (const FormatError& err) {
+      e["size"] = nullptr;
+      e["error"] = utf8(err.what());
+    }
+    e["stored_size"] = v.stored.size();
+    vlmetas.push_back(std::move(e));
+  }
+  j["vlmetalayers"] = std::move(vlmetas);
+
+  const Metalayer* nd = frame.find_metalayer("b2nd");
+  if (!nd) nd = frame.find_metalayer("caterva");
+  if (nd) j["array"] = array_json(frame, *nd);
+  return j;
+}
+
+std::string frame_json_text(const Frame& frame) {
+  return frame_to_json(frame).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string index_tsv_text(const Frame& frame) {
+  std::string out = "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\n";
+  const int64_t n = frame.nchunks();
+  for (int64_t i = 0; i < n; ++i) {
+    IndexEntry entry = frame.index_entry(i);
+    out += std::to_string(i);
+    out += '\t';
+    out += std::to_string(entry.raw);
+    try {
+      ChunkInfo info = frame.chunk_info(i);
+      out += '\t';
+      out += special_name(info.special);
+      out += '\t' + std::to_string(info.nbytes) + '\t' + std::to_string(info.cbytes) + '\t' + info.codec + '\t' +
+             info.filters + '\n';
+    } catch (const std::exception&) {
+      out += "\terror\terror\terror\terror\terror\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,116 @@
+// Decompressed chunks under a byte budget, shared by every reader of the mount.
+//
+// An entry holds the stored chunk and, once something asks for decompressed
+// bytes, a buffer of the chunk's nbytes with a bitmap of decoded blocks: a small
+// read of a big chunk decodes only the blocks it touches. Readers of the same
+// chunk wait on that entry's mutex, so a chunk is loaded once however many
+// readers miss it at the same time; the map mutex is held only to find, insert
+// and evict entries, never while loading or decoding. Entries are handed out as
+// shared_ptr, so eviction never frees bytes a reader is still copying.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+// Decodes one stored chunk block by block. Built from the stored bytes, which
+// outlive it. Implementations must be safe to call from one thread at a time.
+class ChunkDecoder {
+ public:
+  virtual ~ChunkDecoder() = default;
+  virtual int64_t nbytes() const = 0;
+  virtual int32_t nblocks() const = 0;
+  virtual int64_t block_offset(int32_t j) const = 0;
+  virtual int32_t block_size(int32_t j) const = 0;
+  // Block j > 0 can only be decoded with block 0 decoded as reference (delta).
+  virtual bool needs_reference_block() const = 0;
+  virtual void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const = 0;
+};
+
+// Where the cache gets chunks from: the frame, or a fake in unit tests.
+class ChunkLoader {
+ public:
+  virtual ~ChunkLoader() = default;
+  // The stored chunk n. Throws FormatError / IoError.
+  virtual Bytes load(int64_t n) = 0;
+  // Validates `stored` and returns its decoder. Throws FormatError / UnsupportedError.
+  virtual std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) = 0;
+};
+
+// A fully decoded chunk, pinned in memory while the shared_ptr lives.
+class CachedChunk {
+ public:
+  virtual ~CachedChunk() = default;
+  virtual ByteSpan data() const = 0;
+};
+
+struct ChunkCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  uint64_t bytes = 0;    // stored + decoded bytes currently charged
+  uint64_t budget = 0;
+  uint64_t entries = 0;
+  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.."
+  std::string text() const;
+};
+
+class ChunkCache {
+ public:
+  ChunkCache(ChunkLoader& loader, uint64_t budget_bytes);
+  ~ChunkCache();
+  ChunkCache(const ChunkCache&) = delete;
+  ChunkCache& operator=(const ChunkCache&) = delete;
+
+  // Copies decompressed bytes [offset, offset + out.size()) of chunk n, clipped
+  // to the chunk's size; returns how many were copied. Decodes only the blocks
+  // the range touches; a read of half the chunk or more decodes all of it.
+  size_t read(int64_t n, int64_t offset, MutableByteSpan out);
+  // The whole chunk n decompressed.
+  std::shared_ptr<const CachedChunk> get(int64_t n);
+  // Copies stored bytes [offset, offset + out.size()) of chunk n; returns the count.
+  size_t read_stored(int64_t n, int64_t offset, MutableByteSpan out);
+  // Decompressed size of chunk n (validates its header).
+  int64_t decoded_size(int64_t n);
+
+  ChunkCacheStats stats() const;
+  // Drops every entry (readers holding one keep it until they finish).
+  void clear();
+
+ private:
+  struct Entry;
+  // Finds or creates the entry for n, with its stored bytes loaded.
+  // Returns the entry locked by `lock`; the caller must keep the returned
+  // shared_ptr alive longer than `lock`. Throws with `lock` released.
+  std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock);
+  // Makes blocks covering [offset, offset+len) decoded (entry locked).
+  void decode_range(Entry& entry, int64_t offset, int64_t len);
+  void prepare_decoder(Entry& entry);
+  void decode_one_block(Entry& entry, int32_t j);
+  // Adds `bytes` to the entry's charge and evicts to the budget (entry locked).
+  void charge(Entry& entry, uint64_t bytes);
+  void uncharge(Entry& entry, uint64_t bytes);
+  void evict_locked(const Entry* keep);  // map mutex held
+  void forget(Entry& entry);             // drops a failed entry from the map
+
+  ChunkLoader& loader_;
+  const uint64_t budget_;
+  mutable std::mutex map_mutex_;
+  std::list<int64_t> lru_;  // front = most recently used
+  struct Slot {
+    std::shared_ptr<Entry> entry;
+    std::list<int64_t>::iterator lru_pos;
+  };
+  std::unordered_map<int64_t, Slot> map_;
+  uint64_t bytes_ = 0;
+  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
+};
+
+}  // namespace blosc2fs

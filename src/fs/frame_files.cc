@@ -1,0 +1,314 @@
+#include "frame_files.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "chunk_codec.h"
+#include "chunk_format.h"
+#include "frame_json.h"
+#include "msgpack.h"
+
+namespace blosc2fs {
+
+namespace {
+
+// Re-throws the exception in flight with `prefix` in front of its message,
+// keeping its type, so the one log line names the chunk.
+[[noreturn]] void rethrow_with_prefix(const std::string& prefix) {
+  try {
+    throw;
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(prefix + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(prefix + e.what());
+  } catch (const IoError& e) {
+    throw IoError(prefix + e.what(), e.error_number());
+  }
+}
+
+std::string chunk_label(int64_t n) { return "chunk " + std::to_string(n) + ": "; }
+
+// Regular chunks decode block by block; special and memcpyed chunks have no
+// blocks of their own, so they are cut into pieces decoded by range.
+class ViewDecoder : public ChunkDecoder {
+ public:
+  explicit ViewDecoder(ByteSpan stored) : view_(stored) {
+    const ChunkHeader& h = view_.header();
+    nbytes_ = view_.nbytes();
+    by_range_ = h.special() != Special::none || h.memcpyed() || view_.nblocks() <= 0;
+    if (by_range_) pieces_ = int32_t((nbytes_ + kPiece - 1) / kPiece);
+  }
+  int64_t nbytes() const override { return nbytes_; }
+  int32_t nblocks() const override { return by_range_ ? pieces_ : view_.nblocks(); }
+  int64_t block_offset(int32_t j) const override { return by_range_ ? int64_t(j) * kPiece : view_.block_offset(j); }
+  int32_t block_size(int32_t j) const override {
+    return by_range_ ? int32_t(std::min<int64_t>(kPiece, nbytes_ - int64_t(j) * kPiece)) : view_.block_size(j);
+  }
+  bool needs_reference_block() const override { return !by_range_ && view_.needs_reference_block(); }
+  void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
+    try {
+      if (by_range_) view_.decode_range(block_offset(j), out);
+      else view_.decode_block(j, out, reference);
+    } catch (...) {
+      rethrow_with_prefix(label_);
+    }
+  }
+  void set_label(std::string label) { label_ = std::move(label); }
+
+ private:
+  static constexpr int64_t kPiece = 1 << 20;
+  ChunkView view_;
+  int64_t nbytes_ = 0;
+  bool by_range_ = false;
+  int32_t pieces_ = 0;
+  std::string label_;
+};
+
+size_t copy_from(ByteSpan src, int64_t offset, MutableByteSpan out) {
+  if (offset < 0 || offset >= int64_t(src.size())) return 0;
+  size_t len = std::min(out.size(), src.size() - size_t(offset));
+  std::memcpy(out.data(), src.data() + offset, len);
+  return len;
+}
+
+ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+}  // namespace
+
+bool usable_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos && name.size() <= 255;
+}
+
+Bytes FrameChunkLoader::load(int64_t n) {
+  try {
+    return frame_.read_raw_chunk(n);  // its errors name the chunk already
+  } catch (const IoError& e) {
+    // A sparse frame's chunk file that is gone: the frame is damaged, not the request.
+    if (e.error_number() == ENOENT) throw FormatError(e.what());
+    throw;
+  }
+}
+
+std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stored) {
+  try {
+    auto decoder = std::make_unique<ViewDecoder>(stored);
+    decoder->set_label(chunk_label(n));
+    // The frame's size for this chunk is what stat and data offsets use.
+    const int32_t expected = frame_.chunk_nbytes(n);
+    if (decoder->nbytes() != expected)
+      throw FormatError("holds " + std::to_string(decoder->nbytes()) + " bytes where the frame says " +
+                        std::to_string(expected));
+    return decoder;
+  } catch (...) {
+    rethrow_with_prefix(chunk_label(n));
+  }
+}
+
+FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, uint64_t cache_budget)
+    : frame_(std::move(frame)), nchunks_(frame_->nchunks()), loader_(*frame_), cache_(loader_, cache_budget) {
+  load_layers();
+  load_array();
+}
+
+FrameFiles::~FrameFiles() = default;
+
+void FrameFiles::load_layers() {
+  std::set<std::string> seen;
+  for (const Metalayer& m : frame_->metalayers()) {
+    if (!usable_file_name(m.name) || !seen.insert(m.name).second) {
+      spdlog::warn("metalayer '{}' cannot be shown as meta/{}: not a usable or unique file name", m.name, m.name);
+      continue;
+    }
+    LayerFile file;
+    file.name = m.name;
+    file.content = m.content;
+    file.size = int64_t(m.content.size());
+    metas_.push_back(std::move(file));
+  }
+  seen.clear();
+  for (const Vlmetalayer& layer : frame_->vlmetalayers()) {
+    if (!usable_file_name(layer.name) || !seen.insert(layer.name).second) {
+      spdlog::warn("vlmetalayer '{}' cannot be shown as vlmeta/{}: not a usable or unique file name", layer.name,
+                   layer.name);
+      continue;
+    }
+    LayerFile file;
+    file.name = layer.name;
+    try {
+      file.content = frame_->vlmetalayer_content(layer);
+      file.size = int64_t(file.content.size());
+    } catch (const FormatError& e) {
+      file.error = "vlmetalayer " + layer.name + ": " + e.what();
+      spdlog::warn("{}", file.error);
+      try {
+        file.size = parse_chunk_header(layer.stored).nbytes;
+      } catch (const FormatError&) {
+        file.size = 0;
+      }
+      vlmetas_.push_back(std::move(file));
+      continue;
+    }
+    try {
+      if (std::optional<Json> value = msgpack_to_json(file.content)) file.attrs_text = value->dump() + "\n";
+    } catch (const std::exception& e) {
+      // Not representable as JSON text (e.g. a str that is not UTF-8): vlmeta/ only.
+      spdlog::debug("vlmetalayer {} has no JSON view: {}", layer.name, e.what());
+    }
+    vlmetas_.push_back(std::move(file));
+  }
+}
+
+void FrameFiles::load_array() {
+  bool caterva = false;
+  const Metalayer* meta = frame_->find_metalayer("b2nd");
+  if (!meta) {
+    meta = frame_->find_metalayer("caterva");
+    caterva = true;
+  }
+  if (!meta) return;
+  try {
+    const FrameHeader& h = frame_->header();
+    NdMeta nd = parse_nd_meta(meta->content, caterva);
+    layout_.emplace(nd, h.typesize, nchunks_, h.chunksize);
+    bool mismatch = false;
+    std::string descr = npy_descr(nd, h.typesize, &mismatch);
+    if (mismatch)
+      spdlog::info("array.npy: dtype '{}' does not match typesize {}; the header says {}", nd.dtype.value_or(""),
+                   h.typesize, descr);
+    npy_header_ = npy_header(descr, nd.shape);
+  } catch (const FormatError& e) {
+    layout_.reset();
+    spdlog::warn("array.npy left out: the {} metalayer does not describe this frame: {}", meta->name, e.what());
+  }
+}
+
+const std::string& FrameFiles::frame_json() {
+  std::lock_guard lock(text_mutex_);
+  if (!frame_json_) frame_json_ = frame_json_text(*frame_);
+  return *frame_json_;
+}
+
+const std::string& FrameFiles::index_tsv() {
+  std::lock_guard lock(text_mutex_);
+  if (!index_tsv_) index_tsv_ = index_tsv_text(*frame_);
+  return *index_tsv_;
+}
+
+int64_t FrameFiles::chunk_size_for_stat(int64_t n) const {
+  try {
+    return frame_->chunk_nbytes(n);
+  } catch (const std::runtime_error&) {  // FormatError, IoError
+    // An unreadable chunk header must not hide the file: guess from the frame's chunksize.
+    const FrameHeader& h = frame_->header();
+    if (h.chunksize <= 0) return 0;
+    if (n == nchunks_ - 1) {
+      int64_t rest = h.nbytes - n * int64_t(h.chunksize);
+      if (rest > 0 && rest <= h.chunksize) return rest;
+    }
+    return h.chunksize;
+  }
+}
+
+int64_t FrameFiles::raw_size_for_stat(int64_t n) const {
+  try {
+    if (frame_->index_entry(n).special != Special::none) return kExtendedHeaderSize;
+    return frame_->chunk_info(n).cbytes;
+  } catch (const std::runtime_error&) {  // FormatError, IoError: still listed, size unknown
+    return 0;
+  }
+}
+
+int64_t FrameFiles::size(Node node) {
+  switch (node.kind) {
+    case NodeKind::frame_json: return int64_t(frame_json().size());
+    case NodeKind::index_tsv: return int64_t(index_tsv().size());
+    case NodeKind::data: return frame_->header().nbytes;
+    case NodeKind::array_npy: return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
+    case NodeKind::chunk: return chunk_size_for_stat(node.index);
+    case NodeKind::raw_chunk: return raw_size_for_stat(node.index);
+    case NodeKind::meta: return metas_.at(size_t(node.index)).size;
+    case NodeKind::vlmeta: return vlmetas_.at(size_t(node.index)).size;
+    case NodeKind::attrs: return int64_t(vlmetas_.at(size_t(node.index)).attrs_text.value_or("").size());
+    default: return 0;
+  }
+}
+
+size_t FrameFiles::read(Node node, int64_t offset, MutableByteSpan out) {
+  switch (node.kind) {
+    case NodeKind::frame_json: return copy_from(as_bytes(frame_json()), offset, out);
+    case NodeKind::index_tsv: return copy_from(as_bytes(index_tsv()), offset, out);
+    case NodeKind::data: return read_data(offset, out);
+    case NodeKind::array_npy: return read_array(offset, out);
+    case NodeKind::chunk: return cache_.read(node.index, offset, out);
+    case NodeKind::raw_chunk: return cache_.read_stored(node.index, offset, out);
+    case NodeKind::meta: return copy_from(metas_.at(size_t(node.index)).content, offset, out);
+    case NodeKind::vlmeta: {
+      const LayerFile& file = vlmetas_.at(size_t(node.index));
+      if (!file.error.empty()) throw FormatError(file.error);
+      return copy_from(file.content, offset, out);
+    }
+    case NodeKind::attrs: {
+      const LayerFile& file = vlmetas_.at(size_t(node.index));
+      return copy_from(as_bytes(file.attrs_text.value_or("")), offset, out);
+    }
+    default: return 0;
+  }
+}
+
+size_t FrameFiles::read_data(int64_t offset, MutableByteSpan out) {
+  const int64_t total = frame_->header().nbytes;
+  if (offset < 0 || offset >= total || nchunks_ == 0) return 0;
+  const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - offset));
+  // The chunk holding `offset`: the last one starting at or before it (skips empty chunks).
+  int64_t lo = 0, hi = nchunks_ - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (frame_->chunk_data_offset(mid) <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  size_t done = 0;
+  for (int64_t n = lo; done < want && n < nchunks_; ++n) {
+    const int64_t pos = offset + int64_t(done);
+    const int64_t within = pos - frame_->chunk_data_offset(n);
+    const int64_t chunk_bytes = frame_->chunk_nbytes(n);
+    if (within < 0) throw FormatError(chunk_label(n) + "chunk offsets within data are inconsistent");
+    if (within >= chunk_bytes) continue;
+    const size_t len = size_t(std::min<int64_t>(int64_t(want - done), chunk_bytes - within));
+    const size_t got = cache_.read(n, within, out.subspan(done, len));
+    if (got != len)
+      throw FormatError(chunk_label(n) + "decompresses to fewer bytes than the " + std::to_string(chunk_bytes) +
+                        " its header says");
+    done += got;
+  }
+  return done;
+}
+
+size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
+  if (!layout_ || offset < 0) return 0;
+  const int64_t header_len = int64_t(npy_header_.size());
+  const int64_t total = header_len + layout_->array_bytes();
+  if (offset >= total) return 0;
+  const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - offset));
+  size_t done = 0;
+  if (offset < header_len) done = copy_from(as_bytes(npy_header_), offset, out.first(want));
+  if (done == want) return done;
+  const int64_t array_offset = offset + int64_t(done) - header_len;
+  const int64_t expected = layout_->chunk_bytes();
+  std::vector<std::shared_ptr<const CachedChunk>> pinned;  // alive until read() has copied
+  layout_->read(array_offset, out.subspan(done, want - done), [&](int64_t n) -> ByteSpan {
+    std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
+    if (int64_t(chunk->data().size()) != expected)
+      throw FormatError(chunk_label(n) + "holds " + std::to_string(chunk->data().size()) +
+                        " bytes, the array layout needs " + std::to_string(expected));
+    pinned.push_back(chunk);
+    return chunk->data();
+  });
+  return want;
+}
+
+}  // namespace blosc2fs

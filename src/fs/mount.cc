@@ -1,0 +1,259 @@
+#include "mount.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fuse_lowlevel.h>
+#include <spdlog/spdlog.h>
+
+#include "exit_status.h"
+#include "frame.h"
+#include "frame_files.h"
+#include "frame_json.h"
+#include "frame_writer.h"
+#include "fs_ops.h"
+#include "log.h"
+#include "sd_notify.h"
+#include "tree.h"
+
+namespace blosc2fs {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A failure that ends the run with `status` after one line on stderr.
+struct Failure {
+  int status;
+  std::string why;
+};
+
+// Opens FRAME; missing or unreadable -> 2, not a frame / corrupt -> 3.
+std::shared_ptr<const Frame> open_frame(const fs::path& path) {
+  try {
+    return Frame::open(path);
+  } catch (const IoError& e) {
+    std::error_code ec;
+    if (e.error_number() == ENOENT && fs::is_directory(path, ec))
+      throw Failure{kExitFrameInvalid, "not a sparse Blosc2 frame: " + std::string(e.what())};
+    throw Failure{kExitFrameMissing, e.what()};
+  } catch (const FormatError& e) {
+    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame: ") + e.what()};
+  }
+}
+
+void create_empty_frame(const Options& o, const fs::path& path) {
+  FrameParams params;
+  params.cparams = o.create.cparams;
+  params.chunksize = o.create.chunksize;
+  params.sparse = o.create.sparse;
+  try {
+    FrameWriter writer(path, params);
+    writer.close();
+  } catch (const IoError& e) {
+    throw Failure{kExitFrameMissing, std::string("cannot create it: ") + e.what()};
+  } catch (const FormatError& e) {
+    throw Failure{kExitUsage, std::string("cannot create it with these parameters: ") + e.what()};
+  }
+  spdlog::info("created {} as an empty {} frame; writing is not implemented yet, so it is mounted read-only",
+               path.string(), o.create.sparse ? "sparse" : "contiguous");
+}
+
+void check_mountpoint(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Failure{kExitMountpoint, "mount point " + path.string() + ": " + std::strerror(errno)};
+  if (!S_ISDIR(st.st_mode)) throw Failure{kExitMountpoint, "mount point " + path.string() + " is not a directory"};
+  if (::access(path.c_str(), R_OK | X_OK) != 0)
+    throw Failure{kExitMountpoint, "mount point " + path.string() + ": " + std::strerror(errno)};
+}
+
+// fuse_opt splits -o lists on commas; a backslash keeps one literal.
+std::string escape_option_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+struct SessionDeleter {
+  void operator()(fuse_session* se) const { fuse_session_destroy(se); }
+};
+struct LoopConfigDeleter {
+  void operator()(fuse_loop_config* cfg) const { fuse_loop_cfg_destroy(cfg); }
+};
+
+class SignalHandlers {
+ public:
+  explicit SignalHandlers(fuse_session* se) : se_(se) {
+    if (fuse_set_signal_handlers(se_) != 0) throw Failure{kExitInternal, "cannot install signal handlers"};
+  }
+  ~SignalHandlers() { fuse_remove_signal_handlers(se_); }
+  SignalHandlers(const SignalHandlers&) = delete;
+  SignalHandlers& operator=(const SignalHandlers&) = delete;
+
+ private:
+  fuse_session* se_;
+};
+
+class Mounted {
+ public:
+  Mounted(fuse_session* se, const fs::path& mountpoint) : se_(se) {
+    if (fuse_session_mount(se_, mountpoint.c_str()) != 0)
+      throw Failure{kExitFuse, "the FUSE mount failed (is /dev/fuse usable? see the message above)"};
+  }
+  ~Mounted() { fuse_session_unmount(se_); }
+  Mounted(const Mounted&) = delete;
+  Mounted& operator=(const Mounted&) = delete;
+
+ private:
+  fuse_session* se_;
+};
+
+// The argv libfuse parses: mount options plus -d for request tracing.
+class FuseArgs {
+ public:
+  explicit FuseArgs(const Options& o, const fs::path& frame) {
+    strings_.push_back("blosc2fs");
+    if (o.debug) strings_.push_back("-d");
+    bool has_fsname = false, has_subtype = false;
+    for (const std::string& opt : o.fuse_options) {
+      has_fsname |= opt.starts_with("fsname=");
+      has_subtype |= opt.starts_with("subtype=");
+    }
+    std::string list = "ro";  // writing comes with a later issue
+    if (!has_fsname) list += ",fsname=" + escape_option_value(frame.string());
+    if (!has_subtype) list += ",subtype=blosc2fs";
+    for (const std::string& opt : o.fuse_options) {
+      size_t eq = opt.find('=');
+      list += "," + (eq == std::string::npos ? opt : opt.substr(0, eq + 1) + escape_option_value(opt.substr(eq + 1)));
+    }
+    strings_.push_back("-o");
+    strings_.push_back(list);
+    for (std::string& s : strings_) argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+    args_ = FUSE_ARGS_INIT(int(strings_.size()), argv_.data());
+  }
+  ~FuseArgs() { fuse_opt_free_args(&args_); }
+  FuseArgs(const FuseArgs&) = delete;
+  FuseArgs& operator=(const FuseArgs&) = delete;
+  fuse_args* get() { return &args_; }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> argv_;
+  fuse_args args_{};
+};
+
+int run_info(const Options& o) {
+  try {
+    std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
+    std::string text = frame_json_text(*frame);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), f.why.c_str());
+    return f.status;
+  } catch (const FormatError& e) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    return kExitFrameInvalid;
+  }
+}
+
+int mount_and_serve(const Options& o) {
+  init_logging(o.log_level, false);
+  // fuse_daemonize changes to "/", and sparse frames open chunk files by path.
+  const fs::path frame_path = fs::absolute(o.frame);
+  const fs::path mountpoint = fs::absolute(o.mountpoint);
+
+  std::error_code ec;
+  if (!fs::exists(frame_path, ec)) {
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw Failure{kExitFrameMissing, ec.message()};
+    if (!o.create.create) throw Failure{kExitFrameMissing, "no such file or directory (use -o create to create it)"};
+    create_empty_frame(o, frame_path);
+  }
+  std::shared_ptr<const Frame> frame = open_frame(frame_path);
+  check_mountpoint(mountpoint);
+
+  if (o.read_only == false) spdlog::info("writing is not implemented yet: mounting read-only");
+  const uint64_t budget = o.cache_size.value_or(default_cache_size());
+
+  std::unique_ptr<FrameFiles> files;
+  std::unique_ptr<Tree> tree;
+  try {
+    files = std::make_unique<FrameFiles>(frame, budget);
+    Ownership owner{o.uid.value_or(getuid()), o.gid.value_or(getgid()), o.umask.value_or(0)};
+    tree = std::make_unique<Tree>(*files, owner, frame->stamp().mtime_ns);
+  } catch (const FormatError& e) {
+    throw Failure{kExitFrameInvalid, e.what()};
+  }
+  FsContext context{*tree};
+
+  FuseArgs args(o, frame_path);
+  const fuse_lowlevel_ops& ops = lowlevel_operations();
+  std::unique_ptr<fuse_session, SessionDeleter> session(fuse_session_new(args.get(), &ops, sizeof ops, &context));
+  if (!session) throw Failure{kExitUsage, "libfuse refused the mount options (see the message above)"};
+  SignalHandlers signals(session.get());
+  Mounted mounted(session.get(), mountpoint);
+
+  if (fuse_daemonize(o.foreground ? 1 : 0) != 0) throw Failure{kExitInternal, "cannot start in the background"};
+  if (!o.foreground) init_logging(o.log_level, true);
+  spdlog::info("mounted {} on {}: {} chunks, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
+               files->nchunks(), budget, o.single_threaded ? "single-threaded" : "multi-threaded");
+  notify_systemd(("READY=1\nSTATUS=serving " + frame_path.string() + " on " + mountpoint.string()).c_str());
+
+  int ret;
+  if (o.single_threaded) {
+    ret = fuse_session_loop(session.get());
+  } else {
+    std::unique_ptr<fuse_loop_config, LoopConfigDeleter> config(fuse_loop_cfg_create());
+    if (!config) throw std::bad_alloc();
+    fuse_loop_cfg_set_clone_fd(config.get(), o.clone_fd ? 1 : 0);
+    fuse_loop_cfg_set_idle_threads(config.get(), o.max_idle_threads);
+    if (o.max_threads) fuse_loop_cfg_set_max_threads(config.get(), o.max_threads);
+    ret = fuse_session_loop_mt(session.get(), config.get());
+  }
+  notify_systemd("STOPPING=1");
+  spdlog::info("unmounting {}: cache {}", mountpoint.string(), files->cache().stats().text());
+  if (ret < 0) {
+    spdlog::error("the FUSE loop failed: {}", std::strerror(-ret));
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run(const Options& o) {
+  switch (o.action) {
+    case Options::Action::help:
+      std::fputs(usage_text("blosc2fs").c_str(), stdout);
+      return kExitOk;
+    case Options::Action::version:
+      std::printf("blosc2fs %s (libfuse %s)\n", BLOSC2FS_VERSION, fuse_pkgversion());
+      return kExitOk;
+    case Options::Action::info:
+      return run_info(o);
+    case Options::Action::mount:
+      break;
+  }
+  try {
+    return mount_and_serve(o);
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "blosc2fs: cannot mount %s: %s\n", o.frame.c_str(), f.why.c_str());
+    return f.status;
+  }
+}
+
+}  // namespace blosc2fs

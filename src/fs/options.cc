@@ -1,0 +1,354 @@
+#include "options.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+namespace blosc2fs {
+
+namespace {
+
+// Accepted from fstab / mount.fuse3 and ignored: they concern mount(8) or systemd.
+constexpr std::array<std::string_view, 16> kIgnored{
+    "noauto", "auto", "nofail", "_netdev", "user", "users", "nouser", "owner",
+    "group", "defaults", "dev", "suid", "exec", "nonempty", "relatime", "atime"};
+
+// Handed to libfuse as they are (mount options and kernel flags).
+constexpr std::array<std::string_view, 11> kFuseFlags{
+    "allow_other", "allow_root", "auto_unmount", "default_permissions", "nodev", "nosuid",
+    "noexec", "noatime", "nodiratime", "sync", "dirsync"};
+constexpr std::array<std::string_view, 8> kFuseValued{
+    "fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext", "rootcontext"};
+
+template <size_t N>
+bool contains(const std::array<std::string_view, N>& list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+uint64_t parse_uint(const std::string& text, const std::string& what, uint64_t max, int base = 10) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max)
+    throw UsageError("invalid value for " + what + ": '" + text + "'");
+  return v;
+}
+
+Codec parse_codec(const std::string& name) {
+  for (Codec c : {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd})
+    if (name == codec_name(c)) return c;
+  throw UsageError("unknown codec '" + name + "' (blosclz, lz4, lz4hc, zlib, zstd)");
+}
+
+// "delta+shuffle", "trunc_prec:10+shuffle", "none": filters in the order they
+// apply, placed in the last pipeline slots as c-blosc2's defaults are.
+void parse_filters(const std::string& text, CompressParams& cp) {
+  struct Known {
+    std::string_view name;
+    uint8_t id;
+  };
+  constexpr std::array<Known, 6> kKnown{{{"none", kFilterNone},
+                                         {"shuffle", kFilterShuffle},
+                                         {"bitshuffle", kFilterBitshuffle},
+                                         {"delta", kFilterDelta},
+                                         {"trunc_prec", kFilterTruncPrec},
+                                         {"bytedelta", kFilterBytedelta}}};
+  std::vector<std::pair<uint8_t, uint8_t>> pipeline;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('+', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    std::string meta;
+    if (size_t colon = item.find(':'); colon != std::string::npos) {
+      meta = item.substr(colon + 1);
+      item.resize(colon);
+    }
+    auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return k.name == item; });
+    if (known == kKnown.end())
+      throw UsageError("unknown filter '" + item + "' (none, shuffle, bitshuffle, delta, trunc_prec, bytedelta)");
+    uint8_t meta_value = meta.empty() ? 0 : uint8_t(parse_uint(meta, "filter " + item, 255));
+    if (known->id != kFilterNone) pipeline.emplace_back(known->id, meta_value);
+    start = end + 1;
+  }
+  if (pipeline.size() > size_t(kMaxFilters)) throw UsageError("at most 6 filters");
+  cp.filters.fill(0);
+  cp.filters_meta.fill(0);
+  size_t slot = kMaxFilters - pipeline.size();
+  for (auto [id, meta] : pipeline) {
+    cp.filters[slot] = id;
+    cp.filters_meta[slot] = meta;
+    ++slot;
+  }
+}
+
+// Splits "a,b=c" on commas not escaped with a backslash (fsname=a\,b).
+std::vector<std::string> split_option_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == '\\' && i + 1 < list.size()) {
+      cur += list[++i];
+    } else if (list[i] == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += list[i];
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+void apply_option(Options& o, const std::string& option) {
+  if (option.empty()) return;
+  const size_t eq = option.find('=');
+  const std::string name = option.substr(0, eq);
+  const bool has_value = eq != std::string::npos;
+  const std::string value = has_value ? option.substr(eq + 1) : "";
+  auto need_value = [&] {
+    if (!has_value || value.empty()) throw UsageError("option '" + name + "' needs a value: -o " + name + "=...");
+  };
+  auto no_value = [&] {
+    if (has_value) throw UsageError("option '" + name + "' takes no value");
+  };
+  CompressParams& cp = o.create.cparams;
+
+  if (name.starts_with("x-") || name == "comment") return;  // systemd / mount(8) private
+  if (contains(kIgnored, name)) return;
+  if (name == "ro" || name == "rw") {
+    no_value();
+    o.read_only = name == "ro";
+  } else if (name == "cache_size") {
+    need_value();
+    o.cache_size = parse_size(value, "cache_size");
+  } else if (name == "log_level") {
+    need_value();
+    const std::string level = value == "warning" ? "warn" : value;
+    if (level != "trace" && level != "debug" && level != "info" && level != "warn" && level != "error")
+      throw UsageError("invalid log_level '" + value + "' (trace, debug, info, warn, error)");
+    o.log_level = level;
+  } else if (name == "debug") {
+    no_value();
+    o.debug = o.foreground = true;
+    o.log_level = "debug";
+  } else if (name == "create") {
+    no_value();
+    o.create.create = true;
+  } else if (name == "sparse") {
+    no_value();
+    o.create.sparse = true;
+  } else if (name == "codec") {
+    need_value();
+    cp.codec = parse_codec(value);
+  } else if (name == "clevel") {
+    need_value();
+    cp.clevel = int(parse_uint(value, "clevel", 9));
+  } else if (name == "typesize") {
+    need_value();
+    cp.typesize = int32_t(parse_uint(value, "typesize", 1 << 24));
+    if (cp.typesize == 0) throw UsageError("invalid value for typesize: '0'");
+  } else if (name == "chunksize") {
+    need_value();
+    uint64_t size = parse_size(value, "chunksize");
+    if (size == 0 || size > uint64_t(INT32_MAX - kExtendedHeaderSize))
+      throw UsageError("chunksize must be between 1 byte and 2G");
+    o.create.chunksize = int32_t(size);
+  } else if (name == "blocksize") {
+    need_value();
+    uint64_t size = parse_size(value, "blocksize");
+    if (size > uint64_t(kMaxBlocksize)) throw UsageError("blocksize is at most " + std::to_string(kMaxBlocksize));
+    cp.blocksize = int32_t(size);
+  } else if (name == "filters") {
+    need_value();
+    parse_filters(value, cp);
+  } else if (name == "uid") {
+    need_value();
+    o.uid = uid_t(parse_uint(value, "uid", UINT32_MAX - 1));
+  } else if (name == "gid") {
+    need_value();
+    o.gid = gid_t(parse_uint(value, "gid", UINT32_MAX - 1));
+  } else if (name == "umask") {
+    need_value();
+    o.umask = mode_t(parse_uint(value, "umask", 0777, 8));
+  } else if (name == "max_idle_threads") {
+    need_value();
+    o.max_idle_threads = unsigned(parse_uint(value, "max_idle_threads", 100000));
+  } else if (name == "max_threads") {
+    need_value();
+    o.max_threads = unsigned(parse_uint(value, "max_threads", 100000));
+    if (o.max_threads == 0) throw UsageError("invalid value for max_threads: '0'");
+  } else if (name == "clone_fd") {
+    no_value();
+    o.clone_fd = true;
+  } else if (contains(kFuseFlags, name)) {
+    no_value();
+    o.fuse_options.push_back(name);
+  } else if (contains(kFuseValued, name)) {
+    need_value();
+    if (name == "max_read") parse_uint(value, "max_read", UINT32_MAX);
+    if (name == "blksize") parse_uint(value, "blksize", UINT32_MAX);
+    o.fuse_options.push_back(option);
+  } else if (name == "async") {
+    no_value();  // the kernel's default; nothing to pass
+  } else {
+    throw UsageError("unknown option '" + option + "'");
+  }
+}
+
+}  // namespace
+
+uint64_t parse_size(const std::string& text, const std::string& what) {
+  auto fail = [&]() -> uint64_t {
+    throw UsageError("invalid size for " + what + ": '" + text + "' (e.g. 4096, 256M, 2G)");
+  };
+  size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
+  if (digits == 0) return fail();
+  double number = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+  if (ec != std::errc() || end != text.data() + digits) return fail();
+  std::string suffix = text.substr(digits);
+  if (suffix.ends_with("iB")) suffix.resize(suffix.size() - 2);
+  else if (suffix.ends_with("B") || suffix.ends_with("b")) suffix.resize(suffix.size() - 1);
+  double scale = 1;
+  if (suffix.size() > 1) return fail();
+  if (suffix.size() == 1) {
+    switch (suffix[0]) {
+      case 'k': case 'K': scale = 1024.0; break;
+      case 'm': case 'M': scale = 1024.0 * 1024; break;
+      case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
+      case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
+      default: return fail();
+    }
+  }
+  double bytes = std::floor(number * scale);
+  if (!(bytes >= 0) || bytes >= 9.2e18) return fail();
+  return uint64_t(bytes);
+}
+
+uint64_t default_cache_size() {
+  constexpr uint64_t kFloor = uint64_t(64) << 20, kCap = uint64_t(4) << 30;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return kFloor;
+  uint64_t eighth = uint64_t(pages) * uint64_t(page_size) / 8;
+  return std::clamp(eighth, kFloor, kCap);
+}
+
+Options parse_command_line(int argc, const char* const* argv) {
+  Options o;
+  // python-blosc2's defaults for -o create, except a fixed 1 MiB chunk size.
+  o.create.cparams.codec = Codec::zstd;
+  o.create.cparams.clevel = 1;
+  std::vector<std::string> positional;
+  bool only_positional = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (only_positional || arg.empty() || arg[0] != '-' || arg == "-") {
+      positional.push_back(arg);
+    } else if (arg == "--") {
+      only_positional = true;
+    } else if (arg == "-h" || arg == "--help") {
+      o.action = Options::Action::help;
+      return o;
+    } else if (arg == "-V" || arg == "--version") {
+      o.action = Options::Action::version;
+      return o;
+    } else if (arg == "--info" || arg.starts_with("--info=")) {
+      o.action = Options::Action::info;
+      if (arg == "--info") {
+        if (i + 1 >= argc) throw UsageError("--info needs a FRAME");
+        o.frame = argv[++i];
+      } else {
+        o.frame = arg.substr(7);
+      }
+    } else if (arg == "-o" || (arg.starts_with("-o") && arg.size() > 2)) {
+      std::string list;
+      if (arg == "-o") {
+        if (i + 1 >= argc) throw UsageError("-o needs a list of options");
+        list = argv[++i];
+      } else {
+        list = arg.substr(2);
+      }
+      for (const std::string& option : split_option_list(list)) apply_option(o, option);
+    } else if (arg.size() > 1 && arg[1] != '-' && arg.find_first_not_of("fds", 1) == std::string::npos) {
+      for (char c : arg.substr(1)) {
+        if (c == 'f') o.foreground = true;
+        if (c == 's') o.single_threaded = true;
+        if (c == 'd') {
+          o.debug = o.foreground = true;
+          o.log_level = "debug";
+        }
+      }
+    } else {
+      throw UsageError("unknown option '" + arg + "'");
+    }
+  }
+  if (o.action == Options::Action::info) {
+    if (!positional.empty()) throw UsageError("--info takes one FRAME and no MOUNTPOINT");
+    return o;
+  }
+  if (positional.size() < 2)
+    throw UsageError(positional.empty() ? "missing FRAME and MOUNTPOINT" : "missing MOUNTPOINT");
+  if (positional.size() > 2) throw UsageError("unexpected argument '" + positional[2] + "'");
+  o.frame = positional[0];
+  o.mountpoint = positional[1];
+  return o;
+}
+
+std::string usage_text(const std::string& program) {
+  return "usage: " + program + R"( [OPTIONS] FRAME MOUNTPOINT
+       )" + program + R"( --info FRAME
+
+Mounts a Blosc2 frame (a .b2frame/.b2nd file, or a sparse-frame directory) on
+MOUNTPOINT and shows it as files: frame.json, index.tsv, data, chunks/, raw/,
+meta/, vlmeta/, attrs/ and, for N-d arrays, array.npy. Unmount with
+'fusermount3 -u MOUNTPOINT'.
+
+general options:
+  -o opt[,opt...]        mount options (repeatable; also from /etc/fstab)
+  -f                     stay in the foreground (log to stderr)
+  -d                     debug: -f, log_level=debug, FUSE request tracing
+  -s                     single-threaded
+  -h, --help             this text
+  -V, --version          the version
+  --info FRAME           print FRAME's frame.json and exit
+
+blosc2fs options:
+  -o ro                  read-only (writing is not implemented yet: always read-only)
+  -o rw                  read-write (currently mounts read-only, with a notice)
+  -o cache_size=SIZE     budget of the decompressed-chunk cache: 4096, 256M, 2G
+                         (default: 1/8 of the RAM, at least 64M, at most 4G)
+  -o log_level=LEVEL     trace, debug, info (default), warn, error
+  -o create              create FRAME when it does not exist (an empty frame) with
+     codec=NAME          blosclz, lz4, lz4hc, zlib, zstd (default zstd)
+     clevel=N            0..9 (default 1)
+     typesize=N          bytes per item (default 8)
+     chunksize=SIZE      uncompressed bytes per chunk (default 1M)
+     blocksize=SIZE      0 = automatic (default)
+     filters=F[+F...]    none, shuffle, bitshuffle, delta, trunc_prec:BITS, bytedelta,
+                         applied in the order given (default shuffle)
+     sparse              a sparse frame (a directory)
+  -o uid=N,gid=N         owner shown for every file
+  -o umask=OOO           mode bits removed from every file (octal)
+  -o max_idle_threads=N  idle worker threads kept (default 10)
+  -o max_threads=N       most worker threads
+
+FUSE options passed through: allow_other, allow_root, auto_unmount,
+default_permissions, fsname=, subtype=, max_read=, blksize=, nodev, nosuid,
+noexec, noatime, nodiratime, sync, dirsync, context=...
+Accepted and ignored (fstab): noauto, auto, nofail, _netdev, user, users, owner,
+defaults, dev, suid, exec, x-*, comment=.
+
+The cache statistics of a mount are the extended attribute user.blosc2fs.cache
+of its root: getfattr -n user.blosc2fs.cache MOUNTPOINT
+)";
+}
+
+}  // namespace blosc2fs

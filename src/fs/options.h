@@ -1,0 +1,74 @@
+// The command line: blosc2fs [OPTIONS] FRAME MOUNTPOINT, with FUSE's
+// conventions (-o a,b=c repeatable, -f, -d, -s, -h, -V) and everything that
+// /etc/fstab and mount.fuse3 pass (x-*, noauto, _netdev, nofail, user, ...).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chunk_codec.h"
+
+namespace blosc2fs {
+
+// A command line that cannot be used; the message is one line for the user.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// -o create and the parameters of the frame it creates.
+struct CreateOptions {
+  bool create = false;
+  CompressParams cparams;  // codec, clevel, typesize, blocksize, filters
+  int32_t chunksize = 1 << 20;
+  bool sparse = false;
+};
+
+struct Options {
+  enum class Action { mount, help, version, info };
+  Action action = Action::mount;
+
+  std::filesystem::path frame;
+  std::filesystem::path mountpoint;
+
+  bool foreground = false;
+  bool debug = false;
+  bool single_threaded = false;
+  std::optional<bool> read_only;  // -o ro / rw; unset: the default rule
+  std::optional<uint64_t> cache_size;
+  std::string log_level = "info";  // trace, debug, info, warn, error
+  CreateOptions create;
+
+  // Applied to stat, as sshfs does.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+  std::optional<mode_t> umask;
+
+  // The multi-threaded loop.
+  unsigned max_idle_threads = 10;
+  unsigned max_threads = 0;  // 0: libfuse's default
+  bool clone_fd = true;
+
+  // Passed to fuse_session_new as "-o NAME[=VALUE]" (allow_other, fsname=, nodev, ...).
+  std::vector<std::string> fuse_options;
+};
+
+// Parses argv. Throws UsageError on anything unusable.
+Options parse_command_line(int argc, const char* const* argv);
+
+// "256M", "2G", "1.5G", "4096": a byte count (K, M, G, T are powers of 1024;
+// an optional trailing "B" or "iB" is accepted). Throws UsageError.
+uint64_t parse_size(const std::string& text, const std::string& what);
+
+// The default cache budget: 1/8 of physical memory, at least 64 MiB, at most 4 GiB.
+uint64_t default_cache_size();
+
+std::string usage_text(const std::string& program);
+
+}  // namespace blosc2fs

@@ -1,0 +1,232 @@
+"""Shared harness of the integration tests: arguments, mounting, unmounting in
+every path, a watchdog against hangs, and the "N passed, M failed" summary.
+
+Each test script is run by ctest as
+    /usr/bin/python3 SCRIPT --binary PATH --fixtures DIR --workdir DIR
+"""
+
+import argparse
+import atexit
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise TestFailure(message)
+
+
+def check_equal(got, want, what):
+    if got != want:
+        g, w = repr(got), repr(want)
+        if len(g) > 200:
+            g = g[:200] + "..."
+        if len(w) > 200:
+            w = w[:200] + "..."
+        raise TestFailure(f"{what}: got {g}, want {w}")
+
+
+def read_file(path, piece=1 << 20):
+    """Reads a whole file with os.read in pieces (as cat does)."""
+    out = bytearray()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while True:
+            b = os.read(fd, piece)
+            if not b:
+                break
+            out += b
+    finally:
+        os.close(fd)
+    return bytes(out)
+
+
+def gunzip(path):
+    if not os.path.exists(path):
+        return b""
+    with gzip.open(path, "rb") as f:
+        return f.read()
+
+
+class Harness:
+    def __init__(self, title, watchdog_seconds=120):
+        parser = argparse.ArgumentParser(description=title)
+        parser.add_argument("--binary", required=True)
+        parser.add_argument("--fixtures", required=True)
+        parser.add_argument("--workdir", required=True)
+        args = parser.parse_args()
+        self.title = title
+        self.binary = os.path.abspath(args.binary)
+        self.fixtures = os.path.abspath(args.fixtures)
+        script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+        self.workdir = os.path.join(os.path.abspath(args.workdir), script)
+        self.watchdog_seconds = watchdog_seconds
+        self.passed = 0
+        self.failed = 0
+        self.mounts = {}  # mountpoint -> FUSE connection id (st_dev minor) for aborting
+        self._counter = 0
+        self._lock = threading.Lock()
+        atexit.register(self.unmount_all)
+        # Leftovers of an earlier, killed run.
+        self._unmount_stale()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.makedirs(self.workdir, exist_ok=True)
+
+    # --- paths ---
+
+    def frames_dir(self):
+        return os.path.join(self.fixtures, "frames")
+
+    def frame(self, name):
+        return os.path.join(self.fixtures, "frames", name)
+
+    def expect(self, name):
+        with open(os.path.join(self.fixtures, "expect", name + ".expect.json")) as f:
+            return json.load(f)
+
+    def expect_file(self, name, suffix):
+        return os.path.join(self.fixtures, "expect", name + suffix)
+
+    def frame_names(self):
+        return sorted(os.listdir(self.frames_dir()))
+
+    def new_dir(self, stem="mnt"):
+        with self._lock:
+            self._counter += 1
+            path = os.path.join(self.workdir, f"{stem}{self._counter}")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    # --- running the binary ---
+
+    def run(self, args, timeout=60, **kwargs):
+        """Runs the binary with args; returns CompletedProcess (text)."""
+        return subprocess.run([self.binary] + list(args), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+
+    def require_fuse(self):
+        """Fails the whole script, saying why, when FUSE cannot work here."""
+        problems = []
+        if not os.path.exists("/dev/fuse"):
+            problems.append("/dev/fuse does not exist")
+        elif not os.access("/dev/fuse", os.R_OK | os.W_OK) and not os.path.exists(FUSERMOUNT):
+            problems.append("/dev/fuse is not accessible and fusermount3 is missing")
+        if not os.path.exists(FUSERMOUNT):
+            problems.append("fusermount3 is missing (needed to unmount)")
+        if not os.path.exists(self.binary):
+            problems.append(f"the binary {self.binary} does not exist")
+        if problems:
+            print("cannot run: " + "; ".join(problems), flush=True)
+            self.failed += 1
+            self.finish()
+
+    def mount(self, frame, options=(), mountpoint=None, timeout=60):
+        """Mounts frame; returns the mount point. The binary returns once mounted."""
+        mnt = mountpoint or self.new_dir()
+        r = self.run(list(options) + [frame, mnt], timeout=timeout)
+        if r.returncode != 0:
+            raise TestFailure(f"mount of {frame} failed with status {r.returncode}: {r.stderr.strip()}")
+        if not os.path.ismount(mnt):
+            raise TestFailure(f"blosc2fs returned 0 but {mnt} is not a mount point")
+        self.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+        return mnt
+
+    def unmount(self, mnt):
+        conn = self.mounts.pop(mnt, None)
+        if not os.path.ismount(mnt):
+            return
+        r = subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            print(f"  fusermount3 -u {mnt} failed ({r.stderr.strip()}); unmounting lazily", flush=True)
+            self._abort(conn)
+            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, text=True, timeout=30)
+        deadline = time.time() + 10
+        while os.path.ismount(mnt) and time.time() < deadline:
+            time.sleep(0.05)
+
+    def unmount_all(self):
+        for mnt in list(self.mounts):
+            try:
+                self.unmount(mnt)
+            except Exception as e:  # keep going: every mount must go
+                print(f"  cannot unmount {mnt}: {e}", flush=True)
+
+    def _abort(self, conn):
+        """Aborts a FUSE connection so that requests stuck on it fail at once."""
+        if conn is None:
+            return
+        try:
+            with open(f"/sys/fs/fuse/connections/{conn}/abort", "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+
+    def _mounts_under_workdir(self):
+        found = []
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 1:
+                    point = parts[1].replace("\\040", " ")
+                    if point.startswith(self.workdir + os.sep):
+                        found.append(point)
+        return found
+
+    def _unmount_stale(self):
+        for point in self._mounts_under_workdir():
+            subprocess.run([FUSERMOUNT, "-u", "-z", point], capture_output=True, timeout=30)
+
+    # --- tests ---
+
+    def test(self, name, body, *args):
+        """Runs one test; a watchdog aborts the mounts if it hangs."""
+        timed_out = threading.Event()
+
+        def on_timeout():
+            timed_out.set()
+            print(f"  {name}: no progress for {self.watchdog_seconds}s, aborting its mounts", flush=True)
+            for mnt, conn in list(self.mounts.items()):
+                self._abort(conn)
+
+        timer = threading.Timer(self.watchdog_seconds, on_timeout)
+        timer.daemon = True
+        timer.start()
+        started = time.time()
+        try:
+            body(*args)
+            if timed_out.is_set():
+                raise TestFailure("timed out")
+            self.passed += 1
+            print(f"PASS {name} ({time.time() - started:.2f}s)", flush=True)
+        except Exception as e:
+            self.failed += 1
+            detail = str(e) if isinstance(e, TestFailure) else traceback.format_exc()
+            if timed_out.is_set():
+                detail = "timed out; " + detail
+            print(f"FAIL {name}: {detail}", flush=True)
+        finally:
+            timer.cancel()
+            self.unmount_all()
+
+    def finish(self):
+        self.unmount_all()
+        left = self._mounts_under_workdir()
+        if left:
+            self.failed += 1
+            print(f"FAIL mounts left behind: {left}", flush=True)
+            self._unmount_stale()
+        print(f"{self.passed} passed, {self.failed} failed", flush=True)
+        sys.exit(1 if self.failed or not self.passed else 0)

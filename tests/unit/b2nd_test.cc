@@ -1,0 +1,306 @@
+// b2nd/caterva metalayers, the N-d chunk layout, and .npy headers.
+#include "b2nd.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "fixtures.h"
+
+namespace blosc2fs {
+namespace {
+
+using testing::TempDir;
+
+// Gathers chunk n of a C-order array into the stored chunk/block layout, item by
+// item, straight from the definitions in format-notes §7 (padding stays 0xEE).
+Bytes gather_chunk(const NdMeta& m, const Bytes& array, int ts, int64_t n) {
+  const int nd = m.ndim;
+  std::vector<int64_t> ext(nd), cpd(nd), bpd(nd);
+  int64_t chunk_items = 1, block_items = 1;
+  for (int i = 0; i < nd; ++i) {
+    ext[i] = (m.chunkshape[i] + m.blockshape[i] - 1) / m.blockshape[i] * m.blockshape[i];
+    cpd[i] = (m.shape[i] + m.chunkshape[i] - 1) / m.chunkshape[i];
+    bpd[i] = ext[i] / m.blockshape[i];
+    chunk_items *= ext[i];
+    block_items *= m.blockshape[i];
+  }
+  std::vector<int64_t> cc(nd);
+  for (int i = nd - 1; i >= 0; --i) {
+    cc[i] = n % cpd[i];
+    n /= cpd[i];
+  }
+  Bytes chunk(size_t(chunk_items * ts), 0xEE);
+  for (int64_t item = 0; item < chunk_items; ++item) {
+    int64_t b = item / block_items, in = item % block_items;
+    bool inside = true;
+    int64_t flat = 0;
+    std::vector<int64_t> g(nd);
+    for (int i = nd - 1; i >= 0; --i) {
+      int64_t bc = b % bpd[i];
+      b /= bpd[i];
+      int64_t ic = in % m.blockshape[i];
+      in /= m.blockshape[i];
+      int64_t pos = bc * m.blockshape[i] + ic;
+      g[i] = cc[i] * m.chunkshape[i] + pos;
+      if (pos >= m.chunkshape[i] || g[i] >= m.shape[i]) inside = false;
+    }
+    if (!inside) continue;
+    for (int i = 0; i < nd; ++i) flat = flat * m.shape[i] + g[i];
+    std::memcpy(chunk.data() + item * ts, array.data() + flat * ts, size_t(ts));
+  }
+  return chunk;
+}
+
+NdMeta make_meta(std::vector<int64_t> shape, std::vector<int32_t> chunks, std::vector<int32_t> blocks) {
+  NdMeta m;
+  m.ndim = int(shape.size());
+  m.shape = std::move(shape);
+  m.chunkshape = std::move(chunks);
+  m.blockshape = std::move(blocks);
+  m.dtype = "<i4";
+  return m;
+}
+
+int64_t count_chunks(const NdMeta& m) {
+  int64_t n = 1;
+  for (int i = 0; i < m.ndim; ++i) n *= (m.shape[i] + m.chunkshape[i] - 1) / m.chunkshape[i];
+  return n;
+}
+
+void check_layout(const NdMeta& m, int ts, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "ndim " << m.ndim << " ts " << ts);
+  int64_t nitems = 1;
+  for (int64_t s : m.shape) nitems *= s;
+  Bytes array(size_t(nitems * ts));
+  std::mt19937 rng(seed);
+  for (auto& b : array) b = uint8_t(rng());
+  const int64_t nchunks = nitems == 0 ? 0 : count_chunks(m);
+  std::vector<Bytes> chunks;
+  for (int64_t c = 0; c < nchunks; ++c) chunks.push_back(gather_chunk(m, array, ts, c));
+  int64_t chunk_bytes = chunks.empty() ? 0 : int64_t(chunks[0].size());
+  NdLayout layout(m, ts, nchunks, int32_t(chunk_bytes));
+  ASSERT_EQ(layout.nitems(), nitems);
+  ASSERT_EQ(layout.array_bytes(), nitems * ts);
+  ASSERT_EQ(layout.nchunks(), nchunks);
+  if (nchunks) {
+    ASSERT_EQ(layout.chunk_bytes(), chunk_bytes);
+  }
+
+  auto read = [&](int64_t off, int64_t len) {
+    Bytes out(size_t(len), 0x55);
+    std::map<int64_t, int> calls;
+    layout.read(off, out, [&](int64_t c) {
+      ++calls[c];
+      return ByteSpan(chunks.at(size_t(c)));
+    });
+    std::vector<int64_t> expected = layout.chunks_for_range(off, len);
+    EXPECT_EQ(calls.size(), expected.size());
+    for (int64_t c : expected) EXPECT_EQ(calls[c], 1) << "chunk " << c;
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), array.begin() + off)) << "range " << off << "+" << len;
+  };
+  read(0, int64_t(array.size()));
+  for (int i = 0; i < 200 && !array.empty(); ++i) {
+    int64_t off = int64_t(rng() % array.size());
+    int64_t len = int64_t(rng() % (array.size() - off + 1));
+    read(off, len);
+  }
+  EXPECT_THROW(read(0, int64_t(array.size()) + 1), std::out_of_range);
+}
+
+TEST(NdLayout, VerifiedExampleFromTheNotes) {
+  NdMeta m = make_meta({5, 7}, {3, 4}, {2, 3});
+  Bytes array(35);
+  for (int i = 0; i < 35; ++i) array[i] = uint8_t(i + 1);
+  Bytes chunk0 = gather_chunk(m, array, 1, 0);
+  const uint8_t expect[] = {1, 2, 3, 8, 9, 10, 4, 0xEE, 0xEE, 11, 0xEE, 0xEE,
+                            15, 16, 17, 0xEE, 0xEE, 0xEE, 18, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE};
+  ASSERT_EQ(chunk0, Bytes(std::begin(expect), std::end(expect)));
+  check_layout(m, 1, 1);
+}
+
+TEST(NdLayout, ManyShapes) {
+  check_layout(make_meta({100001}, {16384}, {4096}), 4, 2);
+  check_layout(make_meta({30, 40}, {16, 16}, {8, 8}), 12, 3);
+  check_layout(make_meta({50, 37, 23}, {20, 15, 10}, {7, 6, 5}), 8, 4);
+  check_layout(make_meta({9, 10, 11, 12}, {6, 6, 6, 6}, {3, 3, 3, 3}), 2, 5);
+  check_layout(make_meta({400, 3}, {110, 3}, {57, 3}), 4, 6);
+  check_layout(make_meta({7, 1, 5}, {3, 1, 5}, {3, 1, 2}), 3, 7);
+  check_layout(make_meta({13}, {13}, {20}), 1, 8);  // blockshape beyond chunkshape
+  check_layout(make_meta({}, {}, {}), 8, 9);        // ndim 0: one item
+  check_layout(make_meta({4, 0, 3}, {2, 2, 2}, {1, 1, 1}), 4, 10);
+}
+
+TEST(NdLayout, RejectsInconsistentFrames) {
+  NdMeta m = make_meta({10, 10}, {5, 5}, {5, 5});
+  EXPECT_NO_THROW(NdLayout(m, 4, 4, 100));
+  EXPECT_THROW(NdLayout(m, 4, 3, 100), FormatError);
+  EXPECT_THROW(NdLayout(m, 4, 4, 96), FormatError);
+  EXPECT_THROW(NdLayout(m, 0, 4, 100), FormatError);
+  NdMeta bad = make_meta({10, -1}, {5, 5}, {5, 5});
+  EXPECT_THROW(NdLayout(bad, 4, 4, 100), FormatError);
+  NdMeta zero_chunk = make_meta({10, 10}, {0, 5}, {5, 5});
+  EXPECT_THROW(NdLayout(zero_chunk, 4, 4, 100), FormatError);
+  NdMeta huge = make_meta({1LL << 40, 1LL << 40}, {1 << 20, 1 << 20}, {1 << 20, 1 << 20});
+  EXPECT_THROW(NdLayout(huge, 4, 1, 0), FormatError);
+  // A chunk shorter than the layout needs.
+  NdLayout layout(m, 4, 4, 100);
+  Bytes out(8), small(10);
+  EXPECT_THROW(layout.read(0, out, [&](int64_t) { return ByteSpan(small); }), FormatError);
+}
+
+TEST(B2ndMeta, ParsesAndSerializesFixtures) {
+  for (const std::string& name : testing::fixture_frame_names()) {
+    auto expect = testing::load_expect(name);
+    if (!expect.contains("b2nd")) continue;
+    SCOPED_TRACE(name);
+    Bytes content = testing::hex_to_bytes(expect["metalayers"]["b2nd"].get<std::string>());
+    NdMeta m = parse_nd_meta(content, false);
+    const auto& e = expect["b2nd"];
+    EXPECT_EQ(m.ndim, e["ndim"].get<int>());
+    EXPECT_EQ(m.shape, e["shape"].get<std::vector<int64_t>>());
+    EXPECT_EQ(m.chunkshape, e["chunkshape"].get<std::vector<int32_t>>());
+    EXPECT_EQ(m.blockshape, e["blockshape"].get<std::vector<int32_t>>());
+    EXPECT_EQ(m.dtype_format, e["dtype_format"].get<int>());
+    ASSERT_TRUE(m.dtype);
+    EXPECT_EQ(*m.dtype, e["dtype"].get<std::string>());
+    EXPECT_FALSE(m.legacy_caterva);
+    EXPECT_EQ(serialize_b2nd_meta(m), content);
+  }
+}
+
+TEST(B2ndMeta, Caterva) {
+  auto expect = testing::load_expect("caterva-2d-f4.caterva");
+  Bytes content = testing::hex_to_bytes(expect["metalayers"]["caterva"].get<std::string>());
+  NdMeta m = parse_nd_meta(content, true);
+  EXPECT_TRUE(m.legacy_caterva);
+  EXPECT_EQ(m.ndim, 2);
+  EXPECT_FALSE(m.dtype);
+  EXPECT_EQ(serialize_b2nd_meta(m), content);
+}
+
+TEST(B2ndMeta, HostileBytes) {
+  auto expect = testing::load_expect("b2nd-3d-f8.b2nd");
+  Bytes content = testing::hex_to_bytes(expect["metalayers"]["b2nd"].get<std::string>());
+  for (size_t len = 0; len < content.size(); ++len) {
+    Bytes cut(content.begin(), content.begin() + len);
+    try {
+      parse_nd_meta(cut, false);
+    } catch (const FormatError&) {
+    }
+  }
+  Bytes too_many = content;
+  too_many[2] = 17;
+  EXPECT_THROW(parse_nd_meta(too_many, false), FormatError);
+  Bytes long_dtype = content;
+  long_dtype[long_dtype.size() - 4] = 0x7F;  // dtype length beyond the data
+  EXPECT_THROW(parse_nd_meta(long_dtype, false), FormatError);
+}
+
+TEST(NpyDescr, ItemSizes) {
+  const std::vector<std::pair<std::string, int64_t>> cases = {
+      {"<f8", 8}, {"|u1", 1}, {"<i2", 2}, {"|b1", 1}, {"|?", 1}, {"<c16", 16}, {"<U5", 20}, {"|S3", 3},
+      {"|V8", 8}, {"<M8[ns]", 8}, {"<m8[s]", 8}, {"<M8", 8}, {"float32", 4}, {"int64", 8}, {"bool", 1},
+      {"[('a', '<i4'), ('b', '<f8')]", 12},
+      {"[('x', '<f4', (3,)), ('y', [('p', '|u1'), ('q', '<i2')]), ('', '|V1')]", 16},
+      {"[(('title', 'name'), '<i8', (2, 2))]", 32},
+  };
+  for (const auto& [dtype, size] : cases) {
+    auto got = numpy_dtype_itemsize(dtype);
+    ASSERT_TRUE(got) << dtype;
+    EXPECT_EQ(*got, size) << dtype;
+  }
+  for (const char* bad : {"", "|S0", "<U", "foo", "[('a', '<i4'", "[('a',)]", "<M8[ns", "Z8"})
+    EXPECT_FALSE(numpy_dtype_itemsize(bad)) << bad;
+}
+
+TEST(NpyDescr, MismatchFallsBackToVoid) {
+  NdMeta m = make_meta({3}, {3}, {3});
+  bool mismatch = true;
+  EXPECT_EQ(npy_descr(m, 4, &mismatch), "<i4");
+  EXPECT_FALSE(mismatch);
+  m.dtype = "|u1";  // example_day_month_temp.b2nd
+  EXPECT_EQ(npy_descr(m, 4, &mismatch), "|V4");
+  EXPECT_TRUE(mismatch);
+  m.dtype.reset();
+  EXPECT_EQ(npy_descr(m, 2, &mismatch), "|V2");
+  EXPECT_TRUE(mismatch);
+  m.dtype = "[('a', '<i4'), ('b', '<f8')]";
+  EXPECT_EQ(npy_descr(m, 12, &mismatch), "[('a', '<i4'), ('b', '<f8')]");
+  EXPECT_FALSE(mismatch);
+}
+
+std::string run_python(const std::string& script) {
+  TempDir dir;
+  auto path = dir.path() / "gen.py";
+  std::ofstream(path) << script;
+  std::string cmd = "/usr/bin/python3 " + path.string();
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  int c;
+  while (pipe && (c = std::fgetc(pipe.get())) != EOF) out += char(c);
+  return out;
+}
+
+TEST(NpyHeader, MatchesNumpy) {
+  struct Case {
+    std::string descr, py_descr;
+    std::vector<int64_t> shape;
+    std::string py_shape;
+  };
+  std::string many_fields = "[";
+  std::string py_many = "[";
+  for (int i = 0; i < 3000; ++i) {
+    std::string f = "('field_number_" + std::to_string(i) + "', '<f8')";
+    many_fields += (i ? ", " : "") + f;
+    py_many += (i ? ", " : "") + f;
+  }
+  many_fields += "]";
+  py_many += "]";
+  const std::vector<Case> cases = {
+      {"<f8", "'<f8'", {3, 4}, "(3, 4)"},
+      {"|u1", "'|u1'", {100001}, "(100001,)"},
+      {"<i2", "'<i2'", {}, "()"},
+      {"|V4", "'|V4'", {400, 3}, "(400, 3)"},
+      {"<i8", "'<i8'", {0, 5}, "(0, 5)"},
+      {"[('a', '<i4'), ('b', '<f8')]", "[('a', '<i4'), ('b', '<f8')]", {30, 40}, "(30, 40)"},
+      {many_fields, py_many, {7}, "(7,)"},
+  };
+  std::string script = "import io, warnings, numpy.lib.format as f\nwarnings.simplefilter('ignore')\n";
+  for (const Case& c : cases)
+    script += "b = io.BytesIO(); f._write_array_header(b, {'descr': " + c.py_descr +
+              ", 'fortran_order': False, 'shape': " + c.py_shape + "}); print(b.getvalue().hex())\n";
+  std::string out = run_python(script);
+  std::vector<std::string> lines;
+  for (size_t pos = 0, next; (next = out.find('\n', pos)) != std::string::npos; pos = next + 1)
+    lines.push_back(out.substr(pos, next - pos));
+  ASSERT_EQ(lines.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string header = npy_header(cases[i].descr, cases[i].shape);
+    EXPECT_EQ(header.size() % 64, 0u);
+    EXPECT_EQ(header.back(), '\n');
+    Bytes bytes(header.begin(), header.end());
+    EXPECT_EQ(bytes, testing::hex_to_bytes(lines[i])) << header.substr(0, 120);
+  }
+  EXPECT_EQ(npy_header(many_fields, {7})[6], 2);  // > 65535 bytes: format 2.0
+}
+
+TEST(NpyHeader, NumpyLoadsIt) {
+  TempDir dir;
+  auto path = dir.path() / "a.npy";
+  std::string header = npy_header("<i4", {2, 3});
+  std::ofstream out(path, std::ios::binary);
+  out << header;
+  for (int32_t v = 0; v < 6; ++v) out.write(reinterpret_cast<const char*>(&v), 4);
+  out.close();
+  std::string got = run_python("import numpy as np\na = np.load('" + path.string() +
+                               "', mmap_mode='r')\nprint(a.shape, a.dtype, a.tolist())\n");
+  EXPECT_EQ(got, "(2, 3) int32 [[0, 1, 2], [3, 4, 5]]\n");
+}
+
+}  // namespace
+}  // namespace blosc2fs

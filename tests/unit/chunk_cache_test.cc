@@ -1,0 +1,357 @@
+// The decompressed-chunk cache against a fake loader: content, partial decoding,
+// single-flight loading, the byte budget and LRU order, pinning, errors, threads.
+#include "chunk_cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace blosc2fs {
+namespace {
+
+uint8_t pattern(int64_t n, int64_t pos) { return uint8_t((n * 131 + pos * 7 + pos / 251) & 0xFF); }
+
+constexpr int64_t kStoredSize = 100;
+
+class FakeDecoder : public ChunkDecoder {
+ public:
+  FakeDecoder(int64_t n, int64_t nbytes, int32_t blocksize, bool delta, std::atomic<int>& decodes,
+              std::atomic<int>& bad_references)
+      : n_(n), nbytes_(nbytes), blocksize_(blocksize), delta_(delta), decodes_(decodes),
+        bad_references_(bad_references) {}
+  int64_t nbytes() const override { return nbytes_; }
+  int32_t nblocks() const override { return int32_t((nbytes_ + blocksize_ - 1) / blocksize_); }
+  int64_t block_offset(int32_t j) const override { return int64_t(j) * blocksize_; }
+  int32_t block_size(int32_t j) const override {
+    return int32_t(std::min<int64_t>(blocksize_, nbytes_ - block_offset(j)));
+  }
+  bool needs_reference_block() const override { return delta_; }
+  void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
+    if (delta_ && j > 0) {
+      bool ok = reference.size() == size_t(block_size(0));
+      for (size_t i = 0; ok && i < reference.size(); ++i) ok = reference[i] == pattern(n_, int64_t(i));
+      if (!ok) ++bad_references_;
+    }
+    const int64_t base = block_offset(j);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = pattern(n_, base + int64_t(i));
+    ++decodes_;
+  }
+
+ private:
+  int64_t n_, nbytes_;
+  int32_t blocksize_;
+  bool delta_;
+  std::atomic<int>& decodes_;
+  std::atomic<int>& bad_references_;
+};
+
+class FakeLoader : public ChunkLoader {
+ public:
+  int64_t nbytes = 64 * 1024;
+  int32_t blocksize = 4096;
+  bool delta = false;
+  std::chrono::milliseconds load_delay{0};
+  std::atomic<int> decodes{0};
+  std::atomic<int> bad_references{0};
+  std::atomic<int> failures_left{0};  // the next loads that throw FormatError
+
+  Bytes load(int64_t n) override {
+    {
+      std::lock_guard lock(mutex_);
+      ++loads_[n];
+    }
+    if (load_delay.count()) std::this_thread::sleep_for(load_delay);
+    if (failures_left.fetch_sub(1) > 0) throw FormatError("chunk " + std::to_string(n) + ": corrupt");
+    return Bytes(size_t(kStoredSize), uint8_t(n));
+  }
+  std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override {
+    EXPECT_EQ(stored.size(), size_t(kStoredSize));
+    return std::make_unique<FakeDecoder>(n, nbytes, blocksize, delta, decodes, bad_references);
+  }
+  int loads(int64_t n) {
+    std::lock_guard lock(mutex_);
+    return loads_[n];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int64_t, int> loads_;
+};
+
+uint64_t entry_charge(const FakeLoader& l) { return uint64_t(l.nbytes + kStoredSize); }
+
+void expect_pattern(int64_t n, int64_t offset, const std::vector<uint8_t>& got) {
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], pattern(n, offset + int64_t(i))) << "chunk " << n << " byte " << offset + int64_t(i);
+}
+
+TEST(ChunkCache, ReadsReturnTheChunkBytes) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::mt19937 rng(1);
+  for (int k = 0; k < 200; ++k) {
+    int64_t n = rng() % 4;
+    int64_t offset = rng() % loader.nbytes;
+    std::vector<uint8_t> buf(rng() % 20000 + 1);
+    size_t got = cache.read(n, offset, buf);
+    ASSERT_EQ(got, std::min<size_t>(buf.size(), size_t(loader.nbytes - offset)));
+    buf.resize(got);
+    expect_pattern(n, offset, buf);
+  }
+}
+
+TEST(ChunkCache, ReadsAreClippedToTheChunk) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(100);
+  EXPECT_EQ(cache.read(0, loader.nbytes, buf), 0u);
+  EXPECT_EQ(cache.read(0, loader.nbytes + 5, buf), 0u);
+  EXPECT_EQ(cache.read(0, loader.nbytes - 10, buf), 10u);
+  EXPECT_EQ(cache.decoded_size(0), loader.nbytes);
+}
+
+TEST(ChunkCache, SmallReadsDecodeOnlyTheBlocksTheyTouch) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(100);
+  cache.read(0, 5000, buf);  // inside block 1
+  EXPECT_EQ(loader.decodes, 1);
+  cache.read(0, 5000, buf);  // again: nothing to decode
+  EXPECT_EQ(loader.decodes, 1);
+  cache.read(0, 4090, buf);  // blocks 0 and 1
+  EXPECT_EQ(loader.decodes, 2);
+  buf.resize(3 * 4096);
+  cache.read(0, 4096 * 5 + 1, buf);  // blocks 5..8
+  EXPECT_EQ(loader.decodes, 6);
+  expect_pattern(0, 4096 * 5 + 1, buf);
+}
+
+TEST(ChunkCache, DeltaChunksDecodeTheReferenceBlockFirst) {
+  FakeLoader loader;
+  loader.delta = true;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(10);
+  cache.read(0, 4096 * 3 + 7, buf);
+  EXPECT_EQ(loader.decodes, 2);  // blocks 0 and 3
+  EXPECT_EQ(loader.bad_references, 0);
+  expect_pattern(0, 4096 * 3 + 7, buf);
+}
+
+TEST(ChunkCache, LargeReadsCompleteTheChunk) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(size_t(loader.nbytes / 2));
+  cache.read(0, 0, buf);
+  EXPECT_EQ(loader.decodes, 16);
+  auto whole = cache.get(0);
+  EXPECT_EQ(loader.decodes, 16);
+  std::vector<uint8_t> all(whole->data().begin(), whole->data().end());
+  expect_pattern(0, 0, all);
+}
+
+TEST(ChunkCache, ConcurrentMissesLoadOnce) {
+  FakeLoader loader;
+  loader.load_delay = std::chrono::milliseconds(100);
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> buf(1000);
+      size_t got = cache.read(5, t * 1000, buf);
+      for (size_t i = 0; i < got; ++i)
+        if (buf[i] != pattern(5, t * 1000 + int64_t(i))) ++wrong;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(loader.loads(5), 1);
+  ChunkCacheStats s = cache.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 7u);
+  EXPECT_EQ(s.entries, 1u);
+}
+
+TEST(ChunkCache, StaysWithinTheBudget) {
+  FakeLoader loader;
+  const uint64_t budget = 3 * entry_charge(loader);
+  ChunkCache cache(loader, budget);
+  std::vector<uint8_t> buf(size_t(loader.nbytes));
+  for (int64_t n = 0; n < 10; ++n) {
+    cache.read(n, 0, buf);
+    ASSERT_LE(cache.stats().bytes, budget);
+  }
+  ChunkCacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 3u);
+  EXPECT_EQ(s.evictions, 7u);
+  EXPECT_EQ(s.bytes, 3 * uint64_t(loader.nbytes));  // complete chunks keep no stored bytes
+  EXPECT_EQ(s.budget, budget);
+  EXPECT_EQ(s.misses, 10u);
+}
+
+TEST(ChunkCache, EvictsTheLeastRecentlyUsed) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 3 * entry_charge(loader));
+  std::vector<uint8_t> buf(10);
+  for (int64_t n : {0, 1, 2, 0, 3}) cache.read(n, 0, buf);  // 1 is the oldest when 3 comes
+  cache.read(0, 0, buf);
+  cache.read(2, 0, buf);
+  EXPECT_EQ(loader.loads(0), 1);
+  EXPECT_EQ(loader.loads(2), 1);
+  cache.read(1, 0, buf);
+  EXPECT_EQ(loader.loads(1), 2);
+}
+
+TEST(ChunkCache, PinnedChunksSurviveEviction) {
+  FakeLoader loader;
+  ChunkCache cache(loader, entry_charge(loader));
+  std::shared_ptr<const CachedChunk> pinned = cache.get(0);
+  std::vector<uint8_t> buf(size_t(loader.nbytes));
+  for (int64_t n = 1; n < 6; ++n) cache.read(n, 0, buf);
+  EXPECT_GE(cache.stats().evictions, 1u);
+  std::vector<uint8_t> all(pinned->data().begin(), pinned->data().end());
+  ASSERT_EQ(all.size(), size_t(loader.nbytes));
+  expect_pattern(0, 0, all);
+}
+
+TEST(ChunkCache, ABudgetOfZeroStillServesReads) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 0);
+  std::vector<uint8_t> buf(300);
+  for (int64_t n = 0; n < 5; ++n) {
+    ASSERT_EQ(cache.read(n, 1000, buf), buf.size());
+    expect_pattern(n, 1000, buf);
+  }
+  EXPECT_LE(cache.stats().entries, 1u);
+}
+
+TEST(ChunkCache, LoadFailuresAreReportedAndNotKept) {
+  FakeLoader loader;
+  loader.failures_left = 1;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(10);
+  EXPECT_THROW(cache.read(2, 0, buf), FormatError);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+  EXPECT_EQ(cache.read(2, 0, buf), 10u);
+  EXPECT_EQ(loader.loads(2), 2);
+}
+
+TEST(ChunkCache, WaitersOnAFailedLoadGetTheError) {
+  FakeLoader loader;
+  loader.failures_left = 1;
+  loader.load_delay = std::chrono::milliseconds(100);
+  ChunkCache cache(loader, 1 << 30);
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      std::vector<uint8_t> buf(10);
+      try {
+        cache.read(7, 0, buf);
+      } catch (const FormatError&) {
+        ++errors;
+      }
+    });
+  for (auto& th : threads) th.join();
+  // Threads that arrived during the failed load share its error; none loads again
+  // while it is in flight. (A thread scheduled after the failure may retry.)
+  EXPECT_GE(errors, 1);
+  EXPECT_LE(loader.loads(7), 1 + (4 - errors));
+}
+
+TEST(ChunkCache, StoredReadsDoNotDecode) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(200);
+  EXPECT_EQ(cache.read_stored(3, 0, buf), size_t(kStoredSize));
+  EXPECT_EQ(buf[0], 3);
+  EXPECT_EQ(cache.read_stored(3, kStoredSize - 1, buf), 1u);
+  EXPECT_EQ(cache.read_stored(3, kStoredSize, buf), 0u);
+  EXPECT_EQ(loader.decodes, 0);
+  EXPECT_EQ(cache.stats().bytes, uint64_t(kStoredSize));
+}
+
+TEST(ChunkCache, CompleteChunksDropTheirStoredBytes) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(100);
+  cache.read(0, 0, buf);
+  EXPECT_EQ(cache.stats().bytes, uint64_t(loader.nbytes + kStoredSize));  // partly decoded: both
+  cache.get(0);
+  EXPECT_EQ(cache.stats().bytes, uint64_t(loader.nbytes));
+  EXPECT_EQ(cache.read_stored(0, 0, buf), 100u);  // the stored bytes come back
+  EXPECT_EQ(buf[0], 0);
+  EXPECT_EQ(loader.loads(0), 2);
+  EXPECT_EQ(cache.stats().bytes, uint64_t(loader.nbytes + kStoredSize));
+  buf.assign(size_t(loader.nbytes), 0);
+  EXPECT_EQ(cache.read(0, 0, buf), buf.size());  // still served from the decoded buffer
+  expect_pattern(0, 0, buf);
+  EXPECT_EQ(loader.decodes, 16);
+}
+
+TEST(ChunkCache, ManyThreadsReadConsistentBytes) {
+  FakeLoader loader;
+  loader.nbytes = 50000;  // a short last block
+  loader.blocksize = 3000;
+  loader.delta = true;
+  ChunkCache cache(loader, 5 * entry_charge(loader));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<uint8_t> buf;
+      for (int k = 0; k < 1500; ++k) {
+        int64_t n = rng() % 30;
+        int64_t offset = rng() % loader.nbytes;
+        buf.resize(rng() % 8000 + 1);
+        size_t got = k % 7 == 0 ? 0 : cache.read(n, offset, buf);
+        if (k % 7 == 0) {
+          auto chunk = cache.get(n);
+          if (chunk->data().size() != size_t(loader.nbytes) || chunk->data()[offset] != pattern(n, offset)) ++wrong;
+          continue;
+        }
+        if (got != std::min<size_t>(buf.size(), size_t(loader.nbytes - offset))) ++wrong;
+        for (size_t i = 0; i < got; ++i)
+          if (buf[i] != pattern(n, offset + int64_t(i))) {
+            ++wrong;
+            break;
+          }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(loader.bad_references, 0);
+  ChunkCacheStats s = cache.stats();
+  EXPECT_LE(s.bytes, s.budget);
+  EXPECT_LE(s.entries, 5u);
+  EXPECT_EQ(s.hits + s.misses, 8u * 1500u);
+}
+
+TEST(ChunkCache, StatisticsText) {
+  ChunkCacheStats s;
+  s.hits = 1, s.misses = 2, s.evictions = 3, s.bytes = 4, s.budget = 5, s.entries = 6;
+  EXPECT_EQ(s.text(), "hits=1 misses=2 evictions=3 bytes=4 budget=5 entries=6");
+}
+
+TEST(ChunkCache, ClearDropsEverything) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(10);
+  cache.read(0, 0, buf);
+  cache.read(1, 0, buf);
+  cache.clear();
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+  cache.read(0, 0, buf);
+  EXPECT_EQ(loader.loads(0), 2);
+}
+
+}  // namespace
+}  // namespace blosc2fs

@@ -1,0 +1,155 @@
+// The command line: positional arguments, -o lists (also as fstab writes them),
+// sizes, create parameters, FUSE pass-through, and the errors for bad input.
+#include "options.h"
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace blosc2fs {
+namespace {
+
+Options parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"blosc2fs"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return parse_command_line(int(argv.size()), argv.data());
+}
+
+TEST(FsOptions, FrameAndMountpoint) {
+  Options o = parse({"x.b2frame", "/mnt/x"});
+  EXPECT_EQ(o.action, Options::Action::mount);
+  EXPECT_EQ(o.frame, "x.b2frame");
+  EXPECT_EQ(o.mountpoint, "/mnt/x");
+  EXPECT_FALSE(o.foreground);
+  EXPECT_FALSE(o.debug);
+  EXPECT_FALSE(o.single_threaded);
+  EXPECT_FALSE(o.read_only.has_value());
+  EXPECT_EQ(o.log_level, "info");
+  EXPECT_TRUE(o.fuse_options.empty());
+}
+
+TEST(FsOptions, Flags) {
+  Options o = parse({"-f", "-s", "a", "b"});
+  EXPECT_TRUE(o.foreground);
+  EXPECT_TRUE(o.single_threaded);
+  o = parse({"a", "b", "-d"});
+  EXPECT_TRUE(o.debug);
+  EXPECT_TRUE(o.foreground);
+  EXPECT_EQ(o.log_level, "debug");
+  o = parse({"-fs", "a", "b"});
+  EXPECT_TRUE(o.foreground && o.single_threaded);
+}
+
+TEST(FsOptions, HelpVersionInfo) {
+  EXPECT_EQ(parse({"-h"}).action, Options::Action::help);
+  EXPECT_EQ(parse({"--help"}).action, Options::Action::help);
+  EXPECT_EQ(parse({"-V"}).action, Options::Action::version);
+  EXPECT_EQ(parse({"--version"}).action, Options::Action::version);
+  Options o = parse({"--info", "f.b2frame"});
+  EXPECT_EQ(o.action, Options::Action::info);
+  EXPECT_EQ(o.frame, "f.b2frame");
+  EXPECT_EQ(parse({"--info=g"}).frame, "g");
+  EXPECT_THROW(parse({"--info"}), UsageError);
+  EXPECT_THROW(parse({"--info", "a", "b"}), UsageError);
+}
+
+TEST(FsOptions, OurOptions) {
+  Options o = parse({"-o", "ro,cache_size=256M", "-olog_level=warning", "a", "b", "-o", "uid=1000,gid=100,umask=022"});
+  EXPECT_EQ(o.read_only, true);
+  EXPECT_EQ(o.cache_size, uint64_t(256) << 20);
+  EXPECT_EQ(o.log_level, "warn");
+  EXPECT_EQ(o.uid, 1000u);
+  EXPECT_EQ(o.gid, 100u);
+  EXPECT_EQ(o.umask, mode_t(022));
+  EXPECT_EQ(parse({"-o", "rw", "a", "b"}).read_only, false);
+  o = parse({"-o", "max_idle_threads=3,max_threads=7,clone_fd", "a", "b"});
+  EXPECT_EQ(o.max_idle_threads, 3u);
+  EXPECT_EQ(o.max_threads, 7u);
+}
+
+TEST(FsOptions, FstabOptionsAreAcceptedAndIgnored) {
+  Options o = parse({"a", "b", "-o",
+                     "rw,noauto,x-systemd.automount,x-systemd.idle-timeout=60,_netdev,dev,suid,exec,nofail,user,users,"
+                     "owner,defaults,auto,comment=x"});
+  EXPECT_EQ(o.read_only, false);
+  EXPECT_TRUE(o.fuse_options.empty());
+}
+
+TEST(FsOptions, FuseOptionsPassThrough) {
+  Options o = parse({"-o", "allow_other,default_permissions,fsname=my\\,frame,subtype=b2,max_read=131072,nodev,nosuid,noexec",
+                     "a", "b"});
+  std::vector<std::string> want{"allow_other", "default_permissions", "fsname=my,frame", "subtype=b2",
+                                "max_read=131072", "nodev", "nosuid", "noexec"};
+  EXPECT_EQ(o.fuse_options, want);
+}
+
+TEST(FsOptions, Sizes) {
+  EXPECT_EQ(parse_size("4096", "x"), 4096u);
+  EXPECT_EQ(parse_size("256M", "x"), uint64_t(256) << 20);
+  EXPECT_EQ(parse_size("2G", "x"), uint64_t(2) << 30);
+  EXPECT_EQ(parse_size("2GiB", "x"), uint64_t(2) << 30);
+  EXPECT_EQ(parse_size("64k", "x"), uint64_t(64) << 10);
+  EXPECT_EQ(parse_size("1.5G", "x"), uint64_t(3) << 29);
+  EXPECT_EQ(parse_size("1T", "x"), uint64_t(1) << 40);
+  EXPECT_EQ(parse_size("0", "x"), 0u);
+  for (const char* bad : {"", "M", "12Q", "1..2", "-5", "12MM", "1e9"}) EXPECT_THROW(parse_size(bad, "x"), UsageError) << bad;
+  EXPECT_THROW(parse_size("99999999999T", "x"), UsageError);
+}
+
+TEST(FsOptions, DefaultCacheSizeIsBounded) {
+  uint64_t size = default_cache_size();
+  EXPECT_GE(size, uint64_t(64) << 20);
+  EXPECT_LE(size, uint64_t(4) << 30);
+}
+
+TEST(FsOptions, CreateParameters) {
+  Options o = parse({"-o", "create,codec=lz4hc,clevel=9,typesize=4,chunksize=2M,blocksize=64K,filters=delta+shuffle,sparse",
+                     "a", "b"});
+  EXPECT_TRUE(o.create.create);
+  EXPECT_TRUE(o.create.sparse);
+  EXPECT_EQ(o.create.cparams.codec, Codec::lz4hc);
+  EXPECT_EQ(o.create.cparams.clevel, 9);
+  EXPECT_EQ(o.create.cparams.typesize, 4);
+  EXPECT_EQ(o.create.chunksize, 2 << 20);
+  EXPECT_EQ(o.create.cparams.blocksize, 64 << 10);
+  std::array<uint8_t, kMaxFilters> filters{0, 0, 0, 0, kFilterDelta, kFilterShuffle};
+  EXPECT_EQ(o.create.cparams.filters, filters);
+  o = parse({"-o", "filters=trunc_prec:10+bitshuffle", "a", "b"});
+  EXPECT_EQ(o.create.cparams.filters[4], kFilterTruncPrec);
+  EXPECT_EQ(o.create.cparams.filters_meta[4], 10);
+  EXPECT_EQ(o.create.cparams.filters[5], kFilterBitshuffle);
+  o = parse({"-o", "filters=none", "a", "b"});
+  EXPECT_EQ(o.create.cparams.filters, (std::array<uint8_t, kMaxFilters>{}));
+  // Defaults: python-blosc2's codec and level.
+  o = parse({"a", "b"});
+  EXPECT_EQ(o.create.cparams.codec, Codec::zstd);
+  EXPECT_EQ(o.create.cparams.clevel, 1);
+}
+
+TEST(FsOptions, Errors) {
+  EXPECT_THROW(parse({}), UsageError);
+  EXPECT_THROW(parse({"a"}), UsageError);
+  EXPECT_THROW(parse({"a", "b", "c"}), UsageError);
+  EXPECT_THROW(parse({"-x", "a", "b"}), UsageError);
+  EXPECT_THROW(parse({"--frobnicate", "a", "b"}), UsageError);
+  EXPECT_THROW(parse({"-o"}), UsageError);
+  for (const char* bad : {"bogus", "cache_size=", "cache_size=abc", "log_level=loud", "codec=snappy", "clevel=10",
+                          "typesize=0", "chunksize=0", "blocksize=1G", "filters=shuffle+foo", "uid=x", "umask=999",
+                          "ro=1", "allow_other=yes", "fsname", "max_threads=0",
+                          "filters=shuffle+shuffle+shuffle+shuffle+shuffle+shuffle+shuffle"})
+    EXPECT_THROW(parse({"-o", bad, "a", "b"}), UsageError) << bad;
+}
+
+TEST(FsOptions, DoubleDashEndsOptions) {
+  Options o = parse({"--", "-weird", "mnt"});
+  EXPECT_EQ(o.frame, "-weird");
+}
+
+TEST(FsOptions, UsageMentionsTheCacheXattr) {
+  EXPECT_NE(usage_text("blosc2fs").find("user.blosc2fs.cache"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace blosc2fs
