@@ -317,14 +317,21 @@ std::filesystem::path temp_name(const std::filesystem::path& dir, const std::str
   return dir / ("." + stem + "." + tag + "-" + hex);
 }
 
+// The slot a staged same-length metalayer write goes to; its length must still match.
+const MetalayerSlot& slot_for_metalayer_write(const std::vector<MetalayerSlot>& slots, const std::string& name,
+                                              size_t size, const std::filesystem::path& path) {
+  auto slot = std::find_if(slots.begin(), slots.end(), [&name](const MetalayerSlot& s) { return s.name == name; });
+  if (slot == slots.end() || slot->length != int64_t(size))
+    throw IoError(path.string() + ": metalayer '" + name + "' changed shape since it was staged", EINVAL);
+  return *slot;
+}
+
 void apply_metalayer_writes(Bytes& header, const StagedEdits& edits, const std::filesystem::path& path) {
   if (edits.metalayer_writes.empty()) return;
   std::vector<MetalayerSlot> slots = locate_metalayers(header);
   for (const auto& [name, content] : edits.metalayer_writes) {
-    auto slot = std::find_if(slots.begin(), slots.end(), [&](const MetalayerSlot& s) { return s.name == name; });
-    if (slot == slots.end() || slot->length != int64_t(content.size()))
-      throw IoError(path.string() + ": metalayer '" + name + "' changed shape since it was staged", EINVAL);
-    std::copy(content.begin(), content.end(), header.begin() + slot->content_offset);
+    const MetalayerSlot& slot = slot_for_metalayer_write(slots, name, content.size(), path);
+    std::copy(content.begin(), content.end(), header.begin() + slot.content_offset);
   }
 }
 
@@ -428,10 +435,8 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
     std::vector<MetalayerSlot> slots = locate_metalayers(header);
     out.metalayer_first_step = out.steps.size();
     for (const auto& [name, content] : edits.metalayer_writes) {
-      auto slot = std::find_if(slots.begin(), slots.end(), [&](const MetalayerSlot& s) { return s.name == name; });
-      if (slot == slots.end() || slot->length != int64_t(content.size()))
-        throw IoError(file.string() + ": metalayer '" + name + "' changed shape since it was staged", EINVAL);
-      out.steps.push_back({Kind::write, file, {}, off + slot->content_offset, content});
+      const MetalayerSlot& slot = slot_for_metalayer_write(slots, name, content.size(), file);
+      out.steps.push_back({Kind::write, file, {}, off + slot.content_offset, content});
     }
     fsync_file();
   }

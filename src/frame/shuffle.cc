@@ -33,6 +33,7 @@ void copy_tail(const uint8_t* src, uint8_t* dst, size_t done, size_t size) {
 
 void shuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t typesize, size_t begin,
                           size_t end) {
+  if (begin >= end) return;  // src/dst may be null for empty buffers
   for (size_t k = 0; k < typesize; ++k) {
     uint8_t* out = dst + k * n;
     const uint8_t* in = src + k;
@@ -42,6 +43,7 @@ void shuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t typ
 
 void unshuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t typesize, size_t begin,
                             size_t end) {
+  if (begin >= end) return;  // src/dst may be null for empty buffers
   for (size_t k = 0; k < typesize; ++k) {
     const uint8_t* in = src + k * n;
     uint8_t* out = dst + k;
