@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "frame_editor_internal.h"
+#include "frame_writer.h"
 
 namespace blosc2fs::editor {
 
@@ -120,7 +121,7 @@ void generate_compaction(const Frame& frame, bool sync, uint64_t temp_nonce,
     pos += len;
   }
   Bytes header = read_header_bytes(frame);
-  Bytes tail = fh.nbytes > 0 ? encode_index(index) : Bytes{};
+  Bytes tail = fh.nbytes > 0 ? encode_index_chunk(index) : Bytes{};
   Bytes trailer = serialize_frame_trailer(frame.vlmetalayers());
   tail.insert(tail.end(), trailer.begin(), trailer.end());
   FrameHeader next = fh;

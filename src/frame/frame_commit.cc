@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "frame_editor_internal.h"
+#include "frame_writer.h"
 
 namespace blosc2fs {
 
@@ -207,37 +208,6 @@ int64_t index_chunk_cbytes(const Frame& frame) {
   return ch.cbytes;
 }
 
-Bytes encode_index(const std::vector<int64_t>& entries) {
-  if (entries.empty()) return {};
-  Bytes raw(entries.size() * 8);
-  for (size_t i = 0; i < entries.size(); ++i) store_le64(raw.data() + 8 * i, uint64_t(entries[i]));
-  // What c-blosc2 uses when it rewrites an index (format-notes §2).
-  CompressParams p;
-  p.codec = Codec::blosclz;
-  p.clevel = 5;
-  p.typesize = 8;
-  p.blocksize = int32_t(std::min<size_t>(16384, raw.size()));
-  p.filters = {0, 0, 0, 0, 0, kFilterShuffle};
-  p.splitmode = SplitMode::never;
-  p.detect_specials = false;
-  return encode_chunk(raw, p);
-}
-
-int64_t special_entry_raw(Special kind) {
-  return int64_t((uint64_t(0x80) | uint64_t(kind)) << 56);
-}
-
-Bytes encode_vlmeta_content(ByteSpan content) {
-  // As FrameWriter stores them: c-blosc2's defaults with python-blosc2's typesize 1.
-  CompressParams p;
-  p.codec = Codec::blosclz;
-  p.clevel = 5;
-  p.typesize = 1;
-  p.filters = {0, 0, 0, 0, 0, kFilterShuffle};
-  p.splitmode = SplitMode::forward_compat;
-  p.detect_specials = false;
-  return encode_chunk(content, p);
-}
 
 std::vector<Vlmetalayer> apply_vlmeta_ops(std::vector<Vlmetalayer> layers, const std::vector<VlmetaOp>& ops) {
   auto find = [&](const std::string& name) {
@@ -266,10 +236,6 @@ std::vector<Vlmetalayer> apply_vlmeta_ops(std::vector<Vlmetalayer> layers, const
   return layers;
 }
 
-uint8_t general_flags_for(int32_t chunksize, bool vlblocks) {
-  bool v3 = chunksize == 0 || vlblocks;
-  return uint8_t((v3 ? 3 : 2) | 0x10 | (chunksize == 0 ? 0x40 : 0) | (vlblocks ? 0x80 : 0));
-}
 
 FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size_t nvlmetalayers) {
   FrameHeader h = frame.header();
@@ -284,7 +250,7 @@ FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size
     h.nbytes = nbytes;
     h.chunksize = edits.chunksize;
   }
-  h.general_flags = general_flags_for(edits.chunksize, edits.vlblocks);
+  h.general_flags = frame_general_flags(edits.chunksize, edits.vlblocks);
   h.has_vlmetalayers = nvlmetalayers > 0;
   return h;
 }
@@ -296,7 +262,7 @@ std::vector<int64_t> next_index(const Frame& frame, const StagedEdits& edits,
   for (int64_t n = 0; n < edits.nchunks; ++n) {
     if (edit != edits.chunks.end() && edit->first == n) {
       const StagedChunk& c = edit->second;
-      index[size_t(n)] = c.stored.empty() ? special_entry_raw(c.entry_special) : place(n, c);
+      index[size_t(n)] = c.stored.empty() ? special_index_entry(c.entry_special) : place(n, c);
       ++edit;
     } else {
       index[size_t(n)] = frame.index_entry(n).raw;
@@ -403,7 +369,7 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
         pos += int64_t(c.stored.size());
         return at;
       });
-      Bytes index_chunk = next.nbytes > 0 ? encode_index(index) : Bytes{};
+      Bytes index_chunk = next.nbytes > 0 ? encode_index_chunk(index) : Bytes{};
       next.cbytes = pos - H;  // the old index and trailer become orphans of the chunk region
       tail.insert(tail.end(), index_chunk.begin(), index_chunk.end());
     } else {

@@ -14,6 +14,7 @@
 #include "b2nd.h"
 #include "error.h"
 #include "frame_editor_internal.h"
+#include "frame_writer.h"
 #include "frame_lock.h"
 
 namespace blosc2fs {
@@ -337,7 +338,7 @@ void FrameEditor::set_vlmetalayer(const std::string& name, ByteSpan content) {
     fail(m.path, "cannot add vlmetalayer '" + name + "': the frame already has 16", ENOSPC);
   Bytes stored;
   try {
-    stored = editor::encode_vlmeta_content(content);
+    stored = encode_vlmeta_chunk(content);
   } catch (const FormatError& e) {
     fail(m.path, "vlmetalayer '" + name + "': " + e.what(), EINVAL);
   }

@@ -85,13 +85,7 @@ int64_t index_chunk_cbytes(const Frame& frame);
 
 // ---- encoding ----
 
-Bytes encode_index(const std::vector<int64_t>& entries);
-int64_t special_entry_raw(Special kind);
-// Compresses vlmetalayer content as c-blosc2 (and FrameWriter) store it.
-Bytes encode_vlmeta_content(ByteSpan content);
 std::vector<Vlmetalayer> apply_vlmeta_ops(std::vector<Vlmetalayer> layers, const std::vector<VlmetaOp>& ops);
-// The general_flags byte for a frame of this chunksize and chunk kind (format-notes §1.5, §8).
-uint8_t general_flags_for(int32_t chunksize, bool vlblocks);
 
 // The fixed header after the edits, minus frame_len and cbytes (callers set them).
 FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size_t nvlmetalayers);

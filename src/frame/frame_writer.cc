@@ -20,20 +20,27 @@ void check_name(const std::string& name, const char* what) {
     throw FormatError(std::string(what) + " name '" + name + "' must be 1 to 31 bytes long");
 }
 
-CompressParams index_params() {
+}  // namespace
+
+Bytes encode_index_chunk(const std::vector<int64_t>& entries) {
+  if (entries.empty()) return {};
+  Bytes raw;
+  raw.reserve(entries.size() * 8);
+  for (int64_t e : entries) append_le64(raw, uint64_t(e));
+  // What c-blosc2 uses when it rewrites an index (format-notes §2).
   CompressParams p;
   p.codec = Codec::blosclz;
   p.clevel = 5;
   p.typesize = 8;
-  p.blocksize = 16384;
+  p.blocksize = int32_t(std::min<size_t>(16384, raw.size()));
   p.filters = {0, 0, 0, 0, 0, kFilterShuffle};
   p.splitmode = SplitMode::never;
   p.detect_specials = false;
-  return p;
+  return encode_chunk(raw, p);
 }
 
-// python-blosc2 stores vlmeta values with typesize 1; the rest as c-blosc2's defaults.
-CompressParams vlmeta_params() {
+Bytes encode_vlmeta_chunk(ByteSpan content) {
+  // c-blosc2's defaults with python-blosc2's typesize 1.
   CompressParams p;
   p.codec = Codec::blosclz;
   p.clevel = 5;
@@ -41,10 +48,13 @@ CompressParams vlmeta_params() {
   p.filters = {0, 0, 0, 0, 0, kFilterShuffle};
   p.splitmode = SplitMode::forward_compat;
   p.detect_specials = false;
-  return p;
+  return encode_chunk(content, p);
 }
 
-}  // namespace
+uint8_t frame_general_flags(int32_t chunksize, bool vlblocks) {
+  const bool v3 = chunksize == 0 || vlblocks;
+  return uint8_t((v3 ? 3 : 2) | 0x10 | (chunksize == 0 ? 0x40 : 0) | (vlblocks ? 0x80 : 0));
+}
 
 struct FrameWriter::Impl {
   std::filesystem::path path;
@@ -206,7 +216,7 @@ void FrameWriter::set_vlmetalayer(const std::string& name, ByteSpan content) {
   Impl& w = *impl_;
   w.check_open();
   check_name(name, "vlmetalayer");
-  Vlmetalayer layer{name, encode_chunk(content, vlmeta_params())};
+  Vlmetalayer layer{name, encode_vlmeta_chunk(content)};
   for (Vlmetalayer& v : w.vlmetalayers) {
     if (v.name == name) {
       v = std::move(layer);
@@ -225,9 +235,7 @@ void FrameWriter::Impl::write_header(int64_t frame_len) {
   if (index.empty()) h.chunksize = -1;
   else if (fixed()) h.chunksize = params.chunksize;
   else h.chunksize = sizes_vary ? 0 : first_nbytes;
-  const bool vl = vlblocks == 1;
-  const int version = (h.chunksize == 0 || vl) ? 3 : 2;
-  h.general_flags = uint8_t(version | 0x10 | (h.chunksize == 0 ? 0x40 : 0) | (vl ? 0x80 : 0));
+  h.general_flags = frame_general_flags(h.chunksize, vlblocks == 1);
   h.nbytes = nbytes;
   h.cbytes = cbytes;
   h.frame_len = frame_len;
@@ -243,10 +251,7 @@ void FrameWriter::Impl::close() {
   const int64_t index_pos = header_len + (header.sparse() ? 0 : cbytes);
   int64_t pos = index_pos;
   if (nbytes > 0) {
-    Bytes raw;
-    raw.reserve(index.size() * 8);
-    for (int64_t e : index) append_le64(raw, uint64_t(e));
-    Bytes chunk = encode_chunk(raw, index_params());
+    Bytes chunk = encode_index_chunk(index);
     file.write_at(pos, chunk);
     pos += int64_t(chunk.size());
   }

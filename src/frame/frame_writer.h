@@ -13,6 +13,14 @@
 
 namespace blosc2fs {
 
+// How c-blosc2 stores these structures; the writer and the commit engine share them.
+// The index chunk of `entries` (format-notes §2); empty when there are none.
+Bytes encode_index_chunk(const std::vector<int64_t>& entries);
+// A vlmetalayer's content as a stored chunk (c-blosc2 defaults, python-blosc2's typesize 1).
+Bytes encode_vlmeta_chunk(ByteSpan content);
+// general_flags: version 2, or 3 with bits 6/7 for variable chunks or VL-blocks (§1.5).
+uint8_t frame_general_flags(int32_t chunksize, bool vlblocks);
+
 struct FrameParams {
   CompressParams cparams;  // codec, clevel, typesize, blocksize, filters, splitmode
   int32_t chunksize = 0;   // uncompressed bytes per chunk; the last may be shorter

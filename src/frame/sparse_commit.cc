@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "frame_editor_internal.h"
+#include "frame_writer.h"
 
 namespace blosc2fs::editor {
 
@@ -121,7 +122,7 @@ PlannedCommit plan_sparse_commit(const Frame& frame, const StagedEdits& edits, b
   std::vector<Vlmetalayer> vls = apply_vlmeta_ops(frame.vlmetalayers(), edits.vlmeta_ops);
   Bytes trailer = serialize_frame_trailer(vls);
   FrameHeader next = next_fixed_header(frame, edits, vls.size());
-  Bytes index_chunk = next.nbytes > 0 ? encode_index(index) : Bytes{};
+  Bytes index_chunk = next.nbytes > 0 ? encode_index_chunk(index) : Bytes{};
   next.cbytes = std::max<int64_t>(cbytes, 0);
   next.frame_len = int64_t(header.size() + index_chunk.size() + trailer.size());
   patch_fixed_header(header, next);
