@@ -2,6 +2,8 @@
 // shaped like a measured signal: a slow sine plus a little noise.
 //
 //   codec_bench [--mb 256] [--chunk-mb 4] [--clevel 5] [--reps 3] [--blocksize 0] [--codec NAME] [--filter NAME]
+//               [--input RAWFILE]   (raw float32 bytes instead of the generated signal, e.g. the
+//                                    exact data another decoder was timed on)
 //
 // MB/s are of uncompressed bytes (1 MB = 10^6 bytes); decode is the best of --reps passes.
 #include <chrono>
@@ -28,6 +30,7 @@ struct Options {
   int32_t blocksize = 0;  // 0: automatic
   std::string codec;   // empty: all
   std::string filter;  // empty: all
+  std::string input;   // raw bytes to use instead of the generated signal
 };
 
 Options parse(int argc, char** argv) {
@@ -41,6 +44,7 @@ Options parse(int argc, char** argv) {
     else if (key == "--blocksize") o.blocksize = std::stoi(value);
     else if (key == "--codec") o.codec = value;
     else if (key == "--filter") o.filter = value;
+    else if (key == "--input") o.input = value;
     else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       std::exit(2);
@@ -59,6 +63,17 @@ std::vector<uint8_t> make_signal(size_t bytes) {
   return out;
 }
 
+std::vector<uint8_t> read_input(const std::string& path, size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f || std::fread(out.data(), 1, bytes, f) != bytes) {
+    std::fprintf(stderr, "codec_bench: cannot read %zu bytes from %s\n", bytes, path.c_str());
+    std::exit(2);
+  }
+  std::fclose(f);
+  return out;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -70,7 +85,7 @@ int main(int argc, char** argv) {
   const size_t chunk_bytes = opt.chunk_mb << 20;
   const size_t nchunks = std::max<size_t>(1, (opt.total_mb << 20) / chunk_bytes);
   const size_t total = nchunks * chunk_bytes;
-  const std::vector<uint8_t> data = make_signal(total);
+  const std::vector<uint8_t> data = opt.input.empty() ? make_signal(total) : read_input(opt.input, total);
   std::vector<uint8_t> out(chunk_bytes);
 
   std::printf("%zu MB float32 (sine + noise), %zu chunks of %zu MB, clevel %d, blocksize %s, shuffle: %s\n",
