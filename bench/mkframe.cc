@@ -1,6 +1,6 @@
 // Makes frames with blosc2fs's own writer: the demo array and the benchmark data sets.
 //   mkframe demo OUT.b2nd
-//   mkframe KIND OUT MEGABYTES [CHUNK_KB] [--sparse]
+//   mkframe KIND OUT MEGABYTES [CHUNK_KB] [--sparse] [--blocksize KB]
 //   mkframe many-chunks OUT NCHUNKS
 // KIND: float32-zstd (noisy float32), float64-lz4 (smooth float64), text-blosclz (words).
 #include <cmath>
@@ -23,6 +23,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: mkframe demo OUT.b2nd\n"
                "       mkframe float32-zstd|float64-lz4|text-blosclz OUT MEGABYTES [CHUNK_KB] [--sparse]\n"
+               "               [--blocksize KB]   (default: automatic)\n"
                "       mkframe many-chunks OUT NCHUNKS\n");
   return 1;
 }
@@ -116,10 +117,12 @@ int make_demo(const std::string& out) {
   return 0;
 }
 
-int make_dataset(const std::string& kind, const std::string& out, int64_t megabytes, int64_t chunk_kb, bool sparse) {
+int make_dataset(const std::string& kind, const std::string& out, int64_t megabytes, int64_t chunk_kb, bool sparse,
+                 int64_t block_kb) {
   FrameParams params;
   params.sparse = sparse;
   params.chunksize = int32_t(chunk_kb * 1024);
+  params.cparams.blocksize = int32_t(block_kb * 1024);
   params.cparams.clevel = 5;
   if (kind == "float32-zstd") {
     params.cparams.codec = Codec::zstd;
@@ -190,11 +193,23 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   bool sparse = false;
   std::erase_if(args, [&](const std::string& a) { return a == "--sparse" ? (sparse = true) : false; });
+  int64_t block_kb = 0;  // 0: the encoder's automatic blocksize
   try {
+    for (auto it = args.begin(); it != args.end();) {
+      if (*it != "--blocksize") {
+        ++it;
+        continue;
+      }
+      if (it + 1 == args.end()) return usage();
+      block_kb = std::stoll(*(it + 1));
+      if (block_kb < 0 || block_kb > (int64_t(kMaxBlocksize) >> 10)) return usage();
+      it = args.erase(it, it + 2);
+    }
     if (args.size() == 2 && args[0] == "demo") return make_demo(args[1]);
     if (args.size() == 3 && args[0] == "many-chunks") return make_many_chunks(args[1], std::stoll(args[2]));
     if (args.size() == 3 || args.size() == 4)
-      return make_dataset(args[0], args[1], std::stoll(args[2]), args.size() == 4 ? std::stoll(args[3]) : 4096, sparse);
+      return make_dataset(args[0], args[1], std::stoll(args[2]), args.size() == 4 ? std::stoll(args[3]) : 4096, sparse,
+                          block_kb);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mkframe: %s\n", e.what());
     return 2;

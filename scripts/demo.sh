@@ -27,5 +27,5 @@ show 'head -4 index.tsv | column -t'
 show 'cat attrs/units attrs/source'
 show 'cat vlmeta/history'
 show "/usr/bin/python3 -c \"import numpy as np; a = np.load('array.npy', mmap_mode='r'); print(a.shape, a.dtype, 'mean %.2f' % a.mean(), 'day 180, equator:', a[180, 45, :4])\""
-show 'getfattr --only-values -n user.blosc2fs.cache . ; echo'
+show 'cat .blosc2fs-cache'
 printf '\nThe frame stays mounted on %s. Unmount with:\n  fusermount3 -u %s\n' "$mnt" "$mnt"

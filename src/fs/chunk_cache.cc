@@ -20,7 +20,8 @@ struct FreeDeleter {
 std::string ChunkCacheStats::text() const {
   return "hits=" + std::to_string(hits) + " misses=" + std::to_string(misses) +
          " evictions=" + std::to_string(evictions) + " bytes=" + std::to_string(bytes) +
-         " budget=" + std::to_string(budget) + " entries=" + std::to_string(entries);
+         " budget=" + std::to_string(budget) + " entries=" + std::to_string(entries) +
+         " dirty=" + std::to_string(dirty);
 }
 
 struct ChunkCache::Entry : CachedChunk {
@@ -265,6 +266,7 @@ ChunkCacheStats ChunkCache::stats() const {
   s.bytes = bytes_;
   s.budget = budget_;
   s.entries = map_.size();
+  s.dirty = pinned_;
   return s;
 }
 
@@ -276,7 +278,45 @@ void ChunkCache::clear() {
   }
   map_.clear();
   lru_.clear();
-  bytes_ = 0;
+  bytes_ = pinned_;
+}
+
+void ChunkCache::drop_locked(int64_t n) {
+  auto it = map_.find(n);
+  if (it == map_.end()) return;
+  Entry& entry = *it->second.entry;
+  bytes_ -= entry.charged;
+  entry.charged = 0;
+  entry.in_map = false;
+  lru_.erase(it->second.lru_pos);
+  map_.erase(it);
+}
+
+void ChunkCache::invalidate(int64_t n) {
+  std::lock_guard map_lock(map_mutex_);
+  drop_locked(n);
+}
+
+void ChunkCache::invalidate_from(int64_t first) {
+  std::lock_guard map_lock(map_mutex_);
+  std::vector<int64_t> doomed;
+  for (const auto& [n, slot] : map_)
+    if (n >= first) doomed.push_back(n);
+  for (int64_t n : doomed) drop_locked(n);
+}
+
+void ChunkCache::pin_bytes(uint64_t bytes) {
+  std::lock_guard map_lock(map_mutex_);
+  pinned_ += bytes;
+  bytes_ += bytes;
+  evict_locked(nullptr);
+}
+
+void ChunkCache::unpin_bytes(uint64_t bytes) {
+  std::lock_guard map_lock(map_mutex_);
+  bytes = std::min(bytes, pinned_);
+  pinned_ -= bytes;
+  bytes_ -= bytes;
 }
 
 }  // namespace blosc2fs

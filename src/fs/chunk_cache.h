@@ -55,10 +55,11 @@ struct ChunkCacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t evictions = 0;
-  uint64_t bytes = 0;    // stored + decoded bytes currently charged
+  uint64_t bytes = 0;    // stored + decoded + dirty bytes currently charged
   uint64_t budget = 0;
   uint64_t entries = 0;
-  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.."
+  uint64_t dirty = 0;    // of `bytes`: written chunks not yet committed (never evicted)
+  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.. dirty=.."
   std::string text() const;
 };
 
@@ -83,6 +84,16 @@ class ChunkCache {
   ChunkCacheStats stats() const;
   // Drops every entry (readers holding one keep it until they finish).
   void clear();
+  // Drops the entry of chunk n / the entries of every chunk >= first (the
+  // frame changed them).
+  void invalidate(int64_t n);
+  void invalidate_from(int64_t first);
+
+  // Bytes held outside the entries that count against the budget but can
+  // never be evicted: chunks written and not yet committed. Clean entries are
+  // evicted to make room for them.
+  void pin_bytes(uint64_t bytes);
+  void unpin_bytes(uint64_t bytes);
 
  private:
   struct Entry;
@@ -99,6 +110,7 @@ class ChunkCache {
   void uncharge(Entry& entry, uint64_t bytes);
   void evict_locked(const Entry* keep);  // map mutex held
   void forget(Entry& entry);             // drops a failed entry from the map
+  void drop_locked(int64_t n);           // map mutex held
 
   ChunkLoader& loader_;
   const uint64_t budget_;
@@ -109,7 +121,8 @@ class ChunkCache {
     std::list<int64_t>::iterator lru_pos;
   };
   std::unordered_map<int64_t, Slot> map_;
-  uint64_t bytes_ = 0;
+  uint64_t bytes_ = 0;   // includes pinned_
+  uint64_t pinned_ = 0;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
 };
 

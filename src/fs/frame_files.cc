@@ -10,6 +10,7 @@
 #include "chunk_codec.h"
 #include "chunk_format.h"
 #include "frame_json.h"
+#include "inodes.h"
 #include "msgpack.h"
 
 namespace blosc2fs {
@@ -79,14 +80,20 @@ ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t
 
 }  // namespace
 
-bool usable_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos && name.size() <= 255;
+void FrameChunkLoader::set_frame(std::shared_ptr<const Frame> frame) {
+  std::lock_guard lock(mutex_);
+  frame_ = std::move(frame);
+}
+
+std::shared_ptr<const Frame> FrameChunkLoader::current() const {
+  std::lock_guard lock(mutex_);
+  if (!frame_) throw FormatError("no frame loaded");
+  return frame_;
 }
 
 Bytes FrameChunkLoader::load(int64_t n) {
   try {
-    return frame_.read_raw_chunk(n);  // its errors name the chunk already
+    return current()->read_raw_chunk(n);  // its errors name the chunk already
   } catch (const IoError& e) {
     // A sparse frame's chunk file that is gone: the frame is damaged, not the request.
     if (e.error_number() == ENOENT) throw FormatError(e.what());
@@ -99,7 +106,7 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
     auto decoder = std::make_unique<ViewDecoder>(stored);
     decoder->set_label(chunk_label(n));
     // The frame's size for this chunk is what stat and data offsets use.
-    const int32_t expected = frame_.chunk_nbytes(n);
+    const int32_t expected = current()->chunk_nbytes(n);
     if (decoder->nbytes() != expected)
       throw FormatError("holds " + std::to_string(decoder->nbytes()) + " bytes where the frame says " +
                         std::to_string(expected));
@@ -109,8 +116,8 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
   }
 }
 
-FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, uint64_t cache_budget)
-    : frame_(std::move(frame)), nchunks_(frame_->nchunks()), loader_(*frame_), cache_(loader_, cache_budget) {
+FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
+    : frame_(std::move(frame)), cache_(cache), nchunks_(frame_->nchunks()) {
   load_layers();
   load_array();
 }
@@ -223,69 +230,35 @@ int64_t FrameFiles::raw_size_for_stat(int64_t n) const {
   }
 }
 
-int64_t FrameFiles::size(Node node) {
-  switch (node.kind) {
-    case NodeKind::frame_json: return int64_t(frame_json().size());
-    case NodeKind::index_tsv: return int64_t(index_tsv().size());
-    case NodeKind::data: return frame_->header().nbytes;
-    case NodeKind::array_npy: return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
-    case NodeKind::chunk: return chunk_size_for_stat(node.index);
-    case NodeKind::raw_chunk: return raw_size_for_stat(node.index);
-    case NodeKind::meta: return metas_.at(size_t(node.index)).size;
-    case NodeKind::vlmeta: return vlmetas_.at(size_t(node.index)).size;
-    case NodeKind::attrs: return int64_t(vlmetas_.at(size_t(node.index)).attrs_text.value_or("").size());
-    default: return 0;
-  }
+const LayerFile* FrameFiles::find_meta(std::string_view name) const {
+  for (const LayerFile& f : metas_)
+    if (f.name == name) return &f;
+  return nullptr;
 }
 
-size_t FrameFiles::read(Node node, int64_t offset, MutableByteSpan out) {
-  switch (node.kind) {
-    case NodeKind::frame_json: return copy_from(as_bytes(frame_json()), offset, out);
-    case NodeKind::index_tsv: return copy_from(as_bytes(index_tsv()), offset, out);
-    case NodeKind::data: return read_data(offset, out);
-    case NodeKind::array_npy: return read_array(offset, out);
-    case NodeKind::chunk: return cache_.read(node.index, offset, out);
-    case NodeKind::raw_chunk: return cache_.read_stored(node.index, offset, out);
-    case NodeKind::meta: return copy_from(metas_.at(size_t(node.index)).content, offset, out);
-    case NodeKind::vlmeta: {
-      const LayerFile& file = vlmetas_.at(size_t(node.index));
-      if (!file.error.empty()) throw FormatError(file.error);
-      return copy_from(file.content, offset, out);
-    }
-    case NodeKind::attrs: {
-      const LayerFile& file = vlmetas_.at(size_t(node.index));
-      return copy_from(as_bytes(file.attrs_text.value_or("")), offset, out);
-    }
-    default: return 0;
-  }
+const LayerFile* FrameFiles::find_vlmeta(std::string_view name) const {
+  for (const LayerFile& f : vlmetas_)
+    if (f.name == name) return &f;
+  return nullptr;
 }
 
-size_t FrameFiles::read_data(int64_t offset, MutableByteSpan out) {
-  const int64_t total = frame_->header().nbytes;
-  if (offset < 0 || offset >= total || nchunks_ == 0) return 0;
-  const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - offset));
-  // The chunk holding `offset`: the last one starting at or before it (skips empty chunks).
-  int64_t lo = 0, hi = nchunks_ - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (frame_->chunk_data_offset(mid) <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  size_t done = 0;
-  for (int64_t n = lo; done < want && n < nchunks_; ++n) {
-    const int64_t pos = offset + int64_t(done);
-    const int64_t within = pos - frame_->chunk_data_offset(n);
-    const int64_t chunk_bytes = frame_->chunk_nbytes(n);
-    if (within < 0) throw FormatError(chunk_label(n) + "chunk offsets within data are inconsistent");
-    if (within >= chunk_bytes) continue;
-    const size_t len = size_t(std::min<int64_t>(int64_t(want - done), chunk_bytes - within));
-    const size_t got = cache_.read(n, within, out.subspan(done, len));
-    if (got != len)
-      throw FormatError(chunk_label(n) + "decompresses to fewer bytes than the " + std::to_string(chunk_bytes) +
-                        " its header says");
-    done += got;
-  }
-  return done;
+int64_t FrameFiles::array_size() const {
+  return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
+}
+
+int64_t FrameFiles::chunk_offset(int64_t n) const {
+  if (n >= nchunks_) return frame_->header().nbytes;
+  return frame_->chunk_data_offset(n);
+}
+
+Bytes FrameFiles::load(int64_t n) {
+  std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
+  ByteSpan bytes = chunk->data();
+  const int64_t expected = chunk_size(n);
+  if (int64_t(bytes.size()) != expected)
+    throw FormatError(chunk_label(n) + "holds " + std::to_string(bytes.size()) + " bytes where the frame says " +
+                      std::to_string(expected));
+  return Bytes(bytes.begin(), bytes.end());
 }
 
 size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {

@@ -1,6 +1,6 @@
-// The contents of the files a mounted frame shows: their exact sizes and their
-// bytes. Decompressed chunks come through the chunk cache; the generated texts
-// (frame.json, index.tsv) are made once, on first use, and kept.
+// The contents of the files a committed frame shows: their exact sizes and
+// their bytes. Decompressed chunks come through the chunk cache; the generated
+// texts (frame.json, index.tsv) are made once, on first use, and kept.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +8,29 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "b2nd.h"
 #include "chunk_cache.h"
+#include "chunk_overlay.h"
 #include "frame.h"
 #include "node.h"
 
 namespace blosc2fs {
 
-// Feeds the chunk cache from a frame: stored chunks, decoded with ChunkView.
+// Feeds the chunk cache from the frame the mount currently shows; the Volume
+// switches it to the new frame after each commit (under its exclusive lock).
 class FrameChunkLoader : public ChunkLoader {
  public:
-  explicit FrameChunkLoader(const Frame& frame) : frame_(frame) {}
+  void set_frame(std::shared_ptr<const Frame> frame);
   Bytes load(int64_t n) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
 
  private:
-  const Frame& frame_;
+  std::shared_ptr<const Frame> current() const;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Frame> frame_;
 };
 
 // A metalayer or vlmetalayer shown as a file.
@@ -37,45 +42,55 @@ struct LayerFile {
   std::optional<std::string> attrs_text;  // JSON + "\n" when the content is one msgpack value
 };
 
-class FrameFiles {
+// One committed state of the frame as files: the metalayers, vlmetalayers and
+// their JSON views, array.npy, the generated texts, and the committed chunks
+// through the chunk cache. Immutable once built, except the texts, which are
+// made on first use.
+class FrameFiles : public ChunkSource {
  public:
   // Reads the metalayers, decompresses the vlmetalayers and sets up array.npy.
   // Layers whose names cannot be file names are left out with a warning.
-  FrameFiles(std::shared_ptr<const Frame> frame, uint64_t cache_budget);
-  ~FrameFiles();
+  FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache);
+  ~FrameFiles() override;
   FrameFiles(const FrameFiles&) = delete;
   FrameFiles& operator=(const FrameFiles&) = delete;
 
   const Frame& frame() const { return *frame_; }
-  ChunkCache& cache() { return cache_; }
-  int64_t nchunks() const { return nchunks_; }
+  const std::shared_ptr<const Frame>& frame_ptr() const { return frame_; }
+  ChunkCache& cache() const { return cache_; }
 
   const std::vector<LayerFile>& metas() const { return metas_; }
   const std::vector<LayerFile>& vlmetas() const { return vlmetas_; }
+  const LayerFile* find_meta(std::string_view name) const;
+  const LayerFile* find_vlmeta(std::string_view name) const;
   bool has_array() const { return layout_.has_value(); }
+  int64_t array_size() const;
+  size_t read_array(int64_t offset, MutableByteSpan out);
 
-  // Exact size of a regular file. Throws FormatError when the size itself
-  // cannot be known (frame.json of a frame the JSON view cannot describe).
-  int64_t size(Node node);
-  // Copies file bytes [offset, offset + out.size()) into out; returns the count
-  // (short only at end of file).
-  size_t read(Node node, int64_t offset, MutableByteSpan out);
+  // The size stat shows for chunks/N and raw/N.chunk (a guess when the
+  // chunk's header is unreadable, so the file is still listed).
+  int64_t chunk_size_for_stat(int64_t n) const;
+  int64_t raw_size_for_stat(int64_t n) const;
+  size_t read_raw(int64_t n, int64_t offset, MutableByteSpan out) { return cache_.read_stored(n, offset, out); }
 
+  // Throw FormatError when the frame cannot be described.
   const std::string& frame_json();
   const std::string& index_tsv();
 
+  // ChunkSource: the committed chunks.
+  int64_t nchunks() const override { return nchunks_; }
+  int64_t chunk_size(int64_t n) const override { return frame_->chunk_nbytes(n); }
+  int64_t chunk_offset(int64_t n) const override;
+  size_t read(int64_t n, int64_t offset, MutableByteSpan out) override { return cache_.read(n, offset, out); }
+  Bytes load(int64_t n) override;
+
  private:
-  size_t read_data(int64_t offset, MutableByteSpan out);
-  size_t read_array(int64_t offset, MutableByteSpan out);
-  int64_t chunk_size_for_stat(int64_t n) const;
-  int64_t raw_size_for_stat(int64_t n) const;
   void load_layers();
   void load_array();
 
   std::shared_ptr<const Frame> frame_;
+  ChunkCache& cache_;
   int64_t nchunks_ = 0;
-  FrameChunkLoader loader_;
-  ChunkCache cache_;
   std::vector<LayerFile> metas_;
   std::vector<LayerFile> vlmetas_;
   std::optional<NdLayout> layout_;
@@ -85,8 +100,5 @@ class FrameFiles {
   std::optional<std::string> frame_json_;
   std::optional<std::string> index_tsv_;
 };
-
-// Whether `name` can be a directory entry: not empty, not "." or "..", no '/' or NUL.
-bool usable_file_name(const std::string& name);
 
 }  // namespace blosc2fs

@@ -6,37 +6,32 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <mutex>
-#include <unordered_map>
-#include <utility>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "fs_error.h"
 
 namespace blosc2fs {
 
 namespace {
 
-// An errno that is the answer to a request (ENOENT, EROFS, ...), not a failure
-// worth a log line.
-struct FsError {
-  int error;
-};
-
 FsContext& context(fuse_req_t req) { return *static_cast<FsContext*>(fuse_req_userdata(req)); }
 
 std::string describe(fuse_req_t req, fuse_ino_t ino) {
   try {
-    const Tree& tree = context(req).tree;
-    if (std::optional<Node> node = tree.node(ino)) return tree.path(*node);
+    return context(req).volume.path_of(ino);
   } catch (...) {
+    return "inode " + std::to_string(ino);
   }
-  return "inode " + std::to_string(ino);
 }
 
 // One log line per failure: the kernel repeats a failed read (readahead, then
@@ -86,25 +81,41 @@ void guarded(fuse_req_t req, const char* op, fuse_ino_t ino, Body&& body) noexce
   fuse_reply_err(req, error);
 }
 
-Node resolve(FsContext& c, fuse_ino_t ino) {
-  std::optional<Node> node = c.tree.node(ino);
-  if (!node) throw FsError{ENOENT};
-  return *node;
-}
+OpenFile* handle(fuse_file_info* fi) { return fi ? reinterpret_cast<OpenFile*>(fi->fh) : nullptr; }
 
-fuse_entry_param entry_of(FsContext& c, Node node) {
+fuse_entry_param entry_of(FsContext& c, uint64_t ino) {
   fuse_entry_param e{};
-  e.ino = Tree::inode(node);
+  e.ino = ino;
   e.generation = 1;
-  e.attr = c.tree.attributes(node);
+  e.attr = c.volume.attributes(ino);
   e.attr_timeout = c.timeout;
   e.entry_timeout = c.timeout;
   return e;
 }
 
+// Replies with an entry the kernel now holds a reference to.
+void reply_entry(fuse_req_t req, FsContext& c, uint64_t ino) {
+  fuse_entry_param e = entry_of(c, ino);
+  c.volume.remember(ino);
+  if (fuse_reply_entry(req, &e) != 0) c.volume.forget(ino, 1);
+}
+
+// Notes made while answering a request that may hold kernel locks: sent
+// without waiting, never about `self`'s pages (a write() holds them).
+void send_later(FsContext& c, KernelNotes notes, uint64_t self = 0) {
+  if (self) std::erase(notes.inodes, self);
+  c.notifier.send(std::move(notes), KernelNotifier::Wait::none);
+}
+
+void refresh(FsContext& c) {
+  KernelNotes notes;
+  c.volume.maybe_refresh(notes);
+  c.notifier.send(std::move(notes), KernelNotifier::Wait::none);
+}
+
 // --- lifecycle ---
 
-void op_init(void*, fuse_conn_info* conn) {
+void op_init(void* userdata, fuse_conn_info* conn) {
   auto want = [conn](unsigned cap) {
     if (conn->capable & cap) conn->want |= cap;
   };
@@ -112,10 +123,17 @@ void op_init(void*, fuse_conn_info* conn) {
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_READDIRPLUS_AUTO);
   want(FUSE_CAP_PARALLEL_DIROPS);
+  // open(O_TRUNC) arrives as one request, so `echo x > f` is one edit, not
+  // a commit of an empty file followed by another.
+  want(FUSE_CAP_ATOMIC_O_TRUNC);
+  // Writes go through as they come (no writeback cache): a write() that makes
+  // attrs/ text invalid fails itself.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   // Big requests: libfuse derives max_pages from max_write, which sets the
   // largest read the kernel sends too.
   conn->max_write = 1 << 20;
   conn->time_gran = 1;
+  (void)userdata;
   spdlog::debug("FUSE protocol {}.{}, max_write {}, max_readahead {}", conn->proto_major, conn->proto_minor,
                 conn->max_write, conn->max_readahead);
 }
@@ -125,42 +143,69 @@ void op_init(void*, fuse_conn_info* conn) {
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   guarded(req, "lookup", parent, [&] {
     FsContext& c = context(req);
-    Node dir = resolve(c, parent);
-    if (!is_directory(dir.kind)) throw FsError{ENOTDIR};
-    std::optional<Node> child = c.tree.lookup(dir, name);
-    fuse_entry_param e{};
-    if (child) {
-      e = entry_of(c, *child);
-    } else {
-      e.entry_timeout = c.timeout;  // ino 0: a cacheable "no such name"
-    }
+    refresh(c);
+    if (std::optional<uint64_t> child = c.volume.lookup(parent, name)) return reply_entry(req, c, *child);
+    fuse_entry_param e{};  // ino 0, not cached: names appear with commits and other writers
     fuse_reply_entry(req, &e);
   });
 }
 
-void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  context(req).volume.forget(ino, nlookup);
+  fuse_reply_none(req);
+}
 
-void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) context(req).volume.forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   guarded(req, "getattr", ino, [&] {
     FsContext& c = context(req);
-    struct stat st = c.tree.attributes(resolve(c, ino));
+    refresh(c);
+    struct stat st = c.volume.attributes(ino);
+    fuse_reply_attr(req, &st, c.timeout);
+  });
+}
+
+// chmod, chown and utimens are accepted and ignored (cp -a, editors' backups
+// and sed -i set them); a size is an edit.
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  guarded(req, "setattr", ino, [&] {
+    FsContext& c = context(req);
+    std::optional<int64_t> size;
+    if (to_set & FUSE_SET_ATTR_SIZE) size = int64_t(attr->st_size);
+    KernelNotes notes;
+    struct stat st;
+    try {
+      st = c.volume.setattr(ino, handle(fi), size, notes);
+    } catch (...) {
+      send_later(c, std::move(notes), ino);
+      throw;
+    }
+    send_later(c, std::move(notes), ino);
     fuse_reply_attr(req, &st, c.timeout);
   });
 }
 
 void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
   guarded(req, "access", ino, [&] {
-    resolve(context(req), ino);
-    if (mask & W_OK) throw FsError{EROFS};
+    FsContext& c = context(req);
+    std::optional<Node> node = c.volume.node(ino);
+    if (!node) throw FsError{ENOENT};
+    if (mask & W_OK) {
+      if (!c.volume.writable()) throw FsError{EROFS};
+      if (!is_directory(node->kind) && !is_writable_file(node->kind)) throw FsError{EACCES};
+    }
+    if ((mask & X_OK) && !is_directory(node->kind)) throw FsError{EACCES};
     fuse_reply_err(req, 0);
   });
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   guarded(req, "readlink", ino, [&] {
-    resolve(context(req), ino);
+    if (!context(req).volume.node(ino)) throw FsError{ENOENT};
     throw FsError{EINVAL};
   });
 }
@@ -168,17 +213,20 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 void op_statfs(fuse_req_t req, fuse_ino_t ino) {
   guarded(req, "statfs", ino, [&] {
     FsContext& c = context(req);
-    const FrameFiles& files = c.tree.files();
-    const Frame& frame = files.frame();
     struct statvfs st {};
     st.f_bsize = 4096;
     st.f_frsize = 4096;
-    const int64_t stored = std::max(frame.stamp().file_size, frame.header().cbytes);
-    st.f_blocks = fsblkcnt_t((std::max<int64_t>(stored, 0) + 4095) / 4096);
-    st.f_files = fsfilcnt_t(10 + 2 * files.nchunks() + int64_t(files.metas().size()) +
-                            2 * int64_t(files.vlmetas().size()));
     st.f_namemax = 255;
-    st.f_flag = ST_RDONLY;
+    st.f_files = fsfilcnt_t(16 + 2 * std::max<int64_t>(c.volume.nchunks(), 0));
+    // The space that commits can use is the frame's file system's.
+    struct statvfs under {};
+    if (c.volume.underlying_statfs(under)) {
+      const double scale = double(under.f_frsize) / 4096.0;
+      st.f_blocks = fsblkcnt_t(double(under.f_blocks) * scale);
+      st.f_bfree = fsblkcnt_t(double(under.f_bfree) * scale);
+      st.f_bavail = fsblkcnt_t(double(under.f_bavail) * scale);
+    }
+    st.f_flag = c.volume.writable() ? 0 : ST_RDONLY;
     fuse_reply_statfs(req, &st);
   });
 }
@@ -187,63 +235,71 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino) {
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, "opendir", ino, [&] {
-    if (!is_directory(resolve(context(req), ino).kind)) throw FsError{ENOTDIR};
-    fi->cache_readdir = 1;  // listings change only through this process
-    fi->keep_cache = 1;
+    FsContext& c = context(req);
+    refresh(c);
+    std::optional<Node> node = c.volume.node(ino);
+    if (!node) throw FsError{ENOENT};
+    if (!is_directory(node->kind)) throw FsError{ENOTDIR};
+    fi->cache_readdir = 1;
+    fi->keep_cache = c.volume.cache_still_valid(ino) ? 1 : 0;
     fuse_reply_open(req, fi);
   });
 }
 
-// Cookies: 0 "." 1 ".." then 2 + the tree's entry positions. Each call walks
-// only as far as the reply buffer holds, so a million chunks stream.
+// Cookies: 0 "." 1 ".." then 2 + the volume's cookies. Each call walks only
+// as far as the reply buffer holds, so a million chunks stream.
 void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, bool plus) {
   FsContext& c = context(req);
-  const Node dir = resolve(c, ino);
-  if (!is_directory(dir.kind)) throw FsError{ENOTDIR};
+  std::optional<Node> dir = c.volume.node(ino);
+  if (!dir) throw FsError{ENOENT};
+  if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   size = std::min<size_t>(size, 1 << 20);
   std::vector<char> buf(size);
   size_t used = 0;
   // Adds one entry; false when it does not fit (it will come in the next call).
-  auto add = [&](const std::string& name, Node node, bool self_or_parent, off_t next) {
+  auto add = [&](const std::string& name, uint64_t child, bool directory, bool self_or_parent, off_t next) {
     size_t need;
+    bool referenced = false;
     if (plus) {
       fuse_entry_param e{};
       if (self_or_parent) {
-        e.attr.st_ino = Tree::inode(node);
+        e.attr.st_ino = child;
         e.attr.st_mode = S_IFDIR;  // ino 0: the kernel takes no reference
       } else {
         try {
-          e = entry_of(c, node);
-        } catch (const std::runtime_error&) {  // FormatError, IoError
-          e = fuse_entry_param{};  // attributes unknown now: a later lookup reports the error
-          e.attr.st_ino = Tree::inode(node);
-          e.attr.st_mode = is_directory(node.kind) ? S_IFDIR : S_IFREG;
+          e = entry_of(c, child);
+          referenced = true;
+        } catch (...) {  // attributes unknown now: a later lookup reports the error
+          e = fuse_entry_param{};
+          e.attr.st_ino = child;
+          e.attr.st_mode = directory ? S_IFDIR : S_IFREG;
         }
       }
       need = fuse_add_direntry_plus(req, buf.data() + used, size - used, name.c_str(), &e, next);
     } else {
       struct stat st {};
-      st.st_ino = Tree::inode(node);
-      st.st_mode = is_directory(node.kind) ? S_IFDIR : S_IFREG;
+      st.st_ino = child;
+      st.st_mode = directory ? S_IFDIR : S_IFREG;
       need = fuse_add_direntry(req, buf.data() + used, size - used, name.c_str(), &st, next);
     }
     if (need > size - used) return false;
     used += need;
+    if (referenced) c.volume.remember(child);
     return true;
   };
   int64_t pos = offset;
   if (pos == 0) {
-    if (!add(".", dir, true, 1)) throw FsError{EINVAL};
+    if (!add(".", ino, true, true, 1)) throw FsError{EINVAL};
     pos = 1;
   }
   if (pos == 1) {
-    if (add("..", c.tree.parent(dir), true, 2)) pos = 2;
+    if (add("..", kRootIno, true, true, 2)) pos = 2;
   }
   if (pos >= 2) {
-    for (int64_t i = pos - 2;;) {
-      std::optional<DirEntry> entry = c.tree.entry(dir, i);
-      if (!entry || !add(entry->name, entry->node, false, off_t(entry->next + 2))) break;
-      i = entry->next;
+    for (int64_t cookie = pos - 2;;) {
+      std::optional<DirEntry> entry = c.volume.entry(ino, cookie);
+      if (!entry || !add(entry->name, entry->ino, entry->directory, false, off_t(entry->next + 2))) break;
+      cookie = entry->next;
     }
   }
   fuse_reply_buf(req, buf.data(), used);
@@ -259,84 +315,177 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, f
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
+void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+
 // --- files ---
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, "open", ino, [&] {
-    Node node = resolve(context(req), ino);
-    if (is_directory(node.kind)) throw FsError{EISDIR};
-    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) throw FsError{EROFS};
-    fi->keep_cache = 1;  // contents change only through this process
-    fi->noflush = 1;
-    fuse_reply_open(req, fi);
+    FsContext& c = context(req);
+    KernelNotes refreshed;
+    c.volume.maybe_refresh(refreshed);
+    // Wait: the reader that opens must not see the old pages or size.
+    c.notifier.send(std::move(refreshed), KernelNotifier::Wait::inodes);
+    KernelNotes notes;
+    bool keep_cache = false, direct_io = false;
+    std::unique_ptr<OpenFile> file = c.volume.open(ino, fi->flags, keep_cache, direct_io, notes);
+    send_later(c, std::move(notes));
+    fi->keep_cache = keep_cache;
+    fi->direct_io = direct_io;
+    fi->noflush = !file->writable;
+    fi->fh = reinterpret_cast<uint64_t>(file.get());
+    if (fuse_reply_open(req, fi) == 0) file.release();
   });
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info*) {
   guarded(req, "read", ino, [&] {
     FsContext& c = context(req);
-    Node node = resolve(c, ino);
-    if (is_directory(node.kind)) throw FsError{EISDIR};
-    if (offset < 0) throw FsError{EINVAL};
     size = std::min<size_t>(size, 64 << 20);
     auto buf = std::make_unique_for_overwrite<uint8_t[]>(std::max<size_t>(size, 1));
-    size_t got = c.tree.files().read(node, offset, MutableByteSpan(buf.get(), size));
+    size_t got = c.volume.read(ino, offset, MutableByteSpan(buf.get(), size));
     fuse_reply_buf(req, reinterpret_cast<const char*>(buf.get()), got);
   });
 }
 
-void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
-
-void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
-
-void op_fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
-
-// --- extended attributes ---
-
-void reply_xattr_value(fuse_req_t req, const std::string& value, size_t size) {
-  if (size == 0) fuse_reply_xattr(req, value.size());
-  else if (size < value.size()) throw FsError{ERANGE};
-  else fuse_reply_buf(req, value.data(), value.size());
-}
-
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-  // `ls -l` asks every file for security.selinux and system.posix_acl_access:
-  // answer those without a detour through exceptions.
-  if (ino != FUSE_ROOT_ID || std::strcmp(name, kCacheStatsXattr) != 0) {
-    fuse_reply_err(req, ENODATA);
-    return;
-  }
-  guarded(req, "getxattr", ino, [&] {
-    reply_xattr_value(req, context(req).tree.files().cache().stats().text(), size);
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t offset, fuse_file_info* fi) {
+  guarded(req, "write", ino, [&] {
+    FsContext& c = context(req);
+    OpenFile* file = handle(fi);
+    if (!file) throw FsError{EBADF};
+    KernelNotes notes;
+    try {
+      c.volume.write(*file, offset, ByteSpan(reinterpret_cast<const uint8_t*>(data), size), notes);
+    } catch (...) {
+      send_later(c, std::move(notes), ino);
+      throw;
+    }
+    send_later(c, std::move(notes), ino);
+    fuse_reply_write(req, size);
   });
 }
 
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-  guarded(req, "listxattr", ino, [&] {
-    Node node = resolve(context(req), ino);
-    std::string names;
-    if (node.kind == NodeKind::root) names.append(kCacheStatsXattr).push_back('\0');
-    reply_xattr_value(req, names, size);
+// close() and fsync(): the file's edits are committed now; the reply waits
+// for the kernel to drop what the commit made stale.
+void commit_and_reply(fuse_req_t req, const char* op, fuse_ino_t ino, fuse_file_info* fi, bool fsync) {
+  guarded(req, op, ino, [&] {
+    FsContext& c = context(req);
+    OpenFile* file = handle(fi);
+    if (!file) throw FsError{EBADF};
+    KernelNotes notes;
+    int error = 0;
+    try {
+      c.volume.flush(*file, notes, fsync);
+    } catch (const FsError& e) {
+      error = e.error;
+    }
+    c.notifier.send(std::move(notes), KernelNotifier::Wait::all);
+    fuse_reply_err(req, error);
   });
 }
 
-// --- everything that would change the tree: read-only for now ---
+void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { commit_and_reply(req, "flush", ino, fi, false); }
 
-void refuse(fuse_req_t req) { fuse_reply_err(req, EROFS); }
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info* fi) {
+  commit_and_reply(req, "fsync", ino, fi, true);
+}
 
-void op_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { refuse(req); }
-void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { refuse(req); }
+void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, "release", ino, [&] {
+    FsContext& c = context(req);
+    std::unique_ptr<OpenFile> file(handle(fi));
+    KernelNotes notes;
+    if (file) c.volume.release(std::move(file), notes);
+    c.notifier.send(std::move(notes), KernelNotifier::Wait::all);
+    fuse_reply_err(req, 0);
+  });
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  guarded(req, "create", parent, [&] {
+    FsContext& c = context(req);
+    if (!S_ISREG(mode) && (mode & S_IFMT) != 0) throw FsError{EPERM};
+    KernelNotes notes;
+    auto [ino, file] = c.volume.create(parent, name, fi->flags, notes);
+    send_later(c, std::move(notes));
+    fuse_entry_param e = entry_of(c, ino);
+    fi->keep_cache = 0;
+    fi->direct_io = 0;
+    fi->noflush = !file->writable;
+    fi->fh = reinterpret_cast<uint64_t>(file.get());
+    c.volume.remember(ino);
+    if (fuse_reply_create(req, &e, fi) == 0) {
+      file.release();
+    } else {
+      c.volume.forget(ino, 1);
+      KernelNotes ignored;
+      c.volume.release(std::move(file), ignored);
+    }
+  });
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  guarded(req, "mknod", parent, [&] {
+    FsContext& c = context(req);
+    if (!S_ISREG(mode)) throw FsError{EPERM};
+    KernelNotes notes;
+    auto [ino, file] = c.volume.create(parent, name, O_WRONLY | O_EXCL, notes);
+    c.volume.flush(*file, notes);
+    c.volume.release(std::move(file), notes);
+    send_later(c, std::move(notes));
+    reply_entry(req, c, ino);
+  });
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  guarded(req, "unlink", parent, [&] {
+    FsContext& c = context(req);
+    KernelNotes notes;
+    try {
+      c.volume.unlink(parent, name, notes);
+    } catch (...) {
+      send_later(c, std::move(notes));
+      throw;
+    }
+    send_later(c, std::move(notes));
+    fuse_reply_err(req, 0);
+  });
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name,
+               unsigned flags) {
+  guarded(req, "rename", parent, [&] {
+    FsContext& c = context(req);
+    KernelNotes notes;
+    try {
+      c.volume.rename(parent, name, new_parent, new_name, flags, notes);
+    } catch (...) {
+      send_later(c, std::move(notes));
+      throw;
+    }
+    send_later(c, std::move(notes));
+    fuse_reply_err(req, 0);
+  });
+}
+
+// Directories, links and special files cannot be part of a frame.
+void refuse(fuse_req_t req) { fuse_reply_err(req, context(req).volume.writable() ? EPERM : EROFS); }
+
 void op_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { refuse(req); }
-void op_unlink(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
 void op_rmdir(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
 void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { refuse(req); }
-void op_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) { refuse(req); }
 void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { refuse(req); }
-void op_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) { refuse(req); }
-void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { refuse(req); }
-void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { refuse(req); }
-void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
-void op_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) { refuse(req); }
+void op_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
+  fuse_reply_err(req, EOPNOTSUPP);
+}
+
+// --- extended attributes: none. ENOSYS makes the kernel stop asking, which
+// spares `ls -l` two round trips per file.
+
+void op_getxattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENOSYS); }
+void op_listxattr(fuse_req_t req, fuse_ino_t, size_t) { fuse_reply_err(req, ENOSYS); }
+void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { fuse_reply_err(req, ENOSYS); }
+void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, ENOSYS); }
 
 fuse_lowlevel_ops make_operations() {
   fuse_lowlevel_ops ops{};
@@ -345,6 +494,7 @@ fuse_lowlevel_ops make_operations() {
   ops.forget = op_forget;
   ops.forget_multi = op_forget_multi;
   ops.getattr = op_getattr;
+  ops.setattr = op_setattr;
   ops.access = op_access;
   ops.readlink = op_readlink;
   ops.statfs = op_statfs;
@@ -352,26 +502,26 @@ fuse_lowlevel_ops make_operations() {
   ops.readdir = op_readdir;
   ops.readdirplus = op_readdirplus;
   ops.releasedir = op_releasedir;
+  ops.fsyncdir = op_fsyncdir;
   ops.open = op_open;
   ops.read = op_read;
-  ops.release = op_release;
+  ops.write = op_write;
   ops.flush = op_flush;
   ops.fsync = op_fsync;
-  ops.getxattr = op_getxattr;
-  ops.listxattr = op_listxattr;
-  ops.setattr = op_setattr;
+  ops.release = op_release;
+  ops.create = op_create;
   ops.mknod = op_mknod;
-  ops.mkdir = op_mkdir;
   ops.unlink = op_unlink;
+  ops.rename = op_rename;
+  ops.mkdir = op_mkdir;
   ops.rmdir = op_rmdir;
   ops.symlink = op_symlink;
-  ops.rename = op_rename;
   ops.link = op_link;
-  ops.write = op_write;
-  ops.create = op_create;
+  ops.fallocate = op_fallocate;
+  ops.getxattr = op_getxattr;
+  ops.listxattr = op_listxattr;
   ops.setxattr = op_setxattr;
   ops.removexattr = op_removexattr;
-  ops.fallocate = op_fallocate;
   return ops;
 }
 

@@ -1,23 +1,24 @@
-// The FUSE low-level operations over a Tree. Every operation runs inside one
+// The FUSE low-level operations over a Volume. Every operation runs inside one
 // wrapper that turns exceptions into errno replies (the only place that does):
+//   FsError -> its errno (the answer to the request, no log line)
 //   FormatError / UnsupportedError -> EIO, with one log line naming the file
 //   IoError -> its errno;  std::bad_alloc -> ENOMEM;  std::out_of_range -> ENOENT
-// Read-only for now: every operation that would change something gets EROFS.
+// Extended attributes are not supported (ENOSYS, so the kernel stops asking).
 #pragma once
 
 #include <fuse_lowlevel.h>
 
-#include "tree.h"
+#include "notifier.h"
+#include "volume.h"
 
 namespace blosc2fs {
 
-// The name of the root's extended attribute holding the cache statistics.
-inline constexpr const char* kCacheStatsXattr = "user.blosc2fs.cache";
-
 // The session's userdata.
 struct FsContext {
-  Tree& tree;
-  // Entry and attribute timeouts: the tree changes only through this process.
+  Volume& volume;
+  KernelNotifier& notifier;
+  // Entry and attribute timeouts: long, because every change the mount makes
+  // or notices is followed by an invalidation of what it affects.
   double timeout = 86400.0;
 };
 

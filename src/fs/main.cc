@@ -10,8 +10,7 @@
 //   6  internal error (out of memory, the FUSE loop failed, a bug)
 // Every failure prints one line on stderr: "blosc2fs: cannot mount FRAME: why".
 //
-// The cache statistics of a running mount: the extended attribute
-// user.blosc2fs.cache of its root directory (getfattr -n user.blosc2fs.cache MNT).
+// The cache statistics of a running mount: the hidden file MNT/.blosc2fs-cache.
 
 #include <cstdio>
 #include <exception>

@@ -16,13 +16,13 @@
 
 #include "exit_status.h"
 #include "frame.h"
-#include "frame_files.h"
+#include "notifier.h"
 #include "frame_json.h"
 #include "frame_writer.h"
 #include "fs_ops.h"
 #include "log.h"
 #include "sd_notify.h"
-#include "tree.h"
+#include "volume.h"
 
 namespace blosc2fs {
 
@@ -63,8 +63,16 @@ void create_empty_frame(const Options& o, const fs::path& path) {
   } catch (const FormatError& e) {
     throw Failure{kExitUsage, std::string("cannot create it with these parameters: ") + e.what()};
   }
-  spdlog::info("created {} as an empty {} frame; writing is not implemented yet, so it is mounted read-only",
-               path.string(), o.create.sparse ? "sparse" : "contiguous");
+  spdlog::info("created {} as an empty {} frame", path.string(), o.create.sparse ? "sparse" : "contiguous");
+}
+
+// Whether this user may change the frame: the file, or the sparse frame's
+// directory (new chunk files, the rename of chunks.b2frame) and its header.
+bool may_write(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return ::access(path.c_str(), W_OK) == 0 && ::access((path / "chunks.b2frame").c_str(), W_OK) == 0;
+  return ::access(path.c_str(), W_OK) == 0;
 }
 
 void check_mountpoint(const fs::path& path) {
@@ -123,7 +131,7 @@ class Mounted {
 // The argv libfuse parses: mount options plus -d for request tracing.
 class FuseArgs {
  public:
-  explicit FuseArgs(const Options& o, const fs::path& frame) {
+  FuseArgs(const Options& o, const fs::path& frame, bool writable) {
     strings_.push_back("blosc2fs");
     if (o.debug) strings_.push_back("-d");
     bool has_fsname = false, has_subtype = false;
@@ -131,7 +139,7 @@ class FuseArgs {
       has_fsname |= opt.starts_with("fsname=");
       has_subtype |= opt.starts_with("subtype=");
     }
-    std::string list = "ro";  // writing comes with a later issue
+    std::string list = writable ? "rw" : "ro";
     if (!has_fsname) list += ",fsname=" + escape_option_value(frame.string());
     if (!has_subtype) list += ",subtype=blosc2fs";
     for (const std::string& opt : o.fuse_options) {
@@ -183,24 +191,38 @@ int mount_and_serve(const Options& o) {
     if (!o.create.create) throw Failure{kExitFrameMissing, "no such file or directory (use -o create to create it)"};
     create_empty_frame(o, frame_path);
   }
-  std::shared_ptr<const Frame> frame = open_frame(frame_path);
+  open_frame(frame_path);  // a frame that cannot be read refuses the mount with its own exit status
   check_mountpoint(mountpoint);
 
-  if (o.read_only == false) spdlog::info("writing is not implemented yet: mounting read-only");
-  const uint64_t budget = o.cache_size.value_or(default_cache_size());
-
-  std::unique_ptr<FrameFiles> files;
-  std::unique_ptr<Tree> tree;
+  bool writable = o.read_only != true;
+  if (writable && !may_write(frame_path)) {
+    writable = false;
+    spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
+  }
+  VolumeOptions vo;
+  vo.writable = writable;
+  vo.owner = Ownership{o.uid.value_or(getuid()), o.gid.value_or(getgid()), o.umask.value_or(0)};
+  vo.cache_budget = o.cache_size.value_or(default_cache_size());
+  vo.preferred_chunksize = o.create.chunksize;
+  std::unique_ptr<Volume> volume;
   try {
-    files = std::make_unique<FrameFiles>(frame, budget);
-    Ownership owner{o.uid.value_or(getuid()), o.gid.value_or(getgid()), o.umask.value_or(0)};
-    tree = std::make_unique<Tree>(*files, owner, frame->stamp().mtime_ns);
+    try {
+      volume = std::make_unique<Volume>(frame_path, vo);
+    } catch (const IoError& e) {
+      if (!vo.writable) throw;
+      spdlog::warn("{} cannot be opened for writing ({}): mounting read-only", frame_path.string(), e.what());
+      vo.writable = writable = false;
+      volume = std::make_unique<Volume>(frame_path, vo);
+    }
   } catch (const FormatError& e) {
     throw Failure{kExitFrameInvalid, e.what()};
+  } catch (const IoError& e) {
+    throw Failure{kExitFrameMissing, e.what()};
   }
-  FsContext context{*tree};
+  KernelNotifier notifier;
+  FsContext context{*volume, notifier};
 
-  FuseArgs args(o, frame_path);
+  FuseArgs args(o, frame_path, writable);
   const fuse_lowlevel_ops& ops = lowlevel_operations();
   std::unique_ptr<fuse_session, SessionDeleter> session(fuse_session_new(args.get(), &ops, sizeof ops, &context));
   if (!session) throw Failure{kExitUsage, "libfuse refused the mount options (see the message above)"};
@@ -209,8 +231,15 @@ int mount_and_serve(const Options& o) {
 
   if (fuse_daemonize(o.foreground ? 1 : 0) != 0) throw Failure{kExitInternal, "cannot start in the background"};
   if (!o.foreground) init_logging(o.log_level, true);
-  spdlog::info("mounted {} on {}: {} chunks, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
-               files->nchunks(), budget, o.single_threaded ? "single-threaded" : "multi-threaded");
+  // After fuse_daemonize: threads do not survive its fork.
+  notifier.start(session.get(), [&volume] {
+    KernelNotes notes;
+    volume->maybe_refresh(notes);
+    return notes;
+  });
+  spdlog::info("mounted {} on {}{}: {} chunks, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
+               writable ? "" : " read-only", volume->nchunks(), vo.cache_budget,
+               o.single_threaded ? "single-threaded" : "multi-threaded");
   notify_systemd(("READY=1\nSTATUS=serving " + frame_path.string() + " on " + mountpoint.string()).c_str());
 
   int ret;
@@ -225,7 +254,9 @@ int mount_and_serve(const Options& o) {
     ret = fuse_session_loop_mt(session.get(), config.get());
   }
   notify_systemd("STOPPING=1");
-  spdlog::info("unmounting {}: cache {}", mountpoint.string(), files->cache().stats().text());
+  notifier.stop();
+  volume->shutdown();  // what is still written and not committed, and a compaction when due
+  spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
   if (ret < 0) {
     spdlog::error("the FUSE loop failed: {}", std::strerror(-ret));
     return kExitInternal;

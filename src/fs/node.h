@@ -1,8 +1,10 @@
-// What an inode of the mount is: a kind plus, for the families of files
-// (chunks, raw chunks, named layers), a position in that family.
+// What an inode of the mount is: a kind plus, for the families of files,
+// which member: chunks/N and raw/N.chunk by number, layers and editor scratch
+// files by name.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace blosc2fs {
 
@@ -17,16 +19,20 @@ enum class NodeKind : uint8_t {
   index_tsv,
   data,
   array_npy,
-  chunk,      // chunks/N: index = N
-  raw_chunk,  // raw/N.chunk: index = N
-  meta,       // meta/NAME: index = position in FrameFiles' metalayer list
-  vlmeta,     // vlmeta/NAME: index = position in FrameFiles' vlmetalayer list
-  attrs,      // attrs/NAME: index = the vlmeta position it views
+  cache_stats,  // .blosc2fs-cache
+  chunk,        // chunks/N: index = N
+  raw_chunk,    // raw/N.chunk: index = N
+  meta,         // meta/NAME
+  vlmeta,       // vlmeta/NAME
+  attrs,        // attrs/NAME: the JSON view of vlmetalayer NAME
+  scratch,      // an editor's scratch file, in memory only: name, in directory `dir`
 };
 
 struct Node {
   NodeKind kind = NodeKind::root;
   int64_t index = 0;
+  std::string name;
+  NodeKind dir = NodeKind::root;  // scratch files: the directory holding them
   bool operator==(const Node&) const = default;
 };
 
@@ -42,6 +48,27 @@ inline bool is_directory(NodeKind kind) {
     default:
       return false;
   }
+}
+
+// Files whose bytes a write can change.
+inline bool is_writable_file(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::data:
+    case NodeKind::chunk:
+    case NodeKind::raw_chunk:
+    case NodeKind::meta:
+    case NodeKind::vlmeta:
+    case NodeKind::attrs:
+    case NodeKind::scratch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Layer files: one whole buffer per file while being written.
+inline bool is_layer(NodeKind kind) {
+  return kind == NodeKind::meta || kind == NodeKind::vlmeta || kind == NodeKind::attrs;
 }
 
 }  // namespace blosc2fs

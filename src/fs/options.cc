@@ -321,16 +321,19 @@ general options:
   --info FRAME           print FRAME's frame.json and exit
 
 blosc2fs options:
-  -o ro                  read-only (writing is not implemented yet: always read-only)
-  -o rw                  read-write (currently mounts read-only, with a notice)
+  -o ro                  read-only: every write fails with EROFS
+  -o rw                  read-write (the default when this user may write FRAME;
+                         otherwise the mount is read-only, with a notice)
   -o cache_size=SIZE     budget of the decompressed-chunk cache: 4096, 256M, 2G
                          (default: 1/8 of the RAM, at least 64M, at most 4G)
   -o log_level=LEVEL     trace, debug, info (default), warn, error
-  -o create              create FRAME when it does not exist (an empty frame) with
+  -o create              create FRAME when it does not exist (an empty frame, then
+                         mounted read-write: cp file MOUNTPOINT/data compresses it) with
      codec=NAME          blosclz, lz4, lz4hc, zlib, zstd (default zstd)
      clevel=N            0..9 (default 1)
      typesize=N          bytes per item (default 8)
-     chunksize=SIZE      uncompressed bytes per chunk (default 1M)
+     chunksize=SIZE      uncompressed bytes per chunk (default 1M; the first commit
+                         fixes it, as c-blosc2 does)
      blocksize=SIZE      0 = automatic (default)
      filters=F[+F...]    none, shuffle, bitshuffle, delta, trunc_prec:BITS, bytedelta,
                          applied in the order given (default shuffle)
@@ -346,8 +349,13 @@ noexec, noatime, nodiratime, sync, dirsync, context=...
 Accepted and ignored (fstab): noauto, auto, nofail, _netdev, user, users, owner,
 defaults, dev, suid, exec, x-*, comment=.
 
-The cache statistics of a mount are the extended attribute user.blosc2fs.cache
-of its root: getfattr -n user.blosc2fs.cache MOUNTPOINT
+Writing: files change as frame operations when they are closed (or fsynced):
+vlmeta/ and attrs/ (JSON) layers can be created, written, renamed and removed;
+meta/ keeps each metalayer's length; chunks/N and data are recompressed with the
+frame's settings; raw/N.chunk takes a complete Blosc chunk. Editors' scratch
+files (.name, name~, 4913, sedXXXXXX) stay in memory.
+
+The cache statistics of a mount: cat MOUNTPOINT/.blosc2fs-cache
 )";
 }
 

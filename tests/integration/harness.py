@@ -103,6 +103,34 @@ class Harness:
     def frame_names(self):
         return sorted(os.listdir(self.frames_dir()))
 
+    def copy_fixture(self, name, directory=None):
+        """A writable copy of fixture frame `name` (file or sparse directory) in
+        the work directory; returns its path."""
+        src = self.frame(name)
+        dst = os.path.join(directory or self.new_dir("copy"), name)
+        if os.path.isdir(src):
+            shutil.copytree(src, dst)
+            for root, dirs, files in os.walk(dst):
+                os.chmod(root, 0o755)
+                for f in files:
+                    os.chmod(os.path.join(root, f), 0o644)
+        else:
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o644)
+        return dst
+
+    def info(self, frame):
+        """The frame as the project's own reader describes it (blosc2fs --info)."""
+        r = self.run(["--info", frame])
+        if r.returncode != 0:
+            raise TestFailure(f"blosc2fs --info {frame} failed with status {r.returncode}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def cache_stats(self, mnt):
+        """The mount's cache statistics (MOUNTPOINT/.blosc2fs-cache) as a dict of ints."""
+        text = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
+        return {k: int(v) for k, v in (kv.split("=") for kv in text.split())}
+
     def new_dir(self, stem="mnt"):
         with self._lock:
             self._counter += 1
@@ -134,9 +162,16 @@ class Harness:
             self.finish()
 
     def mount(self, frame, options=(), mountpoint=None, timeout=60):
-        """Mounts frame; returns the mount point. The binary returns once mounted."""
+        """Mounts frame; returns the mount point. The binary returns once mounted.
+        Frames inside the fixtures are always mounted read-only (-o ro last, so
+        it wins): mounts are read-write by default and the tests run as root,
+        who may write anything. Tests that write copy the frame first
+        (copy_fixture)."""
         mnt = mountpoint or self.new_dir()
-        r = self.run(list(options) + [frame, mnt], timeout=timeout)
+        options = list(options)
+        if os.path.abspath(frame).startswith(self.fixtures + os.sep):
+            options += ["-o", "ro"]
+        r = self.run(options + [frame, mnt], timeout=timeout)
         if r.returncode != 0:
             raise TestFailure(f"mount of {frame} failed with status {r.returncode}: {r.stderr.strip()}")
         if not os.path.ismount(mnt):

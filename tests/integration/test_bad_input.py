@@ -84,7 +84,7 @@ def version_and_help(h):
     for flag in ("-h", "--help"):
         r = h.run([flag])
         check_equal(r.returncode, 0, f"{flag} status")
-        check("usage:" in r.stdout and "user.blosc2fs.cache" in r.stdout, f"{flag} output lacks usage")
+        check("usage:" in r.stdout and ".blosc2fs-cache" in r.stdout, f"{flag} output lacks usage")
 
 
 def usage_errors(h):
@@ -349,8 +349,17 @@ def fstab_options(h):
     check(",nodev" in line or "nodev," in line, f"nodev not applied: {line.strip()}")
 
 
+def single_threaded_and_cache_size(h):
+    name = "frame_simple-zstd.b2frame"
+    mnt = h.mount(h.frame(name), ["-s", "-o", "cache_size=3M"])
+    check(read_file(os.path.join(mnt, "data")) == gunzip(h.expect_file(name, ".data.gz")), "data with -s")
+    stats = h.cache_stats(mnt)
+    check_equal(int(stats["budget"]), 3 << 20, "cache budget from cache_size=3M")
+    check(int(stats["bytes"]) <= 3 << 20, f"cache over its budget: {stats}")
+
+
 def refuses_writes(h):
-    mnt = h.mount(h.frame("metas-vlmetas.b2frame"))
+    mnt = h.mount(h.frame("metas-vlmetas.b2frame"), ["-o", "ro"])
     attempts = [
         ("open for writing", lambda: open(os.path.join(mnt, "data"), "r+b")),
         ("create", lambda: open(os.path.join(mnt, "vlmeta", "new"), "wb")),
@@ -384,6 +393,7 @@ def main():
     h.test("one log line per damaged chunk; NOTIFY_SOCKET; SIGTERM unmounts", one_log_line, h)
     h.test("-o create", create_option, h)
     h.test("fstab options, uid/gid/umask, fsname", fstab_options, h)
+    h.test("-s and cache_size=", single_threaded_and_cache_size, h)
     h.test("writes fail with EROFS", refuses_writes, h)
     h.finish()
 

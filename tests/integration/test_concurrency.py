@@ -92,7 +92,7 @@ def run_workers(h, seeds, timeout=600):
 
 
 def cache_stats(mnt):
-    text = os.getxattr(mnt, "user.blosc2fs.cache").decode()
+    text = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
     return {k: int(v) for k, v in (kv.split("=") for kv in text.split())}
 
 

@@ -185,8 +185,8 @@ def check_mounted_tree(h, mnt):
     check(data == want, f"data differs from c-blosc2's ({len(data)} vs {len(want)} bytes)")
     first = expect["chunks"][0]["nbytes"]
     check(read_file(os.path.join(mnt, "chunks", "00000000")) == want[:first], "chunks/00000000 differs")
-    stats = os.getxattr(mnt, "user.blosc2fs.cache").decode()
-    check("hits=" in stats and "budget=" in stats, f"user.blosc2fs.cache reads {stats!r}")
+    stats = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
+    check("hits=" in stats and "budget=" in stats, f".blosc2fs-cache reads {stats!r}")
 
 
 # The tools these tests use, and the Debian package of each.
@@ -316,7 +316,7 @@ def test_man_page(h, s):
     missing = sorted(o for o in options
                      if o.rstrip("=.") and o not in words and o.rstrip("=") not in words and o not in text)
     check(not missing, f"options of blosc2fs -h missing from the man page: {missing}")
-    for needed in ("EXIT STATUS", "user.blosc2fs.cache", "fuse.blosc2fs", "x-systemd.automount",
+    for needed in ("EXIT STATUS", ".blosc2fs-cache", "fuse.blosc2fs", "x-systemd.automount",
                    "16 metalayers", "31 bytes", "crash", "fsync", "4913", "blosc2fs@", "NOTIFY_SOCKET"):
         check(needed in text, f"the man page does not mention {needed!r}")
     statuses = text.split("EXIT STATUS", 1)[1].split("ENVIRONMENT", 1)[0]

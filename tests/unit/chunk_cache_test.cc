@@ -336,8 +336,8 @@ TEST(ChunkCache, ManyThreadsReadConsistentBytes) {
 
 TEST(ChunkCache, StatisticsText) {
   ChunkCacheStats s;
-  s.hits = 1, s.misses = 2, s.evictions = 3, s.bytes = 4, s.budget = 5, s.entries = 6;
-  EXPECT_EQ(s.text(), "hits=1 misses=2 evictions=3 bytes=4 budget=5 entries=6");
+  s.hits = 1, s.misses = 2, s.evictions = 3, s.bytes = 4, s.budget = 5, s.entries = 6, s.dirty = 7;
+  EXPECT_EQ(s.text(), "hits=1 misses=2 evictions=3 bytes=4 budget=5 entries=6 dirty=7");
 }
 
 TEST(ChunkCache, ClearDropsEverything) {

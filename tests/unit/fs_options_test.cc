@@ -147,8 +147,8 @@ TEST(FsOptions, DoubleDashEndsOptions) {
   EXPECT_EQ(o.frame, "-weird");
 }
 
-TEST(FsOptions, UsageMentionsTheCacheXattr) {
-  EXPECT_NE(usage_text("blosc2fs").find("user.blosc2fs.cache"), std::string::npos);
+TEST(FsOptions, UsageMentionsTheCacheStatsFile) {
+  EXPECT_NE(usage_text("blosc2fs").find(".blosc2fs-cache"), std::string::npos);
 }
 
 }  // namespace

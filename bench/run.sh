@@ -1,0 +1,528 @@
+#!/usr/bin/env bash
+# The blosc2fs benchmark: builds what it needs, makes its data sets once (reused
+# from the scratch directory), and prints one markdown table comparing each
+# blosc2fs figure with the same work done in-process by the project's library
+# and, where squashfs can do that work, with squashfuse_ll on a squashfs image
+# of the same uncompressed bytes. Needs root (drops the page cache).
+#
+#   bench/run.sh [--quick] [--runs N] [--no-build] [--prepare] [--read-ahead KB] [BUILD_DIR]
+#
+# --quick: small data sets (128 MB), one run each: for trying the script out.
+# --no-build: use the binaries already in BUILD_DIR as they are.
+# --prepare: make the data sets, then stop.
+# --read-ahead KB: set the kernel's readahead of every FUSE mount (blosc2fs and
+#   squashfuse_ll alike) to KB after mounting; the default is the kernel's 128.
+# BLOSC2FS_BENCH_DIR: scratch directory (default /var/tmp/blosc2fs-bench).
+# Each figure is the median of N runs (default 3); cold runs drop the page
+# cache and mount afresh, so the chunk cache starts empty.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=0
+RUNS=3
+BUILD_IT=1
+PREPARE_ONLY=0
+READ_AHEAD_KB=""
+BUILD=""
+while (($#)); do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --runs) RUNS=$2; shift ;;
+    --no-build) BUILD_IT=0 ;;
+    --prepare) PREPARE_ONLY=1 ;;
+    --read-ahead) READ_AHEAD_KB=$2; shift ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
+    *) BUILD=$1 ;;
+  esac
+  shift
+done
+BUILD=$(realpath -m "${BUILD:-$ROOT/build-bench}")
+SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
+
+if ((QUICK)); then
+  SIZE_MB=128; TEXT_MB=64; CP_MB=64; NREADS=4000; ((RUNS == 3)) && RUNS=1
+else
+  SIZE_MB=1024; TEXT_MB=512; CP_MB=512; NREADS=20000
+fi
+LS_CHUNKS=100000
+MOUNT_CHUNKS=1000000
+
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[[ $(id -u) == 0 ]] || die "run as root: cold reads drop the page cache (/proc/sys/vm/drop_caches)"
+[[ -e /dev/fuse ]] || die "/dev/fuse is missing"
+
+# --- tools -------------------------------------------------------------------
+
+need_packages() {
+  local missing=()
+  for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
+  ((${#missing[@]} == 0)) && return
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq "${missing[@]}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+}
+need_packages squashfuse squashfs-tools fuse3 cmake g++ pkg-config
+
+if ((BUILD_IT)); then
+  if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+    log "configuring $BUILD"
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLOSC2FS_TESTS=OFF >/dev/null
+  fi
+  log "building blosc2fs, mkframe, fsbench in $BUILD"
+  cmake --build "$BUILD" -j2 --target blosc2fs mkframe fsbench >/dev/null || die "build failed (cmake --build $BUILD)"
+fi
+BLOSC2FS=$BUILD/src/fs/blosc2fs
+MKFRAME=$BUILD/bench/mkframe
+FSBENCH=$BUILD/bench/fsbench
+for b in "$BLOSC2FS" "$MKFRAME" "$FSBENCH"; do [[ -x $b ]] || die "$b is missing (build it, or drop --no-build)"; done
+
+# --- mounts: always unmounted, whatever happens --------------------------------
+
+MNT=$SCRATCH/mnt
+mkdir -p "$SCRATCH/data" "$MNT"/{b2,sq,new}
+cleanup() {
+  for m in "$MNT"/b2 "$MNT"/sq "$MNT"/new; do
+    if mountpoint -q "$m" 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; fi
+  done
+  rm -rf "$SCRATCH/work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# Share of all CPU time that was busy (anything: other builds, us) over one second.
+cpu_busy_percent() {
+  local a b
+  a=$(head -1 /proc/stat); sleep 1; b=$(head -1 /proc/stat)
+  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y); t = 0
+    for (i = 2; i <= 9; i++) t += y[i] - x[i]
+    idle = y[5] - x[5] + y[6] - x[6]
+    printf "%.0f", (t > 0 ? 100 * (t - idle) / t : 0) }'
+}
+# Before each group of measurements, waits (up to 60 s) for the machine to be
+# idle, since other work on 2 cores moves every figure; records what it saw.
+BUSY_SEEN=()
+wait_quiet() {
+  local busy
+  for _ in $(seq 60); do
+    busy=$(cpu_busy_percent)
+    ((busy < 10)) && break
+  done
+  ((busy < 10)) || log "measuring although the CPUs are $busy% busy with other work"
+  BUSY_SEEN+=("$busy")
+}
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
+# The value of key=... in a line of fsbench output.
+kv() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { if (v == "" || v == "nan") print "n/a"; else printf "%.*f", d, v }'; }
+
+# The serving process of a mount: the one whose command line ends in it.
+daemon_pid() { pgrep -n -f -- " $1\$" || die "no daemon process found for $1"; }
+
+# A FUSE mount's readahead lives in its backing device info, named after the
+# anonymous device number of the mount.
+set_read_ahead() {
+  [[ -n $READ_AHEAD_KB ]] || return 0
+  local dev
+  dev=$(stat -c %d "$1")
+  echo "$READ_AHEAD_KB" >"/sys/class/bdi/$((dev >> 8)):$((dev & 255))/read_ahead_kb"
+}
+
+mount_b2() {  # mount_b2 FRAME MOUNTPOINT [OPTIONS...]
+  local frame=$1 mnt=$2
+  shift 2
+  "$BLOSC2FS" "$@" "$frame" "$mnt" && set_read_ahead "$mnt"
+}
+
+mount_sq() {  # mount_sq IMAGE MOUNTPOINT
+  squashfuse_ll "$1" "$2" && set_read_ahead "$2"
+}
+
+# Unmounts and waits until the daemon has exited, so that "unmounted" means
+# its last writes are done.
+unmount_wait() {
+  local mnt=$1 pid
+  pid=$(pgrep -n -f -- " $mnt\$" || true)
+  fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+  if [[ -n $pid ]]; then
+    for _ in $(seq 6000); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.01; done
+    log "warning: daemon $pid still running 60 s after unmounting $mnt"
+  fi
+}
+
+proc_io() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/io"; }
+proc_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# --- data sets -------------------------------------------------------------------
+
+DATA=$SCRATCH/data
+# name -> "mkframe arguments|squashfs block size|description"
+declare -A SETS=(
+  [f32]="float32-zstd $SIZE_MB 1024|128K|noisy float32, zstd, 1 MB chunks, $SIZE_MB MB"
+  [f64]="float64-lz4 $SIZE_MB 256|128K|smooth float64, lz4, 256 KB chunks, $SIZE_MB MB"
+  [txt]="text-blosclz $TEXT_MB 8192|128K|text, blosclz, 8 MB chunks, $TEXT_MB MB"
+  [rnd]="float32-zstd $SIZE_MB 4096 --blocksize 64|64K|noisy float32, zstd, 4 MB chunks, 64 KB blocks, $SIZE_MB MB"
+)
+SET_ORDER=(f32 f64 txt rnd)
+set_frame() { echo "$DATA/$1-$SIZE_MB.b2frame"; }
+set_raw() { echo "$DATA/$1-$SIZE_MB.raw"; }
+set_sqfs() { echo "$DATA/$1-$SIZE_MB.sqfs"; }
+set_desc() { cut -d'|' -f3 <<<"${SETS[$1]}"; }
+
+make_set() {
+  local name=$1 args sqblock frame raw sqfs
+  args=$(cut -d'|' -f1 <<<"${SETS[$name]}")
+  sqblock=$(cut -d'|' -f2 <<<"${SETS[$name]}")
+  frame=$(set_frame "$name") raw=$(set_raw "$name") sqfs=$(set_sqfs "$name")
+  local kind rest
+  read -r kind rest <<<"$args"
+  if [[ ! -f $frame ]]; then
+    log "making $frame"
+    rm -f "$frame.tmp"
+    # shellcheck disable=SC2086
+    "$MKFRAME" "$kind" "$frame.tmp" $rest && mv "$frame.tmp" "$frame"
+  fi
+  if [[ ! -f $raw ]]; then
+    log "writing its uncompressed bytes to $raw"
+    rm -f "$raw.tmp"
+    "$FSBENCH" dump "$frame" "$raw.tmp" >/dev/null && mv "$raw.tmp" "$raw"
+  fi
+  if [[ ! -f $sqfs ]]; then
+    # zstd level 7 is what the frames' clevel 5 means for zstd (stream_codecs.cc).
+    log "making $sqfs (mksquashfs -comp zstd -Xcompression-level 7 -b $sqblock)"
+    rm -f "$sqfs.tmp"
+    mksquashfs "$raw" "$sqfs.tmp" -comp zstd -Xcompression-level 7 -b "$sqblock" -noappend -quiet -no-progress \
+      >/dev/null && mv "$sqfs.tmp" "$sqfs"
+  fi
+}
+
+MANY_LS=$DATA/many-$LS_CHUNKS.b2frame
+MANY_LS_SQFS=$DATA/many-$LS_CHUNKS.sqfs
+MANY_MOUNT=$DATA/many-$MOUNT_CHUNKS.b2frame
+CP_SRC=$DATA/cp-src-$CP_MB.raw
+
+make_many() {
+  local frame=$1 n=$2
+  [[ -f $frame ]] && return
+  log "making $frame ($n chunks)"
+  rm -f "$frame.tmp"
+  "$MKFRAME" many-chunks "$frame.tmp" "$n" && mv "$frame.tmp" "$frame"
+}
+
+for s in "${SET_ORDER[@]}"; do make_set "$s"; done
+make_many "$MANY_LS" "$LS_CHUNKS"
+make_many "$MANY_MOUNT" "$MOUNT_CHUNKS"
+if [[ ! -f $MANY_LS_SQFS ]]; then
+  log "making $MANY_LS_SQFS (the same $LS_CHUNKS chunks as files)"
+  # 100,000 small files: in memory when there is a tmpfs (removing them from a
+  # disk file system can take minutes).
+  files=$DATA/many-ls.files
+  [[ -d /dev/shm && -w /dev/shm ]] && files=/dev/shm/blosc2fs-bench-many-ls.files
+  rm -rf "$files" "$MANY_LS_SQFS.tmp"
+  "$FSBENCH" export-chunks "$MANY_LS" "$files" >/dev/null
+  mksquashfs "$files" "$MANY_LS_SQFS.tmp" -comp zstd -noappend -quiet -no-progress >/dev/null
+  mv "$MANY_LS_SQFS.tmp" "$MANY_LS_SQFS"
+  rm -rf "$files"
+fi
+if [[ ! -f $CP_SRC ]]; then
+  head -c "$((CP_MB << 20))" "$(set_raw f32)" >"$CP_SRC.tmp" && mv "$CP_SRC.tmp" "$CP_SRC"
+fi
+if ((PREPARE_ONLY)); then
+  log "data sets ready in $DATA"
+  exit 0
+fi
+rm -rf "$SCRATCH/work"
+mkdir -p "$SCRATCH/work"
+WORK=$SCRATCH/work
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+log "load average at start: $LOAD_START"
+
+# --- results ---------------------------------------------------------------------
+
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); }
+# verdict EXPRESSION: PASS when awk finds it true, n/a when a figure is missing.
+verdict() {
+  local expr=$1
+  if [[ $expr == *n/a* || $expr == *nan* || -z $expr ]]; then echo "n/a"; return; fi
+  local rc=0
+  awk "BEGIN { exit !($expr) }" 2>/dev/null || rc=$?
+  case $rc in
+    0) echo "PASS" ;;
+    1) echo "**FAIL**" ;;
+    *) echo "n/a" ;;  # a figure is missing: awk could not parse the comparison
+  esac
+}
+
+# --- 1. sequential reads: cold and warm ---------------------------------------------
+
+seq_reads() {
+  local s=$1 frame raw sqfs
+  frame=$(set_frame "$s") raw=$(set_raw "$s") sqfs=$(set_sqfs "$s")
+  local b2_cold=() b2_warm=() sq_cold=() sq_warm=() lib2=() lib1=() page=() out
+  log "sequential reads: $(set_desc "$s")"
+  wait_quiet
+  for ((r = 0; r < RUNS; r++)); do
+    drop_caches
+    mount_b2 "$frame" "$MNT/b2"
+    out=$("$FSBENCH" read "$MNT/b2/data"); b2_cold+=("$(kv mbps "$out")")
+    out=$("$FSBENCH" read "$MNT/b2/data"); b2_warm+=("$(kv mbps "$out")")
+    unmount_wait "$MNT/b2"
+
+    drop_caches
+    mount_sq "$sqfs" "$MNT/sq"
+    out=$("$FSBENCH" read "$MNT/sq/$(basename "$raw")"); sq_cold+=("$(kv mbps "$out")")
+    out=$("$FSBENCH" read "$MNT/sq/$(basename "$raw")"); sq_warm+=("$(kv mbps "$out")")
+    unmount_wait "$MNT/sq"
+
+    drop_caches
+    out=$("$FSBENCH" decode "$frame" 2); lib2+=("$(kv mbps "$out")")
+    drop_caches
+    out=$("$FSBENCH" decode "$frame" 1); lib1+=("$(kv mbps "$out")")
+
+    "$FSBENCH" read "$raw" >/dev/null
+    out=$("$FSBENCH" read "$raw"); page+=("$(kv mbps "$out")")
+  done
+  # Correctness: the mount serves exactly what the library decodes.
+  local want got
+  want=$(kv sum "$("$FSBENCH" decode "$frame" 2 --sum)")
+  mount_b2 "$frame" "$MNT/b2"
+  got=$(kv sum "$("$FSBENCH" read "$MNT/b2/data" --sum)")
+  unmount_wait "$MNT/b2"
+  [[ $want == "$got" ]] || die "$s: blosc2fs data differs from the library's decoding ($got vs $want)"
+
+  local c w q qw l2 l1 p
+  c=$(median "${b2_cold[@]}") w=$(median "${b2_warm[@]}") q=$(median "${sq_cold[@]}") qw=$(median "${sq_warm[@]}")
+  l2=$(median "${lib2[@]}") l1=$(median "${lib1[@]}") p=$(median "${page[@]}")
+  local v1 v2
+  v1=$(verdict "$c >= 0.6 * $l2")
+  v2=$(verdict "$c >= 4 * $q")
+  row "cold sequential read of \`data\` (MB/s): $(set_desc "$s")" "$(fmt "$c")" \
+    "decode 2 threads $(fmt "$l2"), 1 thread $(fmt "$l1")" "$(fmt "$q")" \
+    "≥ 0.6 × 2-thread ($(fmt "$(awk -v x="$l2" 'BEGIN{print 0.6*x}')")); ≥ 4 × squashfuse_ll ($(fmt "$(awk -v x="$q" 'BEGIN{print 4*x}')"))" \
+    "$v1 / $v2"
+  row "warm re-read of \`data\` (MB/s): $(set_desc "$s")" "$(fmt "$w")" "page-cache read of the .raw file $(fmt "$p")" \
+    "$(fmt "$qw")" "≥ 0.8 × page cache ($(fmt "$(awk -v x="$p" 'BEGIN{print 0.8*x}')"))" "$(verdict "$w >= 0.8 * $p")"
+}
+
+# --- 2. random 4 KB reads ---------------------------------------------------------------
+
+random_reads() {
+  local threads=$1 frame raw sqfs
+  frame=$(set_frame rnd) raw=$(set_raw rnd) sqfs=$(set_sqfs rnd)
+  local iops=() p50=() p99=() per_read=() cpu=() sq_iops=() sq_p50=() sq_p99=() out pid
+  log "random 4 KB reads, $threads thread(s), $NREADS reads"
+  wait_quiet
+  for ((r = 0; r < RUNS; r++)); do
+    drop_caches
+    mount_b2 "$frame" "$MNT/b2"
+    pid=$(daemon_pid "$MNT/b2")
+    local w0 c0 w1 c1
+    w0=$(proc_io "$pid" wchar) c0=$(proc_cpu_ticks "$pid")
+    out=$("$FSBENCH" randread "$MNT/b2/data" "$NREADS" "$threads" --seed $((r + 1)))
+    w1=$(proc_io "$pid" wchar) c1=$(proc_cpu_ticks "$pid")
+    iops+=("$(kv iops "$out")") p50+=("$(kv p50_us "$out")") p99+=("$(kv p99_us "$out")")
+    # Bytes the daemon sent to the kernel per read (reply headers included):
+    # about 4 KB means the kernel asked for the 4 KB and nothing around it.
+    per_read+=("$(awk -v a="$w0" -v b="$w1" -v n="$NREADS" 'BEGIN { print (b - a) / n }')")
+    cpu+=("$(awk -v a="$c0" -v b="$c1" -v n="$NREADS" -v hz="$(getconf CLK_TCK)" 'BEGIN { print (b - a) / hz / n * 1e6 }')")
+    unmount_wait "$MNT/b2"
+
+    drop_caches
+    mount_sq "$sqfs" "$MNT/sq"
+    out=$("$FSBENCH" randread "$MNT/sq/$(basename "$raw")" "$NREADS" "$threads" --seed $((r + 1)))
+    sq_iops+=("$(kv iops "$out")") sq_p50+=("$(kv p50_us "$out")") sq_p99+=("$(kv p99_us "$out")")
+    unmount_wait "$MNT/sq"
+  done
+  local lib lib_blocks
+  lib=$("$FSBENCH" randrange "$frame" "$NREADS" "$threads" --seed 1)
+  lib_blocks=$(kv blocks_per_read "$lib")
+  local i q pr
+  i=$(median "${iops[@]}") q=$(median "${sq_iops[@]}") pr=$(median "${per_read[@]}")
+  row "random 4 KB pread, $threads thread(s), cold, $NREADS reads: reads/s (p50 / p99 µs); $(set_desc rnd)" \
+    "$(fmt "$i") ($(fmt "$(median "${p50[@]}")") / $(fmt "$(median "${p99[@]}")")); $(fmt "$pr") B served and $(fmt "$(median "${cpu[@]}")") µs daemon CPU per read" \
+    "decode_range on chunks in memory: $(fmt "$(kv iops "$lib")") ($(fmt "$(kv p50_us "$lib")") / $(fmt "$(kv p99_us "$lib")")); $lib_blocks block per read" \
+    "$(fmt "$q") ($(fmt "$(median "${sq_p50[@]}")") / $(fmt "$(median "${sq_p99[@]}")"))" \
+    "≥ 5000 reads/s; at most one 64 KB block decoded per read (≤ 4.2 KB served per read)" \
+    "$(verdict "$i >= 5000") / $(verdict "$pr <= 4300")"
+}
+
+# --- 3. listing and mounting many chunks ---------------------------------------------------
+
+list_many() {
+  local t=() sq=() t0 t1 n
+  log "ls -l of $LS_CHUNKS chunks"
+  wait_quiet
+  for ((r = 0; r < RUNS; r++)); do
+    mount_b2 "$MANY_LS" "$MNT/b2"
+    t0=$(now); n=$(ls -l "$MNT/b2/chunks" | wc -l); t1=$(now)
+    t+=("$(elapsed "$t0" "$t1")")
+    unmount_wait "$MNT/b2"
+    ((n == LS_CHUNKS + 1)) || die "ls -l listed $((n - 1)) chunks, not $LS_CHUNKS"
+    mount_sq "$MANY_LS_SQFS" "$MNT/sq"
+    t0=$(now); ls -l "$MNT/sq" >/dev/null; t1=$(now)
+    sq+=("$(elapsed "$t0" "$t1")")
+    unmount_wait "$MNT/sq"
+  done
+  local m
+  m=$(median "${t[@]}")
+  row "\`ls -l chunks/\`, $LS_CHUNKS chunks, fresh mount (s)" "$(fmt "$m" 3)" "—" \
+    "$(fmt "$(median "${sq[@]}")" 3) (the same chunks as $LS_CHUNKS files)" "< 1 s" "$(verdict "$m < 1")"
+}
+
+mount_many() {
+  local t=() rss=() lib_t=() lib_rss=() t0 t1 pid out
+  log "mounting a frame of $MOUNT_CHUNKS chunks"
+  wait_quiet
+  for ((r = 0; r < RUNS; r++)); do
+    drop_caches
+    t0=$(now); mount_b2 "$MANY_MOUNT" "$MNT/b2"; t1=$(now)
+    t+=("$(elapsed "$t0" "$t1")")
+    pid=$(daemon_pid "$MNT/b2")
+    rss+=("$(awk '$1 == "VmRSS:" { print $2 / 1024 }' "/proc/$pid/status")")
+    [[ -e $MNT/b2/chunks/$(printf '%08d' $((MOUNT_CHUNKS - 1))) ]] || die "the last chunk is missing from the mount"
+    unmount_wait "$MNT/b2"
+    drop_caches
+    out=$("$FSBENCH" open "$MANY_MOUNT")
+    lib_t+=("$(kv seconds "$out")") lib_rss+=("$(awk -v k="$(kv rss_kb "$out")" 'BEGIN { print k / 1024 }')")
+  done
+  local m r_mb
+  m=$(median "${t[@]}") r_mb=$(median "${rss[@]}")
+  row "mount a frame of $MOUNT_CHUNKS chunks, cold: time (s), daemon RSS (MB)" "$(fmt "$m" 3) s, $(fmt "$r_mb" 1) MB" \
+    "Frame::open $(fmt "$(median "${lib_t[@]}")" 3) s, process RSS $(fmt "$(median "${lib_rss[@]}")" 1) MB" "—" \
+    "< 0.5 s; < 64 MB" "$(verdict "$m < 0.5") / $(verdict "$r_mb < 64")"
+}
+
+# --- 4. writing -----------------------------------------------------------------------------
+
+copy_in() {
+  local t=() lib=() out new="$WORK/new.b2frame" t0 t1 ok=1 why="" wrong=""
+  log "cp of $CP_MB MB into data of a new frame"
+  wait_quiet
+  "$FSBENCH" read "$CP_SRC" >/dev/null  # the source comes from the page cache in both cases
+  for ((r = 0; r < RUNS && ok; r++)); do
+    rm -rf "$new"
+    if ! mount_b2 "$new" "$MNT/new" -o create,codec=zstd,clevel=5,typesize=4,chunksize=4M 2>"$WORK/mount.err"; then
+      ok=0 why="-o create failed: $(head -1 "$WORK/mount.err")"; break
+    fi
+    t0=$(now)
+    if ! cp "$CP_SRC" "$MNT/new/data" 2>"$WORK/cp.err"; then
+      ok=0 why=$(head -1 "$WORK/cp.err")
+      unmount_wait "$MNT/new"; break
+    fi
+    unmount_wait "$MNT/new"
+    t1=$(now)
+    t+=("$(awk -v s="$(elapsed "$t0" "$t1")" -v b="$((CP_MB << 20))" 'BEGIN { print b / s / 1e6 }')")
+    local want got
+    want=$(kv sum "$("$FSBENCH" read "$CP_SRC" --sum)")
+    got=$(kv sum "$("$FSBENCH" decode "$new" 1 --sum)")
+    [[ $want == "$got" ]] || wrong="the new frame does not hold the bytes copied in"
+  done
+  for ((r = 0; r < RUNS; r++)); do
+    rm -rf "$WORK/lib.b2frame"
+    out=$("$FSBENCH" write "$CP_SRC" "$WORK/lib.b2frame" zstd 5 4 $((4 << 20)))
+    lib+=("$(kv mbps "$out")")
+  done
+  rm -rf "$new" "$WORK/lib.b2frame"
+  local l
+  l=$(median "${lib[@]}")
+  if ((ok)); then
+    local c
+    c=$(median "${t[@]}")
+    local v
+    v=$(verdict "$c >= 0.5 * $l")
+    [[ -z $wrong ]] || { log "cp: $wrong"; v="**FAIL** ($wrong)"; }
+    row "\`cp\` $CP_MB MB into \`data\` of a new frame (zstd 5, typesize 4, 4 MB chunks) until unmounted (MB/s)" \
+      "$(fmt "$c")" "FrameWriter $(fmt "$l")" "— (read-only)" "≥ 0.5 × in-process ($(fmt "$(awk -v x="$l" 'BEGIN{print 0.5*x}')"))" \
+      "$v"
+  else
+    log "cp: writing not available: $why"
+    row "\`cp\` $CP_MB MB into \`data\` of a new frame (zstd 5, typesize 4, 4 MB chunks) until unmounted (MB/s)" \
+      "n/a (writing not available: ${why//|/\\|})" "FrameWriter $(fmt "$l")" "— (read-only)" \
+      "≥ 0.5 × in-process ($(fmt "$(awk -v x="$l" 'BEGIN{print 0.5*x}')"))" "n/a"
+  fi
+}
+
+vlmeta_edit() {
+  local frame edit="$WORK/edit.b2frame" lib_frame="$WORK/edit-lib.b2frame"
+  frame=$(set_frame rnd)
+  log "vlmetalayer edit on $(set_desc rnd) (copying the frame)"
+  wait_quiet
+  cp "$frame" "$edit"
+  cp "$frame" "$lib_frame"
+  local t=() bytes=() grow=() lib_t=() lib_plan=() lib_grow=() ok=1 why="" wrong="" pid s0 s1 w0 w1 t0 t1 out value
+  for ((r = 0; r < RUNS; r++)); do
+    value="benchmark edit $r"
+    s0=$(stat -c %s "$edit")
+    mount_b2 "$edit" "$MNT/b2"
+    pid=$(daemon_pid "$MNT/b2")
+    w0=$(proc_io "$pid" write_bytes)
+    t0=$(now)
+    if ! { echo "$value" >"$MNT/b2/vlmeta/x" && sync "$MNT/b2/vlmeta/x"; } 2>"$WORK/edit.err"; then
+      ok=0 why=$(head -1 "$WORK/edit.err" | sed 's/^.*line [0-9]*: //')
+      unmount_wait "$MNT/b2"; break
+    fi
+    w1=$(proc_io "$pid" write_bytes)
+    unmount_wait "$MNT/b2"
+    t1=$(now)
+    s1=$(stat -c %s "$edit")
+    t+=("$(elapsed "$t0" "$t1")") bytes+=("$((w1 - w0))") grow+=("$((s1 - s0))")
+    [[ $("$FSBENCH" show-vlmeta "$edit" x) == "$value" ]] || wrong="the frame does not hold the new value"
+  done
+  for ((r = 0; r < RUNS; r++)); do
+    s0=$(stat -c %s "$lib_frame")
+    out=$("$FSBENCH" vlmeta "$lib_frame" x "benchmark edit $r")
+    s1=$(stat -c %s "$lib_frame")
+    lib_t+=("$(awk -v s="$(kv seconds "$out")" 'BEGIN { print s * 1000 }')") lib_plan+=("$(kv plan_bytes "$out")") lib_grow+=("$((s1 - s0))")
+  done
+  rm -f "$edit" "$lib_frame"
+  local lib_text
+  lib_text="FrameEditor open + set + commit $(fmt "$(median "${lib_t[@]}")" 1) ms, plan writes $(fmt "$(median "${lib_plan[@]}")") B, file size change $(fmt "$(median "${lib_grow[@]}")") B"
+  if ((ok)); then
+    local b v
+    b=$(median "${bytes[@]}")
+    v=$(verdict "$b <= 1048576")
+    [[ -z $wrong ]] || { log "vlmeta edit: $wrong"; v="**FAIL** ($wrong)"; }
+    row "vlmetalayer edit (\`echo > vlmeta/x\`, fsync, unmount) on $(set_desc rnd)" \
+      "$(fmt "$(median "${t[@]}")" 3) s, daemon wrote $(fmt "$b") B, file size change $(fmt "$(median "${grow[@]}")") B" \
+      "$lib_text" "— (read-only)" "kilobytes, not the frame: ≤ 1 MiB written" "$v"
+  else
+    log "vlmeta edit: writing not available: $why"
+    row "vlmetalayer edit (\`echo > vlmeta/x\`, fsync, unmount) on $(set_desc rnd)" \
+      "n/a (writing not available: ${why//|/\\|})" "$lib_text" "— (read-only)" "kilobytes, not the frame: ≤ 1 MiB written" "n/a"
+  fi
+}
+
+# --- run and print -----------------------------------------------------------------------------
+
+for s in "${SET_ORDER[@]}"; do seq_reads "$s"; done
+random_reads 1
+random_reads 4
+list_many
+mount_many
+copy_in
+vlmeta_edit
+
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+MEM=$(awk '/^MemTotal/ { printf "%.1f GB", $2 / 1048576 }' /proc/meminfo)
+echo
+echo "blosc2fs benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'): $(nproc) CPUs ($CPU), $MEM RAM, Linux $(uname -r);"
+BUSY_MAX=$(printf '%s\n' "${BUSY_SEEN[@]}" | sort -n | tail -1)
+echo "median of $RUNS run(s)$( ((QUICK)) && echo ', --quick data sets')$([[ -n $READ_AHEAD_KB ]] && echo ", FUSE readahead set to $READ_AHEAD_KB KB"); load average (1/5/15 min) $LOAD_START at start, $LOAD_END at the end;"
+echo "CPU busy with other work just before each group of measurements: at most $BUSY_MAX%."
+echo
+echo "| work | blosc2fs | in-process library / plain file | squashfuse_ll | target | result |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
+echo
+PASSES=$(printf '%s\n' "${ROWS[@]}" | grep -o 'PASS' | wc -l)
+FAILS=$(printf '%s\n' "${ROWS[@]}" | grep -o 'FAIL' | wc -l)
+echo "targets: $PASSES PASS, $FAILS FAIL"

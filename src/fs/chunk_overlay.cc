@@ -1,0 +1,265 @@
+#include "chunk_overlay.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "fs_error.h"
+
+namespace blosc2fs {
+
+ChunkOverlay::~ChunkOverlay() {
+  if (materialized_bytes_) cache_.unpin_bytes(materialized_bytes_);
+}
+
+void ChunkOverlay::charge(int64_t delta_bytes, int delta_chunks) {
+  materialized_chunks_ = size_t(int64_t(materialized_chunks_) + delta_chunks);
+  if (delta_bytes > 0) {
+    materialized_bytes_ += uint64_t(delta_bytes);
+    cache_.pin_bytes(uint64_t(delta_bytes));
+  } else if (delta_bytes < 0) {
+    materialized_bytes_ -= uint64_t(-delta_bytes);
+    cache_.unpin_bytes(uint64_t(-delta_bytes));
+  }
+}
+
+void ChunkOverlay::erase_held(std::map<int64_t, Held>::iterator it) {
+  if (!it->second.zeros) charge(-int64_t(it->second.bytes.size()), -1);
+  held_.erase(it);
+}
+
+void ChunkOverlay::reset(const ChunkSource& source, Limits limits) {
+  while (!held_.empty()) erase_held(held_.begin());
+  limits_ = limits;
+  base_count_ = keep_ = count_ = source.nchunks();
+}
+
+void ChunkOverlay::rebase(const ChunkSource& source, Limits limits) {
+  limits_ = limits;
+  base_count_ = source.nchunks();
+  keep_ = std::min(keep_, base_count_);
+}
+
+int64_t ChunkOverlay::chunk_size(const ChunkSource& src, int64_t n) const {
+  auto it = held_.find(n);
+  if (it != held_.end()) return it->second.size;
+  return n < keep_ ? src.chunk_size(n) : 0;
+}
+
+int64_t ChunkOverlay::offset(const ChunkSource& src, int64_t n) const {
+  const int64_t below_keep = std::min(n, keep_);
+  int64_t at = src.chunk_offset(below_keep);
+  for (auto it = held_.begin(); it != held_.end() && it->first < below_keep; ++it)
+    at += it->second.size - src.chunk_size(it->first);
+  for (auto it = held_.lower_bound(keep_); it != held_.end() && it->first < n; ++it) at += it->second.size;
+  return at;
+}
+
+// The chunk holding byte `at` of data: the last one starting at or before it
+// (so empty chunks are skipped). `at` must be below the data size.
+int64_t ChunkOverlay::locate(const ChunkSource& src, int64_t at) const {
+  int64_t lo = 0, hi = count_ - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (offset(src, mid) <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+size_t ChunkOverlay::read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const {
+  auto it = held_.find(n);
+  if (it == held_.end()) return n < keep_ ? src.read(n, offset, out) : 0;
+  const Held& h = it->second;
+  if (offset < 0 || offset >= h.size) return 0;
+  const size_t len = size_t(std::min<int64_t>(int64_t(out.size()), h.size - offset));
+  if (h.zeros) std::memset(out.data(), 0, len);
+  else std::memcpy(out.data(), h.bytes.data() + offset, len);
+  return len;
+}
+
+size_t ChunkOverlay::read_data(ChunkSource& src, int64_t at, MutableByteSpan out) const {
+  const int64_t total = data_size(src);
+  if (at < 0 || at >= total || out.empty()) return 0;
+  const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - at));
+  size_t done = 0;
+  for (int64_t n = locate(src, at); done < want && n < count_; ++n) {
+    const int64_t start = offset(src, n);
+    const int64_t within = at + int64_t(done) - start;
+    const int64_t size = chunk_size(src, n);
+    if (within >= size) continue;
+    const size_t len = size_t(std::min<int64_t>(int64_t(want - done), size - within));
+    const size_t got = read_chunk(src, n, within, out.subspan(done, len));
+    if (got != len) throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
+    done += got;
+  }
+  return done;
+}
+
+ChunkOverlay::Held& ChunkOverlay::hold(ChunkSource& src, int64_t n) {
+  auto it = held_.find(n);
+  if (it == held_.end()) {
+    if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
+    Held h;
+    h.bytes = src.load(n);
+    h.size = int64_t(h.bytes.size());
+    it = held_.emplace(n, std::move(h)).first;
+    charge(it->second.size, 1);
+  } else if (it->second.zeros) {
+    it->second.bytes.assign(size_t(it->second.size), 0);
+    it->second.zeros = false;
+    charge(it->second.size, 1);
+  }
+  return it->second;
+}
+
+void ChunkOverlay::write_chunk(ChunkSource& src, int64_t n, int64_t at, ByteSpan data) {
+  if (n < 0 || n >= count_ || at < 0) throw FsError{EINVAL};
+  const int64_t end = at + int64_t(data.size());
+  if (end > limits_.max_chunk) throw FsError{EFBIG};
+  Held& h = hold(src, n);
+  if (end > h.size) {
+    charge(end - h.size, 0);
+    h.bytes.resize(size_t(end), 0);
+    h.size = end;
+  }
+  if (!data.empty()) std::memcpy(h.bytes.data() + at, data.data(), data.size());
+}
+
+void ChunkOverlay::resize_chunk(ChunkSource& src, int64_t n, int64_t size) {
+  if (n < 0 || n >= count_ || size < 0) throw FsError{EINVAL};
+  if (size > limits_.max_chunk) throw FsError{EFBIG};
+  if (size == 0 && !held_.count(n)) {
+    held_.emplace(n, Held{});  // no need to load what is thrown away
+    charge(0, 1);
+    return;
+  }
+  if (size == chunk_size(src, n) && (held_.count(n) || n < keep_)) return;
+  Held& h = hold(src, n);
+  charge(size - h.size, 0);
+  h.bytes.resize(size_t(size), 0);
+  h.size = size;
+}
+
+void ChunkOverlay::set_chunk(int64_t n, Bytes bytes) {
+  if (n < 0 || n >= count_) throw FsError{EINVAL};
+  if (int64_t(bytes.size()) > limits_.max_chunk) throw FsError{EFBIG};
+  auto it = held_.find(n);
+  if (it != held_.end()) erase_held(it);
+  Held h;
+  h.size = int64_t(bytes.size());
+  h.bytes = std::move(bytes);
+  charge(h.size, 1);
+  held_.emplace(n, std::move(h));
+}
+
+void ChunkOverlay::append_chunk() {
+  held_.emplace(count_, Held{});
+  charge(0, 1);
+  ++count_;
+}
+
+void ChunkOverlay::truncate_count(int64_t count) {
+  if (count < 0 || count > count_) throw FsError{EINVAL};
+  while (!held_.empty() && std::prev(held_.end())->first >= count) erase_held(std::prev(held_.end()));
+  count_ = count;
+  keep_ = std::min(keep_, count);
+}
+
+void ChunkOverlay::extend_zeros(ChunkSource& src, int64_t bytes) {
+  if (bytes <= 0) return;
+  if (count_ > 0) {
+    const int64_t last = count_ - 1;
+    const int64_t size = chunk_size(src, last);
+    const int64_t room = std::max<int64_t>(0, limits_.grow_to - size);
+    const int64_t take = std::min(room, bytes);
+    if (take > 0) {
+      resize_chunk(src, last, size + take);
+      bytes -= take;
+    }
+  }
+  while (bytes > 0) {
+    const int64_t take = std::min(bytes, limits_.grow_to);
+    Held h;
+    h.size = take;
+    h.zeros = true;
+    held_.emplace(count_++, std::move(h));
+    bytes -= take;
+  }
+}
+
+void ChunkOverlay::write_data(ChunkSource& src, int64_t at, ByteSpan data) {
+  if (at < 0) throw FsError{EINVAL};
+  int64_t size = data_size(src);
+  if (at > size) {
+    extend_zeros(src, at - size);
+    size = at;
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const int64_t pos = at + int64_t(done);
+    const size_t rest = data.size() - done;
+    if (pos >= size) {  // appending: fill the last chunk, then add chunks
+      int64_t last = count_ - 1;
+      int64_t last_size = last >= 0 ? chunk_size(src, last) : 0;
+      if (last < 0 || last_size >= limits_.grow_to) {
+        append_chunk();
+        last = count_ - 1;
+        last_size = 0;
+      }
+      const size_t take = size_t(std::min<int64_t>(int64_t(rest), limits_.grow_to - last_size));
+      write_chunk(src, last, last_size, data.subspan(done, take));
+      done += take;
+      size += int64_t(take);
+      continue;
+    }
+    const int64_t n = locate(src, pos);
+    const int64_t within = pos - offset(src, n);
+    const int64_t chunk = chunk_size(src, n);
+    if (within >= chunk) throw FormatError("data: inconsistent chunk offsets");
+    const size_t take = size_t(std::min<int64_t>(int64_t(rest), chunk - within));
+    write_chunk(src, n, within, data.subspan(done, take));
+    done += take;
+  }
+}
+
+void ChunkOverlay::resize_data(ChunkSource& src, int64_t size) {
+  if (size < 0) throw FsError{EINVAL};
+  const int64_t current = data_size(src);
+  if (size >= current) return extend_zeros(src, size - current);
+  if (size == 0) return truncate_count(0);
+  const int64_t n = locate(src, size - 1);
+  truncate_count(n + 1);
+  const int64_t within = size - offset(src, n);
+  if (within < chunk_size(src, n)) resize_chunk(src, n, within);
+}
+
+ChunkOverlay::Batch ChunkOverlay::batch(std::optional<int64_t> skip) const {
+  Batch b;
+  if (keep_ < base_count_) b.truncate_to = keep_;
+  const int64_t append_end = skip && *skip >= keep_ ? *skip : count_;
+  for (const auto& [n, h] : held_) {
+    if (skip && n == *skip) continue;
+    if (n < keep_) b.replace.emplace_back(n, &h);
+    else if (n < append_end) b.append.emplace_back(n, &h);
+  }
+  b.nchunks_after = std::max(keep_, append_end);
+  return b;
+}
+
+void ChunkOverlay::committed(const Batch& b, int64_t committed) {
+  for (const auto* list : {&b.replace, &b.append})
+    for (const auto& [n, held] : *list) {
+      auto it = held_.find(n);
+      if (it != held_.end()) erase_held(it);
+    }
+  base_count_ = committed;
+  keep_ = std::min(committed, count_);
+}
+
+void ChunkOverlay::discard() {
+  while (!held_.empty()) erase_held(held_.begin());
+  keep_ = count_ = base_count_;
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,119 @@
+// The uncommitted state of the frame's chunks, as chunks/N and data show it
+// between a write() and the commit at close: the chunks written since the
+// last commit, held whole and decompressed, and pending changes of the chunk
+// count (truncation, appended chunks).
+//
+// Chunks [0, keep) are the committed frame's unless written; every chunk in
+// [keep, count) is held here. Zero chunks made by extending a file (truncate
+// -s, a write past the end) hold no memory until written into. Held bytes are
+// pinned in the chunk cache's budget, so the cache evicts clean chunks for them.
+//
+// Not thread-safe: the Volume serializes every use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "bytes.h"
+#include "chunk_cache.h"
+
+namespace blosc2fs {
+
+// The committed chunks an overlay sits on.
+class ChunkSource {
+ public:
+  virtual ~ChunkSource() = default;
+  virtual int64_t nchunks() const = 0;
+  virtual int64_t chunk_size(int64_t n) const = 0;
+  // Offset of chunk n within data; n == nchunks(): the total size.
+  virtual int64_t chunk_offset(int64_t n) const = 0;
+  virtual size_t read(int64_t n, int64_t offset, MutableByteSpan out) = 0;
+  virtual Bytes load(int64_t n) = 0;  // the whole chunk
+};
+
+class ChunkOverlay {
+ public:
+  struct Limits {
+    int64_t max_chunk = 0;  // the largest a chunk may become (the chunksize of a fixed frame)
+    int64_t grow_to = 0;    // what data appends fill the last chunk to, and new chunks' size
+  };
+  struct Held {
+    Bytes bytes;        // empty when `zeros`
+    int64_t size = 0;
+    bool zeros = false;
+  };
+  // The edits a commit stages, in the order the editor needs them.
+  struct Batch {
+    int64_t truncate_to = -1;  // truncate_chunks(truncate_to) first, when >= 0
+    std::vector<std::pair<int64_t, const Held*>> replace;
+    std::vector<std::pair<int64_t, const Held*>> append;
+    int64_t nchunks_after = 0;  // the frame's chunk count once the batch is in
+    bool empty() const { return truncate_to < 0 && replace.empty() && append.empty(); }
+  };
+
+  explicit ChunkOverlay(ChunkCache& cache) : cache_(cache) {}
+  ~ChunkOverlay();
+  ChunkOverlay(const ChunkOverlay&) = delete;
+  ChunkOverlay& operator=(const ChunkOverlay&) = delete;
+
+  // Forgets everything held and sits on `source` (a new or reloaded frame).
+  void reset(const ChunkSource& source, Limits limits);
+  // The committed frame changed without touching the chunks held (a layer
+  // commit, a compaction): keeps the pending state.
+  void rebase(const ChunkSource& source, Limits limits);
+
+  bool clean() const { return held_.empty() && keep_ == base_count_ && count_ == base_count_; }
+  int64_t count() const { return count_; }
+  bool holds(int64_t n) const { return held_.count(n) > 0; }
+  int64_t chunk_size(const ChunkSource& src, int64_t n) const;
+  int64_t offset(const ChunkSource& src, int64_t n) const;
+  int64_t data_size(const ChunkSource& src) const { return offset(src, count_); }
+  // How many held chunks have bytes, and how many bytes.
+  size_t materialized_chunks() const { return materialized_chunks_; }
+  uint64_t materialized_bytes() const { return materialized_bytes_; }
+  const Limits& limits() const { return limits_; }
+
+  // The chunk holding byte `offset` of data (offset below data_size()).
+  int64_t chunk_at(const ChunkSource& src, int64_t offset) const { return locate(src, offset); }
+
+  size_t read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const;
+  size_t read_data(ChunkSource& src, int64_t offset, MutableByteSpan out) const;
+
+  // Edits. Sizes beyond the limits throw FsError(EINVAL).
+  void write_chunk(ChunkSource& src, int64_t n, int64_t offset, ByteSpan data);
+  void resize_chunk(ChunkSource& src, int64_t n, int64_t size);
+  void append_chunk();                  // a new empty chunk at count()
+  void truncate_count(int64_t count);   // drop chunks from the end
+  void write_data(ChunkSource& src, int64_t offset, ByteSpan data);
+  void resize_data(ChunkSource& src, int64_t size);
+  // Replaces chunk n's content with one whole buffer.
+  void set_chunk(int64_t n, Bytes bytes);
+
+  // Every pending edit but chunk `skip` (the chunk a big write is still
+  // filling) and, when skip is an appended chunk, the ones after it.
+  Batch batch(std::optional<int64_t> skip = std::nullopt) const;
+  // The batch is in the frame, which now has `committed` chunks.
+  void committed(const Batch& batch, int64_t committed);
+  // Drops every pending edit (a failed commit).
+  void discard();
+
+ private:
+  Held& hold(ChunkSource& src, int64_t n);  // loads chunk n when not held; materializes zeros
+  void erase_held(std::map<int64_t, Held>::iterator it);
+  void charge(int64_t delta_bytes, int delta_chunks);
+  int64_t locate(const ChunkSource& src, int64_t offset) const;
+  void extend_zeros(ChunkSource& src, int64_t bytes);
+
+  ChunkCache& cache_;
+  Limits limits_;
+  int64_t base_count_ = 0;
+  int64_t keep_ = 0;
+  int64_t count_ = 0;
+  std::map<int64_t, Held> held_;
+  size_t materialized_chunks_ = 0;
+  uint64_t materialized_bytes_ = 0;
+};
+
+}  // namespace blosc2fs

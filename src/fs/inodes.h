@@ -1,0 +1,69 @@
+// The names and inode numbers of the mount. Files that always exist by
+// position (the root's children, chunks/N, raw/N.chunk) have inode numbers
+// computed from what they are, so a frame of a million chunks costs no memory
+// here; named files (layers, editor scratch files) get numbers from a counter
+// that never repeats, so that a name's inode moves with it on rename, as the
+// kernel expects:
+//
+//   1 root   2 frame.json   3 index.tsv   4 data   5 array.npy
+//   6 chunks/   7 raw/   8 meta/   9 vlmeta/   10 attrs/   11 .blosc2fs-cache
+//   kNamedBase + k   named files, k = 0, 1, 2, ... in order of first sight
+//   kChunkBase + n   chunks/N
+//   kRawBase + n     raw/N.chunk
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "node.h"
+
+namespace blosc2fs {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr uint64_t kNamedBase = uint64_t(1) << 20;
+inline constexpr uint64_t kChunkBase = uint64_t(1) << 40;
+inline constexpr uint64_t kRawBase = uint64_t(2) << 40;
+inline constexpr int64_t kMaxChunksShown = int64_t(1) << 40;
+
+inline constexpr std::string_view kRawSuffix = ".chunk";
+
+// "00000042": decimal, zero-padded to 8 digits, more when needed.
+std::string chunk_file_name(int64_t n);
+// Parses a canonical chunk file name; nullopt for anything else ("42", "000000042").
+std::optional<int64_t> parse_chunk_file_name(std::string_view name);
+// "00000042.chunk" -> 42.
+std::optional<int64_t> parse_raw_file_name(std::string_view name);
+
+// Names editors and tools use for files that are not the file being edited:
+// dot files (vim's .x.swp, .x.swx), backups ending in '~', vim's write probe
+// "4913", emacs' #autosave#, and GNU sed -i's temporary "sedXXXXXX". They live
+// in memory and never enter the frame.
+bool is_scratch_name(std::string_view name);
+
+// Whether `name` can be a directory entry: not empty, not "." or "..", no '/' or NUL.
+bool usable_file_name(const std::string& name);
+
+// The root's children that always sit at fixed inode numbers (2..11), in listing order.
+struct FixedFile {
+  uint64_t ino;
+  NodeKind kind;
+  const char* name;
+};
+inline constexpr FixedFile kRootChildren[] = {
+    {2, NodeKind::frame_json, "frame.json"}, {3, NodeKind::index_tsv, "index.tsv"},
+    {4, NodeKind::data, "data"},             {5, NodeKind::array_npy, "array.npy"},
+    {6, NodeKind::chunks_dir, "chunks"},     {7, NodeKind::raw_dir, "raw"},
+    {8, NodeKind::meta_dir, "meta"},         {9, NodeKind::vlmeta_dir, "vlmeta"},
+    {10, NodeKind::attrs_dir, "attrs"},      {11, NodeKind::cache_stats, ".blosc2fs-cache"},
+};
+const FixedFile* fixed_file(NodeKind kind);
+
+// The computed inode of a node that has one (not layers and scratch files).
+std::optional<uint64_t> computed_inode(const Node& node);
+// The node a computed inode number stands for (existence not checked).
+std::optional<Node> computed_node(uint64_t ino);
+inline uint64_t directory_inode(NodeKind dir) { return dir == NodeKind::root ? kRootIno : fixed_file(dir)->ino; }
+
+}  // namespace blosc2fs

@@ -1,0 +1,422 @@
+// Volume: construction, the names of the tree, stat, and reads.
+#include "volume.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "fs_error.h"
+
+namespace blosc2fs {
+
+namespace {
+
+constexpr blksize_t kPreferredIoSize = 1 << 20;
+// Cookies of scratch files in readdir, after every real entry.
+constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
+
+size_t copy_from(ByteSpan src, int64_t offset, MutableByteSpan out) {
+  if (offset < 0 || offset >= int64_t(src.size())) return 0;
+  size_t len = std::min(out.size(), src.size() - size_t(offset));
+  std::memcpy(out.data(), src.data() + offset, len);
+  return len;
+}
+
+ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
+
+}  // namespace
+
+Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
+    : path_(frame_path), options_(std::move(options)), cache_(loader_, options_.cache_budget), overlay_(cache_) {
+  if (options_.writable) editor_ = std::make_unique<FrameEditor>(path_, 0, options_.edit);
+  auto [frame, stamp] = open_committed_frame();
+  disk_stamp_ = stamp;
+  if (frame->nchunks() > kMaxChunksShown)
+    throw FormatError("the frame claims " + std::to_string(frame->nchunks()) + " chunks, more than can be shown");
+  loader_.set_frame(frame);
+  files_ = std::make_shared<FrameFiles>(frame, cache_);
+  overlay_.reset(*files_, overlay_limits(*files_));
+  mtime_ns_ = frame->stamp().mtime_ns;
+  size_at_compaction_check_ = frame->stamp().file_size;
+}
+
+Volume::~Volume() = default;
+
+bool Volume::underlying_statfs(struct statvfs& out) const { return ::statvfs(path_.c_str(), &out) == 0; }
+
+int64_t Volume::nchunks() const {
+  std::shared_lock lock(state_mutex_);
+  return overlay_.count();
+}
+
+// --- names ---
+
+NodeKind Volume::dir_of(const Node& node) {
+  switch (node.kind) {
+    case NodeKind::chunk: return NodeKind::chunks_dir;
+    case NodeKind::raw_chunk: return NodeKind::raw_dir;
+    case NodeKind::meta: return NodeKind::meta_dir;
+    case NodeKind::vlmeta: return NodeKind::vlmeta_dir;
+    case NodeKind::attrs: return NodeKind::attrs_dir;
+    case NodeKind::scratch: return node.dir;
+    default: return NodeKind::root;
+  }
+}
+
+std::string Volume::name_of(const Node& node) {
+  switch (node.kind) {
+    case NodeKind::root: return "/";
+    case NodeKind::chunk: return chunk_file_name(node.index);
+    case NodeKind::raw_chunk: return chunk_file_name(node.index) + std::string(kRawSuffix);
+    case NodeKind::meta:
+    case NodeKind::vlmeta:
+    case NodeKind::attrs:
+    case NodeKind::scratch: return node.name;
+    default: return fixed_file(node.kind)->name;
+  }
+}
+
+std::string Volume::path_of_node(const Node& node) const {
+  const NodeKind dir = dir_of(node);
+  if (node.kind == NodeKind::root) return "/";
+  if (dir == NodeKind::root) return name_of(node);
+  return std::string(fixed_file(dir)->name) + "/" + name_of(node);
+}
+
+bool Volume::exists(const Node& node) const {
+  auto created_draft = [&](NodeKind dir, const std::string& name) {
+    auto it = by_name_.find({dir, name});
+    if (it == by_name_.end()) return false;
+    auto d = drafts_.find(it->second);
+    return d != drafts_.end() && d->second.created;
+  };
+  switch (node.kind) {
+    case NodeKind::array_npy: return files_->has_array();
+    case NodeKind::chunk: return node.index >= 0 && node.index < overlay_.count();
+    case NodeKind::raw_chunk: {
+      if (node.index >= 0 && node.index < files_->nchunks()) return true;
+      auto d = drafts_.find(kRawBase + uint64_t(node.index));
+      return node.index >= 0 && d != drafts_.end() && d->second.created;
+    }
+    case NodeKind::meta: return files_->find_meta(node.name) || created_draft(NodeKind::meta_dir, node.name);
+    case NodeKind::vlmeta: return files_->find_vlmeta(node.name) || created_draft(NodeKind::vlmeta_dir, node.name);
+    case NodeKind::attrs: {
+      const LayerFile* layer = files_->find_vlmeta(node.name);
+      return (layer && layer->attrs_text) || created_draft(NodeKind::attrs_dir, node.name);
+    }
+    case NodeKind::scratch: {
+      auto it = by_name_.find({node.dir, node.name});
+      return it != by_name_.end() && scratch_.count(it->second);
+    }
+    default: return true;
+  }
+}
+
+std::optional<Node> Volume::lookup_node(NodeKind dir, std::string_view name_view) const {
+  const std::string name(name_view);
+  if (auto it = by_name_.find({dir, name}); it != by_name_.end()) {
+    auto n = named_.find(it->second);
+    if (n != named_.end() && n->second.kind == NodeKind::scratch) return n->second;
+  }
+  if (hidden(dir, name)) return std::nullopt;
+  std::optional<Node> node;
+  switch (dir) {
+    case NodeKind::root:
+      for (const FixedFile& f : kRootChildren)
+        if (name == f.name) node = Node{f.kind};
+      break;
+    case NodeKind::chunks_dir:
+      if (auto n = parse_chunk_file_name(name)) node = Node{NodeKind::chunk, *n};
+      break;
+    case NodeKind::raw_dir:
+      if (auto n = parse_raw_file_name(name)) node = Node{NodeKind::raw_chunk, *n};
+      break;
+    case NodeKind::meta_dir: node = Node{NodeKind::meta, 0, name}; break;
+    case NodeKind::vlmeta_dir: node = Node{NodeKind::vlmeta, 0, name}; break;
+    case NodeKind::attrs_dir: node = Node{NodeKind::attrs, 0, name}; break;
+    default: break;
+  }
+  if (!node || !exists(*node)) return std::nullopt;
+  return node;
+}
+
+std::optional<uint64_t> Volume::known_ino_of(const Node& node) const {
+  if (auto ino = computed_inode(node)) return ino;
+  auto it = by_name_.find({dir_of(node), node.name});
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+uint64_t Volume::ino_of(const Node& node) {
+  if (auto ino = known_ino_of(node)) return *ino;
+  const uint64_t ino = next_named_++;
+  by_name_[{dir_of(node), node.name}] = ino;
+  named_[ino] = node;
+  return ino;
+}
+
+std::optional<Node> Volume::node(uint64_t ino) const {
+  std::shared_lock lock(state_mutex_);
+  if (std::optional<Node> node = computed_node(ino)) {
+    if (exists(*node)) return node;
+    return std::nullopt;
+  }
+  auto it = named_.find(ino);
+  if (it == named_.end() || !exists(it->second)) return std::nullopt;
+  const Node& node = it->second;
+  if (!computed_inode(node)) {  // a name's inode: only while the name still has it
+    auto key = by_name_.find({dir_of(node), node.name});
+    if (key == by_name_.end() || key->second != ino) return std::nullopt;
+  }
+  return node;
+}
+
+std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
+  std::optional<Node> dir = node(parent);
+  if (!dir) throw FsError{ENOENT};
+  if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
+  {
+    std::shared_lock lock(state_mutex_);
+    std::optional<Node> child = lookup_node(dir->kind, name);
+    if (!child) return std::nullopt;
+    if (auto ino = known_ino_of(*child)) return ino;
+  }
+  std::unique_lock lock(state_mutex_);
+  std::optional<Node> child = lookup_node(dir->kind, name);
+  if (!child) return std::nullopt;
+  return ino_of(*child);
+}
+
+std::vector<std::pair<std::string, Node>> Volume::listing(NodeKind dir) const {
+  std::vector<std::pair<std::string, Node>> out;
+  auto add = [&](const std::string& name, Node node) {
+    if (!hidden(dir, name) && exists(node)) out.emplace_back(name, std::move(node));
+  };
+  auto add_created = [&](NodeKind kind) {
+    for (auto it = by_name_.lower_bound({dir, std::string()}); it != by_name_.end() && it->first.first == dir; ++it) {
+      auto d = drafts_.find(it->second);
+      if (d != drafts_.end() && d->second.created) add(it->first.second, Node{kind, 0, it->first.second});
+    }
+  };
+  switch (dir) {
+    case NodeKind::meta_dir:
+      for (const LayerFile& f : files_->metas()) add(f.name, Node{NodeKind::meta, 0, f.name});
+      add_created(NodeKind::meta);
+      break;
+    case NodeKind::vlmeta_dir:
+      for (const LayerFile& f : files_->vlmetas()) add(f.name, Node{NodeKind::vlmeta, 0, f.name});
+      add_created(NodeKind::vlmeta);
+      break;
+    case NodeKind::attrs_dir:
+      for (const LayerFile& f : files_->vlmetas())
+        if (f.attrs_text) add(f.name, Node{NodeKind::attrs, 0, f.name});
+      add_created(NodeKind::attrs);
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
+  std::optional<Node> dir = node(dir_ino);
+  if (!dir) throw FsError{ENOENT};
+  if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
+  if (cookie < 0) return std::nullopt;
+  for (int pass = 0; pass < 2; ++pass) {
+    // Names of layers may need an inode number: then once more, exclusively.
+    std::shared_lock shared(state_mutex_, std::defer_lock);
+    std::unique_lock exclusive(state_mutex_, std::defer_lock);
+    if (pass == 0) shared.lock();
+    else exclusive.lock();
+    auto make = [&](const std::string& name, const Node& node, int64_t next) -> std::optional<DirEntry> {
+      std::optional<uint64_t> ino = known_ino_of(node);
+      if (!ino && pass == 0) return std::nullopt;
+      return DirEntry{name, ino ? *ino : ino_of(node), is_directory(node.kind), next};
+    };
+    bool need_exclusive = false;
+    std::optional<DirEntry> found;
+    if (cookie < kScratchCookieBase) {
+      switch (dir->kind) {
+        case NodeKind::root:
+          for (int64_t i = cookie; i < int64_t(std::size(kRootChildren)) && !found; ++i) {
+            const FixedFile& f = kRootChildren[i];
+            Node node{f.kind};
+            if (!hidden(NodeKind::root, f.name) && exists(node)) found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
+          }
+          break;
+        case NodeKind::chunks_dir:
+        case NodeKind::raw_dir: {
+          const bool raw = dir->kind == NodeKind::raw_dir;
+          const int64_t count = raw ? files_->nchunks() : overlay_.count();
+          for (int64_t i = cookie; i < count && !found; ++i) {
+            Node node{raw ? NodeKind::raw_chunk : NodeKind::chunk, i};
+            const std::string name = name_of(node);
+            if (!hidden(dir->kind, name)) found = DirEntry{name, *computed_inode(node), false, i + 1};
+          }
+          break;
+        }
+        default: {
+          auto names = listing(dir->kind);
+          if (cookie < int64_t(names.size())) {
+            found = make(names[size_t(cookie)].first, names[size_t(cookie)].second, cookie + 1);
+            need_exclusive = !found;
+          }
+          break;
+        }
+      }
+      if (found) return found;
+      if (need_exclusive) continue;
+    }
+    // Scratch files, in name order.
+    int64_t k = 0;
+    for (auto it = by_name_.lower_bound({dir->kind, std::string()}); it != by_name_.end() && it->first.first == dir->kind;
+         ++it) {
+      if (!scratch_.count(it->second)) continue;
+      if (kScratchCookieBase + k >= cookie) return DirEntry{it->first.second, it->second, false, kScratchCookieBase + k + 1};
+      ++k;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string Volume::path_of(uint64_t ino) const {
+  std::optional<Node> n = node(ino);
+  return n ? path_of_node(*n) : "inode " + std::to_string(ino);
+}
+
+void Volume::remember(uint64_t ino) {
+  std::lock_guard lock(kernel_mutex_);
+  ++lookups_[ino];
+}
+
+void Volume::forget(uint64_t ino, uint64_t count) {
+  std::lock_guard lock(kernel_mutex_);
+  auto it = lookups_.find(ino);
+  if (it == lookups_.end()) return;
+  if (it->second <= count) {
+    lookups_.erase(it);
+    changed_at_.erase(ino);
+    opened_at_.erase(ino);
+  } else {
+    it->second -= count;
+  }
+}
+
+// --- stat ---
+
+mode_t Volume::mode_of(NodeKind kind) const {
+  mode_t mode;
+  if (is_directory(kind)) mode = options_.writable ? 0755 : 0555;
+  else mode = options_.writable && is_writable_file(kind) ? 0644 : 0444;
+  return mode & ~options_.owner.umask;
+}
+
+int64_t Volume::size_of(const Node& node, uint64_t ino) const {
+  auto layer_draft = [&]() -> const Draft* {
+    auto it = drafts_.find(ino);
+    return it == drafts_.end() ? nullptr : &it->second;
+  };
+  switch (node.kind) {
+    case NodeKind::frame_json: return int64_t(files_->frame_json().size());
+    case NodeKind::index_tsv: return int64_t(files_->index_tsv().size());
+    case NodeKind::data: return overlay_.data_size(*files_);
+    case NodeKind::array_npy: return files_->array_size();
+    case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
+    case NodeKind::chunk:
+      if (overlay_.holds(node.index)) return overlay_.chunk_size(*files_, node.index);
+      return files_->chunk_size_for_stat(node.index);
+    case NodeKind::raw_chunk:
+      if (const Draft* d = layer_draft()) return int64_t(d->content.size());
+      return files_->raw_size_for_stat(node.index);
+    case NodeKind::meta:
+    case NodeKind::vlmeta:
+    case NodeKind::attrs: {
+      if (const Draft* d = layer_draft()) return int64_t(d->content.size());
+      const LayerFile* layer =
+          node.kind == NodeKind::meta ? files_->find_meta(node.name) : files_->find_vlmeta(node.name);
+      if (!layer) return 0;
+      return node.kind == NodeKind::attrs ? int64_t(layer->attrs_text.value_or("").size()) : layer->size;
+    }
+    case NodeKind::scratch: {
+      auto it = scratch_.find(ino);
+      return it == scratch_.end() ? 0 : int64_t(it->second.content.size());
+    }
+    default: return 0;
+  }
+}
+
+struct stat Volume::attributes(uint64_t ino) {
+  std::optional<Node> n = node(ino);
+  if (!n) throw FsError{ENOENT};
+  struct stat st {};
+  st.st_ino = ino;
+  st.st_uid = options_.owner.uid;
+  st.st_gid = options_.owner.gid;
+  st.st_mode = (is_directory(n->kind) ? S_IFDIR : S_IFREG) | mode_of(n->kind);
+  if (is_directory(n->kind)) {
+    st.st_nlink = n->kind == NodeKind::root ? 7 : 2;  // root: ".", its name, 5 subdirectories' ".."
+  } else {
+    st.st_nlink = 1;
+    std::shared_lock lock(state_mutex_);
+    st.st_size = size_of(*n, ino);
+  }
+  st.st_blksize = kPreferredIoSize;
+  st.st_blocks = (st.st_size + 511) / 512;
+  int64_t mtime;
+  {
+    std::shared_lock lock(state_mutex_);
+    mtime = mtime_ns_;
+  }
+  struct timespec t {};
+  t.tv_sec = time_t(mtime / 1000000000);
+  t.tv_nsec = long(mtime % 1000000000);
+  st.st_atim = st.st_mtim = st.st_ctim = t;
+  return st;
+}
+
+// --- reads ---
+
+size_t Volume::read(uint64_t ino, int64_t offset, MutableByteSpan out) {
+  std::optional<Node> n = node(ino);
+  if (!n) throw FsError{ENOENT};
+  if (is_directory(n->kind)) throw FsError{EISDIR};
+  if (offset < 0) throw FsError{EINVAL};
+  std::shared_lock lock(state_mutex_);
+  if (auto d = drafts_.find(ino); d != drafts_.end()) return copy_from(d->second.content, offset, out);
+  switch (n->kind) {
+    case NodeKind::frame_json: return copy_from(as_bytes(files_->frame_json()), offset, out);
+    case NodeKind::index_tsv: return copy_from(as_bytes(files_->index_tsv()), offset, out);
+    case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
+    case NodeKind::data: return overlay_.read_data(*files_, offset, out);
+    case NodeKind::array_npy: return files_->read_array(offset, out);
+    case NodeKind::chunk: return overlay_.read_chunk(*files_, n->index, offset, out);
+    case NodeKind::raw_chunk: return files_->read_raw(n->index, offset, out);
+    case NodeKind::meta: {
+      const LayerFile* layer = files_->find_meta(n->name);
+      return layer ? copy_from(layer->content, offset, out) : 0;
+    }
+    case NodeKind::vlmeta:
+    case NodeKind::attrs: {
+      const LayerFile* layer = files_->find_vlmeta(n->name);
+      if (!layer) return 0;
+      if (n->kind == NodeKind::attrs) return copy_from(as_bytes(layer->attrs_text.value_or("")), offset, out);
+      if (!layer->error.empty()) throw FormatError(layer->error);
+      return copy_from(layer->content, offset, out);
+    }
+    case NodeKind::scratch: {
+      auto it = scratch_.find(ino);
+      return it == scratch_.end() ? 0 : copy_from(it->second.content, offset, out);
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,286 @@
+// The mounted frame as a filesystem, without FUSE: the names, the files'
+// bytes, and the write side. Every method is thread-safe.
+//
+// What the mount shows is the committed frame (a FrameFiles snapshot, replaced
+// after each commit) plus what is written and not yet committed:
+//   - layer files (meta/, vlmeta/, attrs/) and raw/N.chunk being written are
+//     held whole, as drafts, until close;
+//   - chunks/N and data share one ChunkOverlay of written chunks;
+//   - editor scratch files live in memory only.
+// Commits go through the one FrameEditor of the mount, one at a time (the
+// commit mutex); readers are never blocked by a commit's disk work, only by
+// the moment its result is installed (the state lock, held exclusively).
+//
+// Errors are thrown as FsError (the errno to answer) after one log line
+// naming the file when a commit fails; FormatError / IoError escape only from
+// reads of damaged frames.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "chunk_cache.h"
+#include "chunk_overlay.h"
+#include "frame_editor.h"
+#include "frame_files.h"
+#include "inodes.h"
+#include "json_prefix.h"
+#include "node.h"
+
+namespace blosc2fs {
+
+// Who owns the files and which mode bits they get (-o uid=, gid=, umask=).
+struct Ownership {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  mode_t umask = 0;
+};
+
+struct VolumeOptions {
+  bool writable = false;
+  Ownership owner;
+  uint64_t cache_budget = 64 << 20;
+  // Size of the chunks data appends make in a frame without a fixed chunksize
+  // (a new empty frame: -o create's chunksize=).
+  int64_t preferred_chunksize = 1 << 20;
+  EditOptions edit;
+  // A long write to data or chunks/ commits in batches so that memory stays
+  // bounded: every `batch_chunks` chunks once they hold `batch_min_bytes`
+  // (tiny chunks would otherwise rewrite the index every few kilobytes), and
+  // always at `batch_bytes` or half the cache budget, whichever is less.
+  size_t batch_chunks = 64;
+  uint64_t batch_min_bytes = uint64_t(16) << 20;
+  uint64_t batch_bytes = uint64_t(256) << 20;
+  // How often, at most, to look for changes made by other programs.
+  std::chrono::milliseconds refresh_interval{100};
+};
+
+// What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).
+struct KernelNotes {
+  std::vector<uint64_t> inodes;
+  std::vector<std::pair<uint64_t, std::string>> entries;  // (parent inode, name)
+  bool empty() const { return inodes.empty() && entries.empty(); }
+};
+
+struct DirEntry {
+  std::string name;
+  uint64_t ino = 0;
+  bool directory = false;
+  int64_t next = 0;  // the cookie to ask for after this entry
+};
+
+// The outcome of the edits that went into one commit, shared by the open
+// files that contributed to them, so each learns of a failure at its close.
+struct CommitOutcome {
+  int error = 0;
+};
+
+struct OpenFile {
+  uint64_t ino = 0;
+  bool writable = false;
+  // Written (or truncated) through this handle since its last flush. A flush
+  // without it commits nothing: shells open, dup2 and close the original
+  // descriptor before writing, and that close must not store an empty file.
+  bool wrote = false;
+  std::shared_ptr<CommitOutcome> outcome;  // of this file's latest edits
+};
+
+class Volume {
+ public:
+  // Opens the frame (and, when writable, its editor). Throws FormatError /
+  // IoError when the frame cannot be opened.
+  Volume(const std::filesystem::path& frame_path, VolumeOptions options);
+  ~Volume();
+  Volume(const Volume&) = delete;
+  Volume& operator=(const Volume&) = delete;
+
+  bool writable() const { return options_.writable; }
+  int64_t nchunks() const;
+  ChunkCacheStats cache_stats() const { return cache_.stats(); }
+  // statvfs of the file system holding the frame (the space commits use).
+  bool underlying_statfs(struct statvfs& out) const;
+
+  // --- names ---
+  std::optional<Node> node(uint64_t ino) const;
+  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name);
+  // The first entry at cookie `cookie` or later ("." and ".." excluded).
+  std::optional<DirEntry> entry(uint64_t dir, int64_t cookie);
+  struct stat attributes(uint64_t ino);
+  std::string path_of(uint64_t ino) const;  // "chunks/00000003", for log lines
+  // The kernel's references to inodes (entry replies and forget), so that
+  // invalidations go only to inodes it knows.
+  void remember(uint64_t ino);
+  void forget(uint64_t ino, uint64_t count);
+
+  // --- files ---
+  // `keep_cache`: the kernel may keep its cached pages (unchanged since the
+  // last open); `direct_io`: generated on every read (.blosc2fs-cache).
+  std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io, KernelNotes& notes);
+  // Whether the kernel's cached pages (or readdir listing) of `ino` are still
+  // right since it was last opened; records this open.
+  bool cache_still_valid(uint64_t ino);
+  size_t read(uint64_t ino, int64_t offset, MutableByteSpan out);
+  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);
+  // close()/fsync(): commits what the file holds; throws FsError when it cannot.
+  void flush(OpenFile& file, KernelNotes& notes, bool fsync = false);
+  void release(std::unique_ptr<OpenFile> file, KernelNotes& notes);
+  // chmod/chown/utimens are accepted and ignored; a size change is an edit,
+  // committed at once when no open file will commit it later.
+  struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes);
+  std::pair<uint64_t, std::unique_ptr<OpenFile>> create(uint64_t parent, std::string_view name, int flags,
+                                                        KernelNotes& notes);
+  void unlink(uint64_t parent, std::string_view name, KernelNotes& notes);
+  void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+              unsigned flags, KernelNotes& notes);
+
+  // Reloads when another program changed the frame (at most once per
+  // refresh_interval, and only when nothing written is waiting).
+  void maybe_refresh(KernelNotes& notes);
+  // Unmount: commits everything still held, then compacts when due. Logs failures.
+  void shutdown();
+
+ private:
+  struct Draft {
+    Bytes content;
+    bool dirty = false;
+    bool created = false;    // the name is not in the frame yet
+    bool poisoned = false;   // a write to attrs/ was refused: nothing may be stored
+    JsonPrefixChecker json;
+    size_t json_checked = 0;
+    uint64_t version = 0;
+    std::shared_ptr<CommitOutcome> outcome = std::make_shared<CommitOutcome>();
+  };
+  struct Scratch {
+    Node node;                          // kind scratch: dir + name
+    Bytes content;
+    std::optional<std::string> origin;  // a real name moved here (hidden until re-created or removed)
+  };
+  using NameKey = std::pair<NodeKind, std::string>;  // (directory kind, name)
+  // What the disk held when the shown frame was loaded, to notice other writers
+  // on read-only mounts (writable ones ask the editor).
+  struct DiskStamp {
+    int64_t frame_len = -1;
+    int64_t size = -1;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+    uint64_t inode = 0;
+    bool operator==(const DiskStamp&) const = default;
+  };
+  // What a commit changed in the chunks, for cache and kernel invalidation.
+  struct ChunkChanges {
+    bool all = false;
+    std::vector<int64_t> chunks;
+    int64_t from = INT64_MAX;  // every chunk from here on
+  };
+
+  // volume.cc: names and reads (state lock held by the caller as noted)
+  bool exists(const Node& node) const;                                       // shared
+  std::optional<Node> lookup_node(NodeKind dir, std::string_view name) const;  // shared
+  uint64_t ino_of(const Node& node);                                         // exclusive
+  std::optional<uint64_t> known_ino_of(const Node& node) const;              // shared
+  int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
+  mode_t mode_of(NodeKind kind) const;
+  std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
+  std::string path_of_node(const Node& node) const;
+  bool hidden(NodeKind dir, const std::string& name) const { return hidden_.count({dir, name}) > 0; }
+  static NodeKind dir_of(const Node& node);
+  static std::string name_of(const Node& node);
+
+  // volume_write.cc (locks: "exclusive" = state lock held exclusively;
+  // "commit" = commit mutex held, which every change of the overlay needs)
+  Draft& draft_for(uint64_t ino, const Node& node);                         // exclusive
+  void write_draft(uint64_t ino, const Node& node, int64_t offset, ByteSpan data);  // exclusive
+  void write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes);
+  void truncate_node(uint64_t ino, const Node& node, int64_t size);          // exclusive (+ commit for chunks)
+  uint64_t create_real(NodeKind dir, const std::string& name);              // exclusive + commit
+  void cancel_removal(NodeKind dir, const std::string& name);                // exclusive
+  uint64_t add_scratch(NodeKind dir, const std::string& name, Bytes content, std::optional<std::string> origin,
+                       std::optional<uint64_t> ino = std::nullopt);          // exclusive
+  void drop_name(NodeKind dir, const std::string& name);                     // exclusive
+  bool in_frame(const Node& node) const;                                     // shared
+  Bytes current_content(uint64_t ino, const Node& node) const;               // shared
+  void check_new_layer(NodeKind dir, const std::string& name) const;         // shared
+  void unlink_scratch(uint64_t ino, KernelNotes& notes);                     // commit
+  void unlink_real(NodeKind dir, const std::string& name, KernelNotes& notes);  // commit
+
+  // volume_rename.cc (commit)
+  void rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::string& to, KernelNotes& notes);
+  void rename_real_onto_scratch(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
+  void rename_layer(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
+  void move_scratch(uint64_t ino, NodeKind dir, const std::string& to);      // exclusive
+
+  // volume_commit.cc
+  void commit_draft(uint64_t ino, KernelNotes& notes);                       // takes commit
+  void commit_chunks(std::optional<int64_t> skip, const std::string& what, KernelNotes& notes);  // commit
+  // Stages with `stage` and commits; on failure discards the staged edits,
+  // logs one line about `what` and throws FsError. Commit mutex held.
+  void run_commit(const std::string& what, const std::function<void(FrameEditor&)>& stage);
+  [[noreturn]] void fail(const std::string& what, int error, const std::string& why) const;
+  // Loads the committed frame and shows it: chunk changes invalidate the
+  // cache; `after` runs under the exclusive lock before the notes are made.
+  void install(const ChunkChanges& changes, KernelNotes& notes, const std::function<void()>& after = {});
+  void notes_for_changes(const FrameFiles& before, const FrameFiles& after, const ChunkChanges& changes,
+                         KernelNotes& notes);                                // exclusive
+  void note_inode(KernelNotes& notes, uint64_t ino);
+  void note_entry(KernelNotes& notes, NodeKind dir, const std::string& name);
+  void maybe_compact(KernelNotes& notes, bool at_unmount);                   // commit
+  ChunkOverlay::Limits overlay_limits(const FrameFiles& files) const;
+  std::pair<std::shared_ptr<const Frame>, DiskStamp> open_committed_frame() const;
+  DiskStamp read_disk_stamp() const;
+  // JSON text -> the msgpack bytes attrs/ stores; FsError(EINVAL) after a log line.
+  Bytes attrs_to_msgpack(const std::string& what, ByteSpan text) const;
+
+  const std::filesystem::path path_;
+  VolumeOptions options_;
+  FrameChunkLoader loader_;
+  mutable ChunkCache cache_;
+  std::unique_ptr<FrameEditor> editor_;  // writable mounts only
+
+  std::mutex commit_mutex_;  // the editor, and every change of the overlay (lock order: commit, then state)
+  mutable std::shared_mutex state_mutex_;
+  std::shared_ptr<FrameFiles> files_;
+  ChunkOverlay overlay_;
+  std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
+  std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
+  std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
+  uint64_t next_named_ = kNamedBase;
+  std::map<uint64_t, Scratch> scratch_;
+  std::map<uint64_t, Draft> drafts_;
+  std::map<uint64_t, int> writers_;       // open writable files per inode
+  std::set<NameKey> hidden_;              // real names moved onto scratch names
+  int64_t mtime_ns_ = 0;
+  DiskStamp disk_stamp_;
+  int64_t commits_since_compaction_check_ = 0;
+  bool committed_any_ = false;
+  int64_t size_at_compaction_check_ = 0;
+
+  // Kernel references and cache freshness (their own mutex: hot paths).
+  mutable std::mutex kernel_mutex_;
+  std::unordered_map<uint64_t, uint64_t> lookups_;
+  std::unordered_map<uint64_t, uint64_t> changed_at_;
+  std::unordered_map<uint64_t, uint64_t> opened_at_;
+  uint64_t clock_ = 1;
+  uint64_t all_changed_at_ = 0;
+  std::mutex refresh_mutex_;
+  std::chrono::steady_clock::time_point last_refresh_check_{};
+};
+
+}  // namespace blosc2fs

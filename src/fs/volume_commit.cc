@@ -1,0 +1,497 @@
+// Volume: committing through the FrameEditor and showing the result; other
+// writers; compaction; unmount.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "frame_lock.h"
+#include "fs_error.h"
+#include "msgpack.h"
+#include "volume.h"
+
+namespace blosc2fs {
+
+namespace {
+
+std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
+
+bool chunk_inode(uint64_t ino) { return ino >= kChunkBase; }
+
+}  // namespace
+
+// --- loading the committed state ---
+
+Volume::DiskStamp Volume::read_disk_stamp() const {
+  DiskStamp s;
+  std::error_code ec;
+  const std::filesystem::path header =
+      std::filesystem::is_directory(path_, ec) ? path_ / "chunks.b2frame" : path_;
+  int fd = ::open(header.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    s.size = st.st_size;
+    s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    s.inode = st.st_ino;
+  }
+  uint8_t len[8];
+  if (::pread(fd, len, sizeof len, 16) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
+  ::close(fd);
+  return s;
+}
+
+std::pair<std::shared_ptr<const Frame>, Volume::DiskStamp> Volume::open_committed_frame() const {
+  // Under c-blosc2's lock when the frame has one, so a cooperating writer is
+  // never seen half-way.
+  std::error_code ec;
+  LockSidecar sidecar(LockSidecar::path_for(path_, std::filesystem::is_directory(path_, ec)));
+  try {
+    sidecar.open(false);
+  } catch (const IoError&) {  // unreadable sidecar: read without it
+  }
+  SidecarLockGuard guard(sidecar, SidecarLockGuard::Mode::shared);
+  DiskStamp stamp = read_disk_stamp();
+  std::shared_ptr<const Frame> frame = Frame::open(path_);
+  return {std::move(frame), stamp};
+}
+
+ChunkOverlay::Limits Volume::overlay_limits(const FrameFiles& files) const {
+  constexpr int64_t kLargestChunk = int64_t(INT32_MAX) - 64;  // what the editor accepts
+  const int32_t chunksize = files.frame().header().chunksize;
+  if (chunksize > 0) return {chunksize, chunksize};
+  int64_t grow_to = 0;
+  if (chunksize == 0) {  // variable chunks: fill up to the largest there is
+    for (int64_t n = 0; n < files.nchunks(); ++n) {
+      try {
+        grow_to = std::max<int64_t>(grow_to, files.chunk_size(n));
+      } catch (const std::runtime_error&) {
+      }
+    }
+  }
+  if (grow_to <= 0) grow_to = std::clamp<int64_t>(options_.preferred_chunksize, 1, kLargestChunk);
+  return {kLargestChunk, grow_to};
+}
+
+void Volume::note_inode(KernelNotes& notes, uint64_t ino) {
+  std::lock_guard lock(kernel_mutex_);
+  changed_at_[ino] = ++clock_;
+  if (ino <= kRootIno + std::size(kRootChildren) || lookups_.count(ino)) notes.inodes.push_back(ino);
+}
+
+void Volume::note_entry(KernelNotes& notes, NodeKind dir, const std::string& name) {
+  notes.entries.emplace_back(directory_inode(dir), name);
+}
+
+void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after, const ChunkChanges& changes,
+                               KernelNotes& notes) {
+  note_inode(notes, fixed_file(NodeKind::frame_json)->ino);
+  note_inode(notes, fixed_file(NodeKind::index_tsv)->ino);
+  const int64_t old_count = before.nchunks(), new_count = after.nchunks();
+  const bool chunks_changed = changes.all || !changes.chunks.empty() || changes.from != INT64_MAX ||
+                              old_count != new_count;
+  bool array_changed = chunks_changed;
+  if (chunks_changed) {
+    note_inode(notes, fixed_file(NodeKind::data)->ino);
+    std::vector<uint64_t> known;
+    {
+      std::lock_guard lock(kernel_mutex_);
+      for (const auto& [ino, count] : lookups_)
+        if (chunk_inode(ino)) known.push_back(ino);
+    }
+    const int64_t from = std::min({changes.from, old_count, new_count});
+    std::set<int64_t> listed(changes.chunks.begin(), changes.chunks.end());
+    for (uint64_t ino : known) {
+      const bool raw = ino >= kRawBase;
+      const int64_t n = int64_t(ino - (raw ? kRawBase : kChunkBase));
+      if (changes.all || listed.count(n) || n >= from) note_inode(notes, ino);
+      if (n >= new_count)
+        note_entry(notes, raw ? NodeKind::raw_dir : NodeKind::chunks_dir,
+                   raw ? chunk_file_name(n) + std::string(kRawSuffix) : chunk_file_name(n));
+    }
+    if (old_count != new_count || changes.all) {
+      note_inode(notes, fixed_file(NodeKind::chunks_dir)->ino);
+      note_inode(notes, fixed_file(NodeKind::raw_dir)->ino);
+    }
+  }
+  // Layers: what changed, appeared or went.
+  auto known_ino = [&](NodeKind dir, const std::string& name) -> std::optional<uint64_t> {
+    auto it = by_name_.find({dir, name});
+    if (it == by_name_.end()) return std::nullopt;
+    return it->second;
+  };
+  std::set<std::string> names;
+  for (const LayerFile& f : before.metas()) names.insert(f.name);
+  for (const LayerFile& f : after.metas()) names.insert(f.name);
+  for (const std::string& name : names) {
+    const LayerFile *a = before.find_meta(name), *b = after.find_meta(name);
+    if (a && b && a->content == b->content) continue;
+    array_changed = true;
+    if (auto ino = known_ino(NodeKind::meta_dir, name)) note_inode(notes, *ino);
+    if (!a || !b) note_inode(notes, fixed_file(NodeKind::meta_dir)->ino);
+    if (!b) note_entry(notes, NodeKind::meta_dir, name);
+  }
+  names.clear();
+  for (const LayerFile& f : before.vlmetas()) names.insert(f.name);
+  for (const LayerFile& f : after.vlmetas()) names.insert(f.name);
+  for (const std::string& name : names) {
+    const LayerFile *a = before.find_vlmeta(name), *b = after.find_vlmeta(name);
+    const bool same = a && b && a->content == b->content && a->error == b->error;
+    if (!same) {
+      if (auto ino = known_ino(NodeKind::vlmeta_dir, name)) note_inode(notes, *ino);
+      if (!a || !b) note_inode(notes, fixed_file(NodeKind::vlmeta_dir)->ino);
+      if (!b) note_entry(notes, NodeKind::vlmeta_dir, name);
+    }
+    const bool text_a = a && a->attrs_text, text_b = b && b->attrs_text;
+    if (same && text_a == text_b) continue;
+    if (auto ino = known_ino(NodeKind::attrs_dir, name)) note_inode(notes, *ino);
+    if (text_a != text_b) note_inode(notes, fixed_file(NodeKind::attrs_dir)->ino);
+    if (text_a && !text_b) note_entry(notes, NodeKind::attrs_dir, name);
+  }
+  if (array_changed || before.has_array() != after.has_array()) {
+    note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
+    if (before.has_array() != after.has_array()) {
+      note_inode(notes, kRootIno);
+      if (!after.has_array()) note_entry(notes, NodeKind::root, "array.npy");
+    }
+  }
+}
+
+void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std::function<void()>& after) {
+  std::shared_ptr<const Frame> frame;
+  std::shared_ptr<FrameFiles> files;
+  DiskStamp stamp;
+  ChunkOverlay::Limits limits;
+  try {
+    std::tie(frame, stamp) = open_committed_frame();
+    files = std::make_shared<FrameFiles>(frame, cache_);
+    limits = overlay_limits(*files);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: cannot load the frame after a change: {}", path_.string(), e.what());
+    throw FsError{EIO};
+  }
+  std::unique_lock lock(state_mutex_);
+  std::shared_ptr<FrameFiles> before = files_;
+  loader_.set_frame(frame);
+  files_ = files;
+  disk_stamp_ = stamp;
+  mtime_ns_ = frame->stamp().mtime_ns;
+  if (changes.all) {
+    cache_.clear();
+  } else {
+    for (int64_t n : changes.chunks) cache_.invalidate(n);
+    const int64_t from = std::min({changes.from, before->nchunks(), files->nchunks()});
+    if (from < INT64_MAX) cache_.invalidate_from(from);
+  }
+  if (after) after();
+  // Nothing written waiting: the chunks are the frame's, however many it has
+  // now (another writer may have added some).
+  if (overlay_.clean()) overlay_.reset(*files_, limits);
+  else overlay_.rebase(*files_, limits);
+  notes_for_changes(*before, *files_, changes, notes);
+}
+
+// --- committing ---
+
+void Volume::fail(const std::string& what, int error, const std::string& why) const {
+  spdlog::error("{}: not stored in the frame: {}", what, why);
+  throw FsError{error};
+}
+
+void Volume::run_commit(const std::string& what, const std::function<void(FrameEditor&)>& stage) {
+  if (!editor_) throw FsError{EROFS};
+  auto failed = [&](int error, const std::string& why) {
+    // The frame is as it was; these edits are dropped so that the next
+    // commit (of another file) does not carry them or fail on them.
+    try {
+      editor_->discard_staged_edits();
+    } catch (...) {
+    }
+    // A sparse frame keeps the chunk files the failed commit wrote until a
+    // later commit deletes them; on a full disk that commit could never run.
+    // Compacting a sparse frame only deletes unreferenced files.
+    std::error_code ec;
+    if (error == ENOSPC && std::filesystem::is_directory(path_, ec)) {
+      try {
+        editor_->compact();
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: cannot remove what the failed commit left: {}", path_.string(), e.what());
+      }
+    }
+    fail(what, error, why);
+  };
+  try {
+    stage(*editor_);
+    editor_->commit();
+  } catch (const FsError& e) {
+    failed(e.error, std::strerror(e.error));
+  } catch (const IoError& e) {
+    failed(e.error_number(), e.what());
+  } catch (const FormatError& e) {
+    failed(EIO, e.what());
+  } catch (const std::bad_alloc&) {
+    failed(ENOMEM, "out of memory");
+  }
+  committed_any_ = true;
+}
+
+Bytes Volume::attrs_to_msgpack(const std::string& what, ByteSpan text) const {
+  Json value;
+  try {
+    value = Json::parse(as_text(text));
+  } catch (const Json::exception& e) {
+    fail(what, EINVAL, std::string("not valid JSON: ") + e.what());
+  }
+  try {
+    return json_to_msgpack(value);
+  } catch (const FormatError& e) {
+    fail(what, EINVAL, e.what());
+  }
+}
+
+void Volume::commit_draft(uint64_t ino, KernelNotes& notes) {
+  std::lock_guard commit(commit_mutex_);
+  Node node;
+  Bytes content;
+  uint64_t version = 0;
+  bool poisoned = false, created = false;
+  std::shared_ptr<CommitOutcome> outcome;
+  std::optional<Bytes> current;  // the stored content, to skip commits that change nothing
+  std::optional<std::string> current_text;
+  {
+    std::shared_lock lock(state_mutex_);
+    auto it = drafts_.find(ino);
+    if (it == drafts_.end() || !it->second.dirty) return;
+    if (std::optional<Node> computed = computed_node(ino)) node = *computed;
+    else if (auto named = named_.find(ino); named != named_.end()) node = named->second;
+    else return;
+    const Draft& d = it->second;
+    content = d.content;
+    version = d.version;
+    poisoned = d.poisoned;
+    created = d.created;
+    outcome = d.outcome;
+    const LayerFile* layer = node.kind == NodeKind::meta ? files_->find_meta(node.name)
+                             : is_layer(node.kind)       ? files_->find_vlmeta(node.name)
+                                                         : nullptr;
+    if (layer && layer->error.empty()) current = layer->content;
+    if (layer && node.kind == NodeKind::attrs) current_text = layer->attrs_text;
+  }
+  const std::string what = path_of_node(node);
+  auto drop_draft = [&, ino](bool only_if_unchanged) {
+    auto it = drafts_.find(ino);
+    if (it != drafts_.end() && (!only_if_unchanged || it->second.version == version)) drafts_.erase(it);
+  };
+  try {
+    if (poisoned) fail(what, EINVAL, "the text written is not valid JSON");
+    if (node.kind == NodeKind::attrs) {
+      // The text as read back: stored bytes stay exactly as they are.
+      if (current_text && as_text(content) == *current_text) {
+        current = content;
+      } else {
+        content = attrs_to_msgpack(what, content);
+      }
+    }
+    if (current && *current == content && node.kind != NodeKind::raw_chunk) {
+      std::unique_lock lock(state_mutex_);
+      drop_draft(true);
+      note_inode(notes, ino);  // the page cache may hold another spelling of the same JSON
+      return;
+    }
+    int64_t appended_raw = -1;
+    run_commit(what, [&](FrameEditor& editor) {
+      switch (node.kind) {
+        case NodeKind::meta: editor.set_metalayer(node.name, content); break;
+        case NodeKind::vlmeta:
+        case NodeKind::attrs: editor.set_vlmetalayer(node.name, content); break;
+        case NodeKind::raw_chunk:
+          if (created) {
+            appended_raw = node.index;
+            editor.append_raw_chunk(content);
+          } else {
+            editor.replace_raw_chunk(node.index, content);
+          }
+          break;
+        default: throw FsError{EACCES};
+      }
+    });
+    ChunkChanges changes;
+    if (node.kind == NodeKind::raw_chunk) changes.chunks.push_back(node.index);
+    (void)appended_raw;
+    install(changes, notes, [&] { drop_draft(true); });
+    note_inode(notes, ino);
+  } catch (const FsError& e) {
+    std::unique_lock lock(state_mutex_);
+    outcome->error = e.error;
+    drop_draft(false);
+    note_inode(notes, ino);
+    if (created) note_entry(notes, dir_of(node), name_of(node));
+    throw;
+  }
+  maybe_compact(notes, false);
+}
+
+void Volume::commit_chunks(std::optional<int64_t> skip, const std::string& what, KernelNotes& notes) {
+  ChunkOverlay::Batch batch;
+  std::shared_ptr<CommitOutcome> outcome;
+  int64_t zeros_needed = 0;
+  {
+    std::shared_lock lock(state_mutex_);
+    batch = overlay_.batch(skip);
+    outcome = overlay_outcome_;
+  }
+  if (batch.empty()) return;
+  ChunkChanges changes;
+  for (const auto* list : {&batch.replace, &batch.append})
+    for (const auto& [n, held] : *list) {
+      changes.chunks.push_back(n);
+      if (held->zeros) zeros_needed = std::max(zeros_needed, held->size);
+    }
+  if (batch.truncate_to >= 0) changes.from = batch.truncate_to;
+  const Bytes zeros(size_t(zeros_needed), 0);
+  auto bytes_of = [&](const ChunkOverlay::Held* held) -> ByteSpan {
+    if (held->zeros) return ByteSpan(zeros.data(), size_t(held->size));
+    return held->bytes;
+  };
+  try {
+    run_commit(what, [&](FrameEditor& editor) {
+      if (batch.truncate_to >= 0) editor.truncate_chunks(batch.truncate_to);
+      for (const auto& [n, held] : batch.replace) editor.replace_chunk(n, bytes_of(held));
+      for (const auto& [n, held] : batch.append) editor.append_chunk(bytes_of(held));
+    });
+  } catch (const FsError& e) {
+    std::unique_lock lock(state_mutex_);
+    outcome->error = e.error;
+    overlay_outcome_ = std::make_shared<CommitOutcome>();
+    const int64_t count = overlay_.count();
+    overlay_.discard();
+    note_inode(notes, fixed_file(NodeKind::data)->ino);
+    for (int64_t n : changes.chunks) {
+      note_inode(notes, kChunkBase + uint64_t(n));
+      if (n >= overlay_.count()) note_entry(notes, NodeKind::chunks_dir, chunk_file_name(n));
+    }
+    if (count != overlay_.count()) note_inode(notes, fixed_file(NodeKind::chunks_dir)->ino);
+    throw;
+  }
+  install(changes, notes, [&] { overlay_.committed(batch, files_->nchunks()); });
+}
+
+// --- other writers ---
+
+void Volume::maybe_refresh(KernelNotes& notes) {
+  {
+    std::lock_guard lock(refresh_mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_refresh_check_ < options_.refresh_interval) return;
+    last_refresh_check_ = now;
+  }
+  std::unique_lock<std::mutex> commit(commit_mutex_, std::try_to_lock);
+  if (!commit.owns_lock()) return;  // a commit is running: it reloads anyway
+  {
+    std::shared_lock lock(state_mutex_);
+    if (!overlay_.clean()) return;  // written chunks sit on the loaded frame
+  }
+  bool changed;
+  try {
+    changed = editor_ ? editor_->refresh() : read_disk_stamp() != disk_stamp_;
+  } catch (const std::exception& e) {
+    spdlog::debug("{}: cannot check for changes: {}", path_.string(), e.what());
+    return;
+  }
+  if (!changed) return;
+  spdlog::info("{} was changed by another program: showing the new content", path_.string());
+  ChunkChanges all;
+  all.all = true;
+  try {
+    install(all, notes);
+  } catch (const FsError&) {
+    return;
+  }
+  std::lock_guard lock(kernel_mutex_);
+  all_changed_at_ = ++clock_;
+}
+
+// --- compaction and unmount ---
+
+void Volume::maybe_compact(KernelNotes& notes, bool at_unmount) {
+  if (!editor_) return;
+  constexpr int64_t kCommitsBetweenChecks = 64;
+  std::error_code ec;
+  const bool sparse = std::filesystem::is_directory(path_, ec);
+  const int64_t size = int64_t(std::filesystem::file_size(sparse ? path_ / "chunks.b2frame" : path_, ec));
+  ++commits_since_compaction_check_;
+  // Counting unused bytes reads every chunk header: only now and then.
+  if (!at_unmount && commits_since_compaction_check_ < kCommitsBetweenChecks &&
+      size - size_at_compaction_check_ < options_.edit.compact_min_bytes / 4)
+    return;
+  commits_since_compaction_check_ = 0;
+  size_at_compaction_check_ = size;
+  try {
+    if (!editor_->compaction_due()) return;
+    const int64_t unused = editor_->unused_bytes();
+    editor_->compact();
+    spdlog::info("{}: compacted, {} unused bytes reclaimed", path_.string(), unused);
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: compaction failed, the frame is unchanged: {}", path_.string(), e.what());
+    return;
+  }
+  size_at_compaction_check_ = int64_t(std::filesystem::file_size(sparse ? path_ / "chunks.b2frame" : path_, ec));
+  try {
+    install({}, notes);
+  } catch (const FsError&) {
+  }
+}
+
+void Volume::shutdown() {
+  if (!editor_) return;
+  KernelNotes notes;  // the kernel has let go already
+  std::vector<uint64_t> dirty;
+  {
+    std::shared_lock lock(state_mutex_);
+    for (const auto& [ino, d] : drafts_)
+      if (d.dirty) dirty.push_back(ino);
+  }
+  for (uint64_t ino : dirty) {
+    try {
+      commit_draft(ino, notes);
+    } catch (const FsError&) {
+    }
+  }
+  std::lock_guard commit(commit_mutex_);
+  try {
+    commit_chunks(std::nullopt, "data", notes);
+  } catch (const FsError&) {
+  }
+  // Layers moved onto scratch names and never written anew: removed, as a
+  // rename away from the name said.
+  std::vector<std::pair<NodeKind, std::string>> removals;
+  {
+    std::shared_lock lock(state_mutex_);
+    for (const auto& [ino, s] : scratch_)
+      if (s.origin && (s.node.dir == NodeKind::vlmeta_dir || s.node.dir == NodeKind::attrs_dir) &&
+          files_->find_vlmeta(*s.origin))
+        removals.emplace_back(s.node.dir, *s.origin);
+  }
+  for (const auto& removal : removals) {
+    const std::string& name = removal.second;
+    try {
+      run_commit(std::string(fixed_file(removal.first)->name) + "/" + name,
+                 [&](FrameEditor& editor) { editor.remove_vlmetalayer(name); });
+      install({}, notes);
+    } catch (const FsError&) {
+    }
+  }
+  // Reclaim what this mount's commits left (counting reads every chunk
+  // header, so not after a mount that changed nothing).
+  if (committed_any_) maybe_compact(notes, true);
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,161 @@
+"""Helpers of the write tests: reading a frame back with the project's own
+reader (blosc2fs --info and a fresh read-only mount), comparing states, and
+running the tools people edit files with."""
+
+import errno
+import os
+import pty
+import select
+import subprocess
+import time
+
+from harness import TestFailure, check, check_equal, read_file
+
+
+def frame_state(h, frame):
+    """Everything a frame holds, read back through a fresh read-only mount:
+    {"info": --info JSON, "vlmeta": {name: bytes}, "meta": {name: bytes},
+     "attrs": {name: text}, "chunks": [bytes], "data": bytes}."""
+    info = h.info(frame)
+    mnt = h.mount(frame, ["-o", "ro"])
+    try:
+        state = {"info": info, "vlmeta": {}, "meta": {}, "attrs": {}, "chunks": []}
+        for kind in ("vlmeta", "meta", "attrs"):
+            d = os.path.join(mnt, kind)
+            for name in sorted(os.listdir(d)):
+                value = read_file(os.path.join(d, name))
+                state[kind][name] = value.decode() if kind == "attrs" else value
+        names = sorted(os.listdir(os.path.join(mnt, "chunks")))
+        check_equal(names, ["%08d" % i for i in range(info["nchunks"])], "chunks/ listing of the frame read back")
+        for name in names:
+            state["chunks"].append(read_file(os.path.join(mnt, "chunks", name)))
+        state["data"] = read_file(os.path.join(mnt, "data"))
+        check(state["data"] == b"".join(state["chunks"]), "data is not the chunks one after the other")
+        check_equal(len(state["data"]), info["nbytes"], "data size against --info nbytes")
+        check_equal(sorted(v["name"] for v in info["vlmetalayers"]), sorted(state["vlmeta"]), "--info vlmetalayers")
+        if os.path.exists(os.path.join(mnt, "array.npy")):
+            state["npy"] = read_file(os.path.join(mnt, "array.npy"))
+    finally:
+        h.unmount(mnt)
+    return state
+
+
+def expect_state(before, after, vlmeta=None, meta=None, chunks=None, what=""):
+    """The state after an edit is `before` with exactly the given changes:
+    vlmeta / meta: {name: bytes, or None for removed}; chunks: the whole new
+    list of chunks (None: unchanged)."""
+    want_vl = dict(before["vlmeta"])
+    for name, value in (vlmeta or {}).items():
+        if value is None:
+            want_vl.pop(name, None)
+        else:
+            want_vl[name] = value
+    check_equal(sorted(after["vlmeta"]), sorted(want_vl), f"{what}: vlmetalayer names")
+    for name, value in want_vl.items():
+        check_equal(after["vlmeta"][name], value, f"{what}: vlmeta/{name}")
+    want_meta = dict(before["meta"])
+    want_meta.update(meta or {})
+    check_equal(after["meta"], want_meta, f"{what}: metalayers")
+    want_chunks = before["chunks"] if chunks is None else chunks
+    check_equal(len(after["chunks"]), len(want_chunks), f"{what}: number of chunks")
+    for i, (got, want) in enumerate(zip(after["chunks"], want_chunks)):
+        check(got == want, f"{what}: chunk {i} differs ({len(got)} vs {len(want)} bytes)")
+
+
+def sh(command, cwd=None, expect_ok=True, timeout=60, env=None):
+    """Runs a shell command line; returns CompletedProcess (text)."""
+    r = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, env=env)
+    if expect_ok and r.returncode != 0:
+        raise TestFailure(f"`{command}` failed with status {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def vim_substitute(path, pattern, replacement, backupcopy="auto", cwd=None, binary=False):
+    """vim -Es saving a substitution, with the given backupcopy (auto: the
+    4913 probe and a rename of the file to NAME~). binary: vim -b, which
+    keeps a missing final newline missing."""
+    script = f"%s/{pattern}/{replacement}/g|wq"
+    flags = "-b " if binary else ""
+    sh(f"vim -Es {flags}-u NONE -i NONE -N -c 'set backupcopy={backupcopy} writebackup nobackup' "
+       f"-c '{script}' '{path}'", cwd=cwd)
+
+
+def nano_prepend(path, text):
+    """Opens path in nano on a pseudo-terminal, types text at the start, saves (^O, Enter) and quits (^X)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.execvp("nano", ["nano", "--ignorercfiles", "--nohelp", path])
+
+    def drain(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                try:
+                    os.read(fd, 65536)
+                except OSError:
+                    return
+
+    try:
+        drain(1.0)
+        os.write(fd, text.encode())
+        drain(0.3)
+        os.write(fd, b"\x0f")  # ^O: write out
+        drain(0.5)
+        os.write(fd, b"\r")    # keep the name
+        drain(0.5)
+        os.write(fd, b"\x18")  # ^X: exit
+        drain(0.5)
+    finally:
+        deadline = time.time() + 10
+        status = None
+        while time.time() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise TestFailure("nano did not exit")
+        os.close(fd)
+    check_equal(status, 0, "nano's exit status")
+
+
+def write_errno(path, pieces, flags=os.O_WRONLY | os.O_TRUNC | os.O_CREAT):
+    """Writes the pieces with os.write, then closes. Returns (stage, errno) of
+    the first failure: stage is "open", "write N" or "close"; ("ok", 0) when
+    everything worked."""
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        return "open", e.errno
+    result = ("ok", 0)
+    for i, piece in enumerate(pieces):
+        try:
+            os.write(fd, piece)
+        except OSError as e:
+            result = (f"write {i}", e.errno)
+            break
+    try:
+        os.close(fd)
+    except OSError as e:
+        if result[0] == "ok":
+            result = ("close", e.errno)
+    return result
+
+
+def expect_errno(what, fn, want):
+    try:
+        fn()
+    except OSError as e:
+        check_equal(errno.errorcode.get(e.errno, e.errno), errno.errorcode[want], f"errno of {what}")
+        return
+    raise TestFailure(f"{what} succeeded; want {errno.errorcode[want]}")
+
+
+def file_bytes(frame):
+    """The bytes on disk of a frame (a sparse frame: its chunks.b2frame)."""
+    return read_file(os.path.join(frame, "chunks.b2frame") if os.path.isdir(frame) else frame)

@@ -1,0 +1,430 @@
+// The write side of the mount without FUSE: a Volume over copies of fixture
+// frames, driven the way the kernel drives it (create, write, flush, release,
+// rename, unlink, setattr), then the frame re-read with Frame::open.
+#include "volume.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "frame.h"
+#include "frame_editor_test_util.h"
+#include "fs_error.h"
+#include "msgpack.h"
+
+namespace blosc2fs {
+namespace {
+
+using testing::TempDir;
+
+Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
+std::string text_of(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+class FsVolume : public ::testing::Test {
+ protected:
+  std::filesystem::path copy(const std::string& name) {
+    return testing::copy_frame(testing::frame_path(name), dir_.path() / name);
+  }
+  std::unique_ptr<Volume> mount(const std::filesystem::path& path, bool writable = true) {
+    VolumeOptions o;
+    o.writable = writable;
+    o.edit.sync = false;
+    o.refresh_interval = std::chrono::milliseconds(0);
+    o.batch_chunks = batch_chunks_;
+    o.batch_min_bytes = batch_min_bytes_;
+    o.edit.compact_min_bytes = compact_min_bytes_;
+    return std::make_unique<Volume>(path, o);
+  }
+  static uint64_t dir(Volume& v, const char* name) { return v.lookup(kRootIno, name).value(); }
+  static Bytes read_all(Volume& v, uint64_t ino) {
+    Bytes out(size_t(v.attributes(ino).st_size) + 10);
+    out.resize(v.read(ino, 0, out));
+    return out;
+  }
+  // Writes a whole file the way `echo text > path` does: create or open with
+  // O_TRUNC, write, close (flush + release).
+  void put(Volume& v, uint64_t parent, const std::string& name, const Bytes& content) {
+    KernelNotes notes;
+    std::unique_ptr<OpenFile> file;
+    if (std::optional<uint64_t> ino = v.lookup(parent, name)) {
+      bool keep = false, direct = false;
+      file = v.open(*ino, O_WRONLY | O_TRUNC, keep, direct, notes);
+    } else {
+      file = v.create(parent, name, O_WRONLY | O_CREAT | O_TRUNC, notes).second;
+    }
+    v.write(*file, 0, content, notes);
+    v.flush(*file, notes);
+    v.release(std::move(file), notes);
+  }
+  static int errno_of(const std::function<void()>& f) {
+    try {
+      f();
+      return 0;
+    } catch (const FsError& e) {
+      return e.error;
+    }
+  }
+  static Bytes vlmeta(const std::filesystem::path& path, const std::string& name) {
+    auto frame = Frame::open(path);
+    const Vlmetalayer* layer = frame->find_vlmetalayer(name);
+    if (!layer) return bytes_of("<absent>");
+    return frame->vlmetalayer_content(*layer);
+  }
+
+  TempDir dir_;
+  size_t batch_chunks_ = 64;
+  uint64_t batch_min_bytes_ = 16 << 20;
+  int64_t compact_min_bytes_ = 64 << 20;
+};
+
+TEST_F(FsVolume, VlmetaCreateWriteAppendRenameRemove) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t vl = dir(*v, "vlmeta");
+  put(*v, vl, "greeting", bytes_of("hello\n"));
+  EXPECT_EQ(text_of(vlmeta(path, "greeting")), "hello\n");
+  EXPECT_EQ(text_of(read_all(*v, v->lookup(vl, "greeting").value())), "hello\n");
+
+  KernelNotes notes;
+  bool keep, direct;
+  auto file = v->open(v->lookup(vl, "greeting").value(), O_WRONLY | O_APPEND, keep, direct, notes);
+  v->write(*file, 6, bytes_of("world\n"), notes);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  EXPECT_EQ(text_of(vlmeta(path, "greeting")), "hello\nworld\n");
+
+  v->rename(vl, "greeting", vl, "author", 0, notes);  // over an existing layer
+  EXPECT_EQ(text_of(vlmeta(path, "author")), "hello\nworld\n");
+  EXPECT_EQ(text_of(vlmeta(path, "greeting")), "<absent>");
+  EXPECT_FALSE(v->lookup(vl, "greeting").has_value());
+  EXPECT_EQ(errno_of([&] { v->rename(vl, "answer", vl, "description", RENAME_NOREPLACE, notes); }), EEXIST);
+
+  v->unlink(vl, "author", notes);
+  EXPECT_EQ(text_of(vlmeta(path, "author")), "<absent>");
+  EXPECT_FALSE(v->lookup(vl, "author").has_value());
+}
+
+TEST_F(FsVolume, AnEmptyFirstFlushStoresNothing) {
+  // bash: open(O_TRUNC), dup2, close the original (a flush), write, close.
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t attrs = dir(*v, "attrs");
+  KernelNotes notes;
+  auto [ino, file] = v->create(attrs, "fresh", O_WRONLY | O_CREAT | O_TRUNC, notes);
+  v->flush(*file, notes);
+  EXPECT_EQ(text_of(vlmeta(path, "fresh")), "<absent>");
+  v->write(*file, 0, bytes_of("[1, 2]\n"), notes);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  EXPECT_EQ(vlmeta(path, "fresh"), json_to_msgpack(Json::array({1, 2})));
+  EXPECT_EQ(text_of(read_all(*v, ino)), "[1,2]\n");
+}
+
+TEST_F(FsVolume, AttrsRefuseInvalidJsonAtWriteOrClose) {
+  auto path = copy("metas-vlmetas.b2frame");
+  const Bytes before = testing::read_file(path);
+  auto v = mount(path);
+  const uint64_t attrs = dir(*v, "attrs");
+  KernelNotes notes;
+  bool keep, direct;
+  const uint64_t author = v->lookup(attrs, "author").value();
+  auto file = v->open(author, O_WRONLY | O_TRUNC, keep, direct, notes);
+  v->write(*file, 0, bytes_of("{\"a\": "), notes);
+  EXPECT_EQ(errno_of([&] { v->write(*file, 6, bytes_of("}"), notes); }), EINVAL);
+  EXPECT_EQ(errno_of([&] { v->flush(*file, notes); }), EINVAL);
+  v->release(std::move(file), notes);
+  EXPECT_EQ(testing::read_file(path), before);
+  EXPECT_EQ(text_of(read_all(*v, author)), "\"Alice Smith\"\n");
+
+  // A valid prefix that never completes fails at close.
+  file = v->open(author, O_WRONLY | O_TRUNC, keep, direct, notes);
+  v->write(*file, 0, bytes_of("[1, 2"), notes);
+  EXPECT_EQ(errno_of([&] { v->flush(*file, notes); }), EINVAL);
+  v->release(std::move(file), notes);
+  EXPECT_EQ(testing::read_file(path), before);
+}
+
+TEST_F(FsVolume, WritingBackTheTextReadChangesNoByte) {
+  auto path = copy("metas-vlmetas.b2frame");
+  const Bytes before = testing::read_file(path);
+  auto v = mount(path);
+  const uint64_t attrs = dir(*v, "attrs");
+  for (const char* name : {"author", "answer", "attrs"}) {
+    const uint64_t ino = v->lookup(attrs, name).value();
+    put(*v, attrs, name, read_all(*v, ino));
+  }
+  EXPECT_EQ(testing::read_file(path), before);
+}
+
+TEST_F(FsVolume, MetalayersKeepTheirLength) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t meta = dir(*v, "meta");
+  const uint64_t note = v->lookup(meta, "note").value();
+  const Bytes old = read_all(*v, note);
+  Bytes same = old;
+  same[0] ^= 1;
+  put(*v, meta, "note", same);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, same);
+  EXPECT_EQ(errno_of([&] { put(*v, meta, "note", Bytes(old.size() + 1, 'x')); }), EINVAL);
+  EXPECT_EQ(errno_of([&] { put(*v, meta, "note", Bytes(3, 'x')); }), EINVAL);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, same);
+  KernelNotes notes;
+  EXPECT_EQ(errno_of([&] { v->create(meta, "newmeta", O_WRONLY | O_CREAT, notes); }), EPERM);
+}
+
+TEST_F(FsVolume, LimitsOfVlmetalayers) {
+  auto path = copy("many-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t vl = dir(*v, "vlmeta");
+  const size_t count = Frame::open(path)->vlmetalayers().size();
+  ASSERT_EQ(count, 16u);
+  KernelNotes notes;
+  EXPECT_EQ(errno_of([&] { v->create(vl, "seventeenth", O_WRONLY | O_CREAT, notes); }), ENOSPC);
+  EXPECT_EQ(errno_of([&] { v->create(vl, std::string(32, 'n'), O_WRONLY | O_CREAT, notes); }), ENAMETOOLONG);
+  // sed -i: a scratch file renamed over an existing layer.
+  const std::string victim = Frame::open(path)->vlmetalayers()[3].name;
+  put(*v, vl, "sedAb12Cd", bytes_of("edited by sed\n"));
+  EXPECT_EQ(Frame::open(path)->vlmetalayers().size(), 16u);  // the scratch file is not a layer
+  v->rename(vl, "sedAb12Cd", vl, victim, 0, notes);
+  EXPECT_EQ(text_of(vlmeta(path, victim)), "edited by sed\n");
+  EXPECT_EQ(Frame::open(path)->vlmetalayers().size(), 16u);
+  EXPECT_FALSE(v->lookup(vl, "sedAb12Cd").has_value());
+}
+
+TEST_F(FsVolume, ScratchFilesNeverEnterTheFrame) {
+  auto path = copy("metas-vlmetas.b2frame");
+  const Bytes before = testing::read_file(path);
+  auto v = mount(path);
+  KernelNotes notes;
+  for (const char* d : {"vlmeta", "attrs", "meta", "chunks", "raw"}) {
+    const uint64_t parent = dir(*v, d);
+    for (const char* name : {".x.swp", "x~", "4913", "#x#"}) {
+      put(*v, parent, name, bytes_of("scratch"));
+      EXPECT_EQ(text_of(read_all(*v, v->lookup(parent, name).value())), "scratch");
+    }
+    v->rename(parent, "x~", parent, ".y", 0, notes);
+    EXPECT_FALSE(v->lookup(parent, "x~").has_value());
+    v->unlink(parent, ".y", notes);
+    v->unlink(parent, "4913", notes);
+  }
+  put(*v, kRootIno, ".data.swp", bytes_of("swap"));
+  EXPECT_EQ(testing::read_file(path), before);
+  std::set<std::string> names;
+  int64_t cookie = 0;
+  while (std::optional<DirEntry> e = v->entry(dir(*v, "vlmeta"), cookie)) {
+    names.insert(e->name);
+    cookie = e->next;
+  }
+  EXPECT_TRUE(names.count(".x.swp"));
+  EXPECT_FALSE(names.count("4913"));
+}
+
+TEST_F(FsVolume, VimSavesThroughABackupRename) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t attrs = dir(*v, "attrs");
+  KernelNotes notes;
+  v->rename(attrs, "author", attrs, "author~", 0, notes);
+  EXPECT_FALSE(v->lookup(attrs, "author").has_value());
+  EXPECT_EQ(text_of(vlmeta(path, "author")).size(), 12u);  // still in the frame
+  put(*v, attrs, "author", bytes_of("\"Bob\"\n"));
+  v->unlink(attrs, "author~", notes);
+  EXPECT_EQ(vlmeta(path, "author"), json_to_msgpack(Json("Bob")));
+  // Moving a layer away and removing the scratch file removes the layer.
+  v->rename(attrs, "answer", attrs, ".answer", 0, notes);
+  EXPECT_EQ(vlmeta(path, "answer"), json_to_msgpack(Json(42)));
+  v->unlink(attrs, ".answer", notes);
+  EXPECT_EQ(text_of(vlmeta(path, "answer")), "<absent>");
+}
+
+TEST_F(FsVolume, VimSavesChunksAndDataThroughABackupRename) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t chunks = dir(*v, "chunks");
+  KernelNotes notes;
+  v->rename(chunks, "00000001", chunks, "00000001~", 0, notes);
+  EXPECT_FALSE(v->lookup(chunks, "00000001").has_value());
+  const uint64_t backup = v->lookup(chunks, "00000001~").value();
+  EXPECT_EQ(read_all(*v, backup), Frame::open(path)->read_chunk(1));
+  auto [ino, file] = v->create(chunks, "00000001", O_WRONLY | O_CREAT, notes);
+  EXPECT_EQ(ino, kChunkBase + 1);
+  v->write(*file, 0, Bytes(20000, 0x5A), notes);
+  v->flush(*file, notes, true);
+  v->release(std::move(file), notes);
+  v->unlink(chunks, "00000001~", notes);
+  EXPECT_EQ(Frame::open(path)->read_chunk(1), Bytes(20000, 0x5A));
+  EXPECT_EQ(Frame::open(path)->nchunks(), 3);
+  // data: moved aside, written anew, the backup removed.
+  v->rename(kRootIno, "data", kRootIno, "data~", 0, notes);
+  EXPECT_FALSE(v->lookup(kRootIno, "data").has_value());
+  put(*v, kRootIno, "data", Bytes(45000, 0x11));
+  v->unlink(kRootIno, "data~", notes);
+  auto frame = Frame::open(path);
+  EXPECT_EQ(frame->header().nbytes, 45000);
+  EXPECT_EQ(frame->read_chunk(2), Bytes(5000, 0x11));
+  // sed -i on a chunk: a scratch file renamed over it.
+  put(*v, chunks, "sedXYZ123", Bytes(20000, 0x22));
+  v->rename(chunks, "sedXYZ123", chunks, "00000000", 0, notes);
+  EXPECT_EQ(Frame::open(path)->read_chunk(0), Bytes(20000, 0x22));
+  EXPECT_EQ(read_all(*v, kChunkBase), Bytes(20000, 0x22));
+}
+
+TEST_F(FsVolume, ChunksAndDataEdits) {
+  auto path = copy("metas-vlmetas.b2frame");  // 3 chunks of 20000 bytes
+  auto v = mount(path);
+  const uint64_t chunks = dir(*v, "chunks");
+  const uint64_t data = dir(*v, "data");
+  const Bytes original = read_all(*v, data);
+  KernelNotes notes;
+  bool keep, direct;
+  // dd conv=notrunc into chunk 1
+  auto file = v->open(kChunkBase + 1, O_WRONLY, keep, direct, notes);
+  v->write(*file, 100, bytes_of("PATCH"), notes);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  Bytes expected = original;
+  std::copy_n("PATCH", 5, expected.begin() + 20000 + 100);
+  EXPECT_EQ(Frame::open(path)->read_chunk(1), Bytes(expected.begin() + 20000, expected.begin() + 40000));
+  // a chunk may not grow past the chunksize
+  file = v->open(kChunkBase + 0, O_WRONLY, keep, direct, notes);
+  EXPECT_EQ(errno_of([&] { v->write(*file, 19999, bytes_of("xy"), notes); }), EFBIG);
+  v->release(std::move(file), notes);
+  // echo >> data: fills the last chunk, then adds one
+  file = v->open(data, O_WRONLY | O_APPEND, keep, direct, notes);
+  const Bytes tail(25000, 7);
+  v->write(*file, 60000, tail, notes);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  auto frame = Frame::open(path);
+  EXPECT_EQ(frame->nchunks(), 5);
+  EXPECT_EQ(frame->header().nbytes, 85000);
+  expected.insert(expected.end(), tail.begin(), tail.end());
+  EXPECT_EQ(read_all(*v, data), expected);
+  // truncate -s: shortens the last chunk
+  v->setattr(data, nullptr, 30000, notes);
+  frame = Frame::open(path);
+  EXPECT_EQ(frame->nchunks(), 2);
+  EXPECT_EQ(frame->chunk_nbytes(1), 10000);
+  EXPECT_EQ(read_all(*v, data), Bytes(expected.begin(), expected.begin() + 30000));
+  // creating chunks/N for N = nchunks appends (after the last is full again)
+  v->setattr(data, nullptr, 40000, notes);
+  auto [ino, chunk] = v->create(chunks, "00000002", O_WRONLY | O_CREAT, notes);
+  EXPECT_EQ(ino, kChunkBase + 2);
+  v->write(*chunk, 0, Bytes(20000, 9), notes);
+  v->flush(*chunk, notes);
+  v->release(std::move(chunk), notes);
+  EXPECT_EQ(Frame::open(path)->nchunks(), 3);
+  EXPECT_EQ(Frame::open(path)->read_chunk(2), Bytes(20000, 9));
+  // rm of the last chunk drops it; others cannot go
+  EXPECT_EQ(errno_of([&] { v->unlink(chunks, "00000000", notes); }), EPERM);
+  v->unlink(chunks, "00000002", notes);
+  EXPECT_EQ(Frame::open(path)->nchunks(), 2);
+}
+
+TEST_F(FsVolume, LongWritesCommitInBatches) {
+  batch_chunks_ = 2;
+  batch_min_bytes_ = 0;
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t data = dir(*v, "data");
+  KernelNotes notes;
+  bool keep, direct;
+  auto file = v->open(data, O_WRONLY | O_TRUNC, keep, direct, notes);
+  Bytes content(200000);
+  for (size_t i = 0; i < content.size(); ++i) content[i] = uint8_t(i * 7 / 13);
+  for (size_t at = 0; at < content.size(); at += 8192)
+    v->write(*file, int64_t(at), ByteSpan(content).subspan(at, std::min<size_t>(8192, content.size() - at)), notes);
+  EXPECT_GE(Frame::open(path)->nchunks(), 5);  // batches went in before close
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  auto frame = Frame::open(path);
+  EXPECT_EQ(frame->nchunks(), 10);
+  EXPECT_EQ(read_all(*v, data), content);
+  Bytes stored;
+  for (int64_t n = 0; n < frame->nchunks(); ++n) {
+    Bytes c = frame->read_chunk(n);
+    stored.insert(stored.end(), c.begin(), c.end());
+  }
+  EXPECT_EQ(stored, content);
+}
+
+TEST_F(FsVolume, CommitsAreCompactedNowAndThen) {
+  compact_min_bytes_ = 100000;
+  auto path = copy("metas-vlmetas.b2frame");
+  const auto start = std::filesystem::file_size(path);
+  auto v = mount(path);
+  const uint64_t vl = dir(*v, "vlmeta");
+  Bytes value(30000);
+  uintmax_t largest = 0;
+  for (int i = 0; i < 200; ++i) {
+    for (size_t k = 0; k < value.size(); ++k) value[k] = uint8_t((k * 131 + size_t(i) * 7919) >> 3);
+    put(*v, vl, "big", value);
+    largest = std::max(largest, std::filesystem::file_size(path));
+  }
+  v->shutdown();
+  EXPECT_EQ(vlmeta(path, "big"), value);
+  // 200 commits of ~30 KB each would leave megabytes behind without compaction.
+  EXPECT_LT(largest, start + 1'000'000);
+  EXPECT_LT(std::filesystem::file_size(path), start + 400'000);
+}
+
+TEST_F(FsVolume, TouchMakesAnEmptyLayer) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  KernelNotes notes;
+  auto [ino, file] = v->create(dir(*v, "vlmeta"), "empty", O_WRONLY | O_CREAT, notes);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  EXPECT_EQ(vlmeta(path, "empty"), Bytes{});
+  EXPECT_EQ(v->attributes(ino).st_size, 0);
+}
+
+TEST_F(FsVolume, RawChunksAreValidatedAtClose) {
+  auto path = copy("metas-vlmetas.b2frame");
+  const Bytes before = testing::read_file(path);
+  auto v = mount(path);
+  const uint64_t raw = dir(*v, "raw");
+  EXPECT_EQ(errno_of([&] { put(*v, raw, "00000001.chunk", bytes_of("not a chunk")); }), EINVAL);
+  EXPECT_EQ(testing::read_file(path), before);
+  const Bytes chunk2 = read_all(*v, kRawBase + 2);
+  put(*v, raw, "00000001.chunk", chunk2);
+  auto frame = Frame::open(path);
+  EXPECT_EQ(frame->read_chunk(1), frame->read_chunk(2));
+}
+
+TEST_F(FsVolume, ReadOnlyVolumesRefuseWrites) {
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path, false);
+  KernelNotes notes;
+  bool keep, direct;
+  EXPECT_EQ(errno_of([&] { v->open(dir(*v, "data"), O_WRONLY, keep, direct, notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { v->create(dir(*v, "vlmeta"), "x", O_WRONLY | O_CREAT, notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { v->unlink(dir(*v, "vlmeta"), "author", notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { v->setattr(dir(*v, "data"), nullptr, 0, notes); }), EROFS);
+}
+
+TEST_F(FsVolume, AnotherWriterIsNoticed) {
+  auto path = copy("sframe-zstd-f4.b2frame");
+  auto v = mount(path);
+  const uint64_t vl = dir(*v, "vlmeta");
+  {
+    FrameEditor other(path);
+    other.set_vlmetalayer("from_elsewhere", bytes_of("hi"));
+    other.commit();
+  }
+  KernelNotes notes;
+  v->maybe_refresh(notes);
+  std::optional<uint64_t> ino = v->lookup(vl, "from_elsewhere");
+  ASSERT_TRUE(ino.has_value());
+  EXPECT_EQ(text_of(read_all(*v, *ino)), "hi");
+  EXPECT_FALSE(notes.empty());
+}
+
+}  // namespace
+}  // namespace blosc2fs
