@@ -2,6 +2,10 @@
 // (format-notes §1.3, §1.4, §2).
 #include "frame.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -236,15 +240,23 @@ IndexEntry Frame::index_entry(int64_t n) const {
   return decode_index_entry(impl_->raw_entry(n));
 }
 
-Frame::Stamp Frame::stamp() const {
-  File f = File::open_read(impl_->frame_file);
-  struct stat st = f.status();
-  Stamp s;
-  s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  s.file_size = int64_t(st.st_size);
+FrameStamp read_frame_stamp(const std::filesystem::path& header_file, int64_t offset) {
+  FrameStamp s;
+  int fd = ::open(header_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;  // gone: differs from any loaded state
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    s.file_size = int64_t(st.st_size);
+    s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    s.inode = st.st_ino;
+  }
   uint8_t len[8];
-  s.frame_len = f.read_at(impl_->offset + 16, len) == sizeof len ? int64_t(load_be64(len)) : -1;
+  if (::pread(fd, len, sizeof len, off_t(offset + 16)) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
+  ::close(fd);
   return s;
 }
+
+Frame::Stamp Frame::stamp() const { return read_frame_stamp(impl_->frame_file, impl_->offset); }
 
 }  // namespace blosc2fs

@@ -101,6 +101,20 @@ struct ChunkInfo {
   std::string filters;    // "shuffle", "delta,shuffle", "none", "-" ...
 };
 
+// Identity of a frame's on-disk state, to notice other writers: the header's
+// frame_len and the header file's size, times and inode (a rename-over changes it).
+struct FrameStamp {
+  int64_t frame_len = -1;
+  int64_t file_size = -1;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t inode = 0;
+  bool operator==(const FrameStamp&) const = default;
+};
+// Reads the stamp of the frame whose header is in `header_file` (chunks.b2frame for a
+// sparse frame) at `offset`. Never throws: a missing file gives the default stamp.
+FrameStamp read_frame_stamp(const std::filesystem::path& header_file, int64_t offset = 0);
+
 class Frame {
  public:
   // Opens FRAME read-only. `path` is a file (contiguous) or a directory (sparse).
@@ -136,14 +150,8 @@ class Frame {
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
 
-  // Identity of the on-disk state for change detection: (frame_len, mtime, size).
-  struct Stamp {
-    int64_t frame_len = 0;
-    int64_t mtime_ns = 0;
-    int64_t file_size = 0;
-    bool operator==(const Stamp&) const = default;
-  };
-  Stamp stamp() const;
+  using Stamp = FrameStamp;
+  Stamp stamp() const;  // read now from the disk
 
  private:
   Frame();

@@ -24,32 +24,6 @@ using editor::VlmetaOp;
 
 namespace {
 
-// What the disk held when the Frame was loaded, to notice other writers.
-struct DiskStamp {
-  int64_t frame_len = -1;
-  int64_t size = -1;
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  uint64_t inode = 0;
-  bool operator==(const DiskStamp&) const = default;
-};
-
-DiskStamp read_disk_stamp(const std::filesystem::path& header_path, int64_t offset) {
-  DiskStamp s;
-  int fd = ::open(header_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return s;  // gone: differs from any loaded state
-  struct stat st;
-  if (::fstat(fd, &st) == 0) {
-    s.size = st.st_size;
-    s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-    s.inode = st.st_ino;
-  }
-  uint8_t len[8];
-  if (::pread(fd, len, sizeof len, off_t(offset + 16)) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
-  ::close(fd);
-  return s;
-}
 
 bool all_zero(ByteSpan data) {
   return std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; });
@@ -68,7 +42,7 @@ struct FrameEditor::Impl {
   bool sparse = false;
   std::unique_ptr<Frame> frame;
   bool base_vlblocks = false;
-  DiskStamp stamp;
+  FrameStamp stamp;
   LockSidecar sidecar;
   std::optional<uint64_t> seen_counter;  // the sidecar counter our loaded state corresponds to
   editor::StagedEdits staged;
@@ -95,7 +69,7 @@ struct FrameEditor::Impl {
   }
 
   void load_frame() {
-    DiskStamp before = read_disk_stamp(header_path(), sparse ? 0 : offset);
+    FrameStamp before = read_frame_stamp(header_path(), sparse ? 0 : offset);
     frame = Frame::open(path, offset);
     stamp = before;
     base_vlblocks = chunk0_vlblocks();
@@ -120,7 +94,7 @@ struct FrameEditor::Impl {
 
   bool changed_on_disk(std::optional<uint64_t> counter) const {
     if (counter && seen_counter && *counter != *seen_counter) return true;
-    return read_disk_stamp(header_path(), sparse ? 0 : offset) != stamp;
+    return read_frame_stamp(header_path(), sparse ? 0 : offset) != stamp;
   }
 
   // ---- staging ----

@@ -42,8 +42,8 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   loader_.set_frame(frame);
   files_ = std::make_shared<FrameFiles>(frame, cache_);
   overlay_.reset(*files_, overlay_limits(*files_));
-  mtime_ns_ = frame->stamp().mtime_ns;
-  size_at_compaction_check_ = frame->stamp().file_size;
+  mtime_ns_ = stamp.mtime_ns;
+  size_at_compaction_check_ = stamp.file_size;
 }
 
 Volume::~Volume() = default;

@@ -174,16 +174,6 @@ class Volume {
     std::optional<std::string> origin;  // a real name moved here (hidden until re-created or removed)
   };
   using NameKey = std::pair<NodeKind, std::string>;  // (directory kind, name)
-  // What the disk held when the shown frame was loaded, to notice other writers
-  // on read-only mounts (writable ones ask the editor).
-  struct DiskStamp {
-    int64_t frame_len = -1;
-    int64_t size = -1;
-    int64_t mtime_ns = 0;
-    int64_t ctime_ns = 0;
-    uint64_t inode = 0;
-    bool operator==(const DiskStamp&) const = default;
-  };
   // What a commit changed in the chunks, for cache and kernel invalidation.
   struct ChunkChanges {
     bool all = false;
@@ -243,8 +233,10 @@ class Volume {
   void note_entry(KernelNotes& notes, NodeKind dir, const std::string& name);
   void maybe_compact(KernelNotes& notes, bool at_unmount);                   // commit
   ChunkOverlay::Limits overlay_limits(const FrameFiles& files) const;
-  std::pair<std::shared_ptr<const Frame>, DiskStamp> open_committed_frame() const;
-  DiskStamp read_disk_stamp() const;
+  std::pair<std::shared_ptr<const Frame>, FrameStamp> open_committed_frame() const;
+  // What the disk holds now, to notice other writers on read-only mounts
+  // (writable ones ask the editor).
+  FrameStamp read_disk_stamp() const;
   // JSON text -> the msgpack bytes attrs/ stores; FsError(EINVAL) after a log line.
   Bytes attrs_to_msgpack(const std::string& what, ByteSpan text) const;
 
@@ -267,7 +259,7 @@ class Volume {
   std::map<uint64_t, int> writers_;       // open writable files per inode
   std::set<NameKey> hidden_;              // real names moved onto scratch names
   int64_t mtime_ns_ = 0;
-  DiskStamp disk_stamp_;
+  FrameStamp disk_stamp_;
   int64_t commits_since_compaction_check_ = 0;
   bool committed_any_ = false;
   int64_t size_at_compaction_check_ = 0;

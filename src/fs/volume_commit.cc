@@ -29,27 +29,12 @@ bool chunk_inode(uint64_t ino) { return ino >= kChunkBase; }
 
 // --- loading the committed state ---
 
-Volume::DiskStamp Volume::read_disk_stamp() const {
-  DiskStamp s;
+FrameStamp Volume::read_disk_stamp() const {
   std::error_code ec;
-  const std::filesystem::path header =
-      std::filesystem::is_directory(path_, ec) ? path_ / "chunks.b2frame" : path_;
-  int fd = ::open(header.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return s;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0) {
-    s.size = st.st_size;
-    s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-    s.inode = st.st_ino;
-  }
-  uint8_t len[8];
-  if (::pread(fd, len, sizeof len, 16) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
-  ::close(fd);
-  return s;
+  return read_frame_stamp(std::filesystem::is_directory(path_, ec) ? path_ / "chunks.b2frame" : path_);
 }
 
-std::pair<std::shared_ptr<const Frame>, Volume::DiskStamp> Volume::open_committed_frame() const {
+std::pair<std::shared_ptr<const Frame>, FrameStamp> Volume::open_committed_frame() const {
   // Under c-blosc2's lock when the frame has one, so a cooperating writer is
   // never seen half-way.
   std::error_code ec;
@@ -59,7 +44,7 @@ std::pair<std::shared_ptr<const Frame>, Volume::DiskStamp> Volume::open_committe
   } catch (const IoError&) {  // unreadable sidecar: read without it
   }
   SidecarLockGuard guard(sidecar, SidecarLockGuard::Mode::shared);
-  DiskStamp stamp = read_disk_stamp();
+  FrameStamp stamp = read_disk_stamp();
   std::shared_ptr<const Frame> frame = Frame::open(path_);
   return {std::move(frame), stamp};
 }
@@ -168,7 +153,7 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
 void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std::function<void()>& after) {
   std::shared_ptr<const Frame> frame;
   std::shared_ptr<FrameFiles> files;
-  DiskStamp stamp;
+  FrameStamp stamp;
   ChunkOverlay::Limits limits;
   try {
     std::tie(frame, stamp) = open_committed_frame();
@@ -183,7 +168,7 @@ void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std:
   loader_.set_frame(frame);
   files_ = files;
   disk_stamp_ = stamp;
-  mtime_ns_ = frame->stamp().mtime_ns;
+  mtime_ns_ = stamp.mtime_ns;
   if (changes.all) {
     cache_.clear();
   } else {
