@@ -230,10 +230,14 @@ int cmd_decode(const std::string& path, int threads, const Flags& f) {
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       try {
-        Bytes out;
+        // Buffers reused from chunk to chunk, as the mount's cache does.
+        Bytes raw, out;
         for (int64_t n; (n = next.fetch_add(1)) < nchunks;) {
-          Bytes raw = frame->read_raw_chunk(n);
-          ChunkView view(raw);
+          const size_t cbytes = frame->read_raw_chunk_into(n, [&raw](size_t size) {
+            if (raw.size() < size) raw.resize(size);
+            return raw.data();
+          });
+          ChunkView view(ByteSpan(raw.data(), cbytes));
           out.resize(size_t(view.nbytes()));
           view.decode(out);
           if (f.sum) sum += position_sum(out.data(), out.size(), uint64_t(frame->chunk_data_offset(n)));

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,6 +148,11 @@ class Frame {
   // The stored chunk bytes (cbytes long); for a special index entry, the equivalent
   // 32-byte special chunk.
   Bytes read_raw_chunk(int64_t n) const;
+  // The same bytes, read into memory that `buffer_for(cbytes)` provides (at
+  // least cbytes writable bytes): a reader that recycles its buffers saves the
+  // allocation and zero-fill of a new vector. Returns cbytes.
+  using ChunkBufferFn = std::function<uint8_t*(size_t cbytes)>;
+  size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
 

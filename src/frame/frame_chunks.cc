@@ -2,6 +2,7 @@
 // sizes and data offsets (format-notes §1.4, §2, bug B2).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "chunk_codec.h"
@@ -122,13 +123,28 @@ int64_t Frame::Impl::data_offset_of(int64_t n) const {
   return starts[size_t(n)];
 }
 
-Bytes Frame::Impl::raw_chunk(int64_t n) const {
+size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const {
   int64_t e = raw_entry(n);
   check_stored_entry(e);
-  if (e < 0) return make_special_chunk(decode_index_entry(e).special, nbytes_of(n), header.typesize);
+  if (e < 0) {
+    const Bytes special = make_special_chunk(decode_index_entry(e).special, nbytes_of(n), header.typesize);
+    std::memcpy(buffer_for(special.size()), special.data(), special.size());
+    return special.size();
+  }
   Location loc = locate(e);
   ChunkHeader h = read_header_at(loc);
-  return loc.file().read_bytes(loc.pos, size_t(h.cbytes), "chunk");
+  const size_t cbytes = size_t(h.cbytes);
+  loc.file().read_exact(loc.pos, MutableByteSpan(buffer_for(cbytes), cbytes), "chunk");
+  return cbytes;
+}
+
+Bytes Frame::Impl::raw_chunk(int64_t n) const {
+  Bytes out;
+  raw_chunk_into(n, [&out](size_t cbytes) {
+    out.resize(cbytes);
+    return out.data();
+  });
+  return out;
 }
 
 Bytes Frame::Impl::decoded_chunk(int64_t n) const {
@@ -191,6 +207,11 @@ ChunkInfo Frame::chunk_info(int64_t n) const {
 Bytes Frame::read_raw_chunk(int64_t n) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk(n); });
+}
+
+size_t Frame::read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const {
+  impl_->check_chunk_number(n);
+  return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk_into(n, buffer_for); });
 }
 
 Bytes Frame::read_chunk(int64_t n) const {

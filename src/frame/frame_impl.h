@@ -58,6 +58,7 @@ struct Frame::Impl {
   std::filesystem::path chunk_file(int64_t id) const;
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
+  size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;
   Bytes raw_chunk(int64_t n) const;
   Bytes decoded_chunk(int64_t n) const;
   ChunkInfo info(int64_t n) const;

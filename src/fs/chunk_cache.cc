@@ -9,14 +9,6 @@
 
 namespace blosc2fs {
 
-namespace {
-
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
-}  // namespace
-
 std::string ChunkCacheStats::text() const {
   return "hits=" + std::to_string(hits) + " misses=" + std::to_string(misses) +
          " evictions=" + std::to_string(evictions) + " bytes=" + std::to_string(bytes) +
@@ -26,21 +18,22 @@ std::string ChunkCacheStats::text() const {
 
 struct ChunkCache::Entry : CachedChunk {
   explicit Entry(int64_t chunk) : n(chunk) {}
-  ByteSpan data() const override { return {buffer.get(), size_t(nbytes)}; }
+  ByteSpan data() const override { return {buffer.data(), size_t(nbytes)}; }
 
   const int64_t n;
   std::mutex mutex;  // guards everything below except the map-mutex fields
 
   std::exception_ptr load_error;  // loading failed; the entry has left the map
-  Bytes stored;
+  PooledBuffer stored;
   // Declared after `stored`, which it points into, so it is destroyed first.
   std::unique_ptr<ChunkDecoder> decoder;
   int64_t nbytes = 0;
-  // calloc'd: large buffers come as fresh zero pages, and blocks an uninit
-  // special chunk never writes read as zeros.
-  std::unique_ptr<uint8_t, FreeDeleter> buffer;
-  std::vector<bool> decoded;
+  // Recycled memory: only bytes of decoded blocks are ever read from it.
+  PooledBuffer buffer;
+  std::vector<BlockState> blocks;
   int32_t ndecoded = 0;
+  std::condition_variable block_decoded;  // with `mutex`
+  int64_t served = 0;  // bytes handed out by read(), counting repeats
   // Every block decoded: the decoder and the stored bytes are dropped (the
   // stored bytes come back if raw/N.chunk is read).
   bool complete = false;
@@ -50,7 +43,8 @@ struct ChunkCache::Entry : CachedChunk {
   uint64_t charged = 0;
 };
 
-ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes) : loader_(loader), budget_(budget_bytes) {}
+ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes)
+    : loader_(loader), budget_(budget_bytes), pool_(BufferPool::create(size_t(std::min(budget_bytes, kPoolBytes)))) {}
 
 ChunkCache::~ChunkCache() = default;
 
@@ -84,7 +78,7 @@ std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lo
   }
   if (lock.owns_lock()) {
     try {
-      entry->stored = loader_.load(n);
+      entry->stored = loader_.load(n, *pool_);
     } catch (...) {
       entry->load_error = std::current_exception();
       forget(*entry);
@@ -109,6 +103,20 @@ void ChunkCache::forget(Entry& entry) {
   if (it != map_.end() && it->second.entry.get() == &entry) {
     lru_.erase(it->second.lru_pos);
     map_.erase(it);
+  }
+  bytes_ -= entry.charged;
+  entry.charged = 0;
+  entry.in_map = false;
+}
+
+void ChunkCache::retire(Entry& entry) {
+  std::lock_guard map_lock(map_mutex_);
+  if (!entry.in_map) return;
+  auto it = map_.find(entry.n);
+  if (it != map_.end() && it->second.entry.get() == &entry) {
+    lru_.erase(it->second.lru_pos);
+    map_.erase(it);
+    ++evictions_;
   }
   bytes_ -= entry.charged;
   entry.charged = 0;
@@ -149,52 +157,102 @@ void ChunkCache::uncharge(Entry& entry, uint64_t bytes) {
 
 void ChunkCache::prepare_decoder(Entry& entry) {
   if (entry.decoder || entry.complete) return;
-  auto decoder = loader_.decoder(entry.n, entry.stored);
+  auto decoder = loader_.decoder(entry.n, entry.stored.bytes());
   const int64_t nbytes = decoder->nbytes();
   const int32_t nblocks = decoder->nblocks();
   if (nbytes < 0 || nblocks < 0 || (nbytes > 0 && nblocks == 0))
     throw FormatError("chunk " + std::to_string(entry.n) + ": inconsistent block layout (nbytes " +
                       std::to_string(nbytes) + ", " + std::to_string(nblocks) + " blocks)");
-  uint8_t* raw = static_cast<uint8_t*>(std::calloc(size_t(std::max<int64_t>(nbytes, 1)), 1));
-  if (!raw) throw std::bad_alloc();
-  entry.buffer.reset(raw);
-  entry.decoded.assign(size_t(nblocks), false);
+  // The blocks must cover the chunk exactly, or bytes of the recycled buffer
+  // that no block writes would be served.
+  int64_t covered = 0;
+  for (int32_t j = 0; j < nblocks; ++j) {
+    if (decoder->block_offset(j) != covered || decoder->block_size(j) <= 0)
+      throw FormatError("chunk " + std::to_string(entry.n) + ": block " + std::to_string(j) +
+                        " does not follow the previous one");
+    covered += decoder->block_size(j);
+  }
+  if (covered != nbytes)
+    throw FormatError("chunk " + std::to_string(entry.n) + ": its blocks hold " + std::to_string(covered) +
+                      " bytes, not " + std::to_string(nbytes));
+  entry.buffer = pool_->take(size_t(std::max<int64_t>(nbytes, 1)));
+  entry.blocks.assign(size_t(nblocks), BlockState::pending);
   entry.ndecoded = 0;
   entry.nbytes = nbytes;
   entry.decoder = std::move(decoder);
   charge(entry, uint64_t(nbytes));
 }
 
-void ChunkCache::decode_one_block(Entry& entry, int32_t j) {
-  if (entry.decoded[size_t(j)]) return;
+void ChunkCache::decode_block_unlocked(Entry& entry, int32_t j) {
   const ChunkDecoder& d = *entry.decoder;
-  const bool needs_reference = j > 0 && d.needs_reference_block();
-  if (needs_reference) decode_one_block(entry, 0);
   const int64_t offset = d.block_offset(j);
   const int64_t size = d.block_size(j);
-  if (offset < 0 || size < 0 || offset > entry.nbytes || size > entry.nbytes - offset)
-    throw FormatError("chunk " + std::to_string(entry.n) + ": block " + std::to_string(j) +
-                      " lies outside the chunk");
   ByteSpan reference;
-  if (needs_reference) reference = ByteSpan(entry.buffer.get(), size_t(d.block_size(0)));
-  d.decode_block(j, MutableByteSpan(entry.buffer.get() + offset, size_t(size)), reference);
-  entry.decoded[size_t(j)] = true;
-  if (++entry.ndecoded == int32_t(entry.decoded.size())) {
-    entry.complete = true;
-    entry.decoder.reset();
-    const uint64_t stored = entry.stored.size();
-    Bytes().swap(entry.stored);
-    uncharge(entry, stored);
+  if (j > 0 && d.needs_reference_block()) reference = ByteSpan(entry.buffer.data(), size_t(d.block_size(0)));
+  d.decode_block(j, MutableByteSpan(entry.buffer.data() + offset, size_t(size)), reference);
+}
+
+void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock, int32_t first, int32_t last) {
+  if (entry.complete) return;
+  if (first > 0 || last > 0) {
+    if (entry.decoder->needs_reference_block()) decode_blocks(entry, lock, 0, 0);
+    if (entry.complete) return;
+  }
+  auto state = [&](int32_t j) -> BlockState& { return entry.blocks[size_t(j)]; };
+  // Claims the blocks nobody decodes, decodes them without the entry lock (so
+  // readers of other blocks of this chunk decode at the same time), then
+  // waits for the blocks other readers have claimed.
+  for (;;) {
+    std::vector<int32_t> mine;
+    bool others = false;
+    for (int32_t j = first; j <= last; ++j) {
+      if (state(j) == BlockState::pending) {
+        state(j) = BlockState::decoding;
+        mine.push_back(j);
+      } else if (state(j) == BlockState::decoding) {
+        others = true;
+      }
+    }
+    if (!mine.empty()) {
+      size_t done = 0;
+      lock.unlock();
+      try {
+        for (; done < mine.size(); ++done) decode_block_unlocked(entry, mine[done]);
+      } catch (...) {
+        lock.lock();
+        for (size_t k = 0; k < mine.size(); ++k) state(mine[k]) = k < done ? BlockState::done : BlockState::pending;
+        entry.ndecoded += int32_t(done);
+        entry.block_decoded.notify_all();
+        throw;
+      }
+      lock.lock();
+      for (int32_t j : mine) state(j) = BlockState::done;
+      entry.ndecoded += int32_t(mine.size());
+      entry.block_decoded.notify_all();
+      if (entry.ndecoded == int32_t(entry.blocks.size())) {
+        finish(entry);
+        return;
+      }
+      continue;  // the range again: other readers' blocks may be done, or failed
+    }
+    if (!others) return;  // every block of the range is done
+    entry.block_decoded.wait(lock);
+    if (entry.complete) return;
   }
 }
 
-void ChunkCache::decode_range(Entry& entry, int64_t offset, int64_t len) {
-  const int32_t nblocks = int32_t(entry.decoded.size());
+void ChunkCache::finish(Entry& entry) {
+  entry.complete = true;
+  entry.decoder.reset();
+  const uint64_t stored = entry.stored.size();
+  entry.stored.release();
+  uncharge(entry, stored);
+}
+
+void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len) {
+  const int32_t nblocks = int32_t(entry.blocks.size());
   if (entry.complete || len <= 0) return;
-  if (len >= entry.nbytes - len) {  // half the chunk or more: finish it
-    for (int32_t j = 0; j < nblocks; ++j) decode_one_block(entry, j);
-    return;
-  }
+  if (len >= entry.nbytes - len) return decode_blocks(entry, lock, 0, nblocks - 1);  // half the chunk or more
   const ChunkDecoder& d = *entry.decoder;
   // The block holding byte `at`: the last one starting at or before it.
   auto block_at = [&](int64_t at) {
@@ -206,22 +264,31 @@ void ChunkCache::decode_range(Entry& entry, int64_t offset, int64_t len) {
     }
     return lo;
   };
-  const int32_t first = block_at(offset);
-  const int32_t last = block_at(offset + len - 1);
-  for (int32_t j = first; j <= last; ++j) decode_one_block(entry, j);
+  decode_blocks(entry, lock, block_at(offset), block_at(offset + len - 1));
 }
 
-size_t ChunkCache::read(int64_t n, int64_t offset, MutableByteSpan out) {
+ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_ptr<const void>& keep) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;
   entry = acquire(n, lock);
   prepare_decoder(*entry);
-  if (offset < 0 || offset >= entry->nbytes || out.empty()) return 0;
-  const int64_t len = std::min<int64_t>(int64_t(out.size()), entry->nbytes - offset);
-  decode_range(*entry, offset, len);
-  lock.unlock();  // decoded blocks never change again; copy without the lock
-  std::memcpy(out.data(), entry->buffer.get() + offset, size_t(len));
-  return size_t(len);
+  if (offset < 0 || offset >= entry->nbytes || size == 0) return {};
+  const int64_t len = std::min<int64_t>(int64_t(size), entry->nbytes - offset);
+  decode_range(*entry, lock, offset, len);
+  entry->served += len;
+  const bool spent = entry->complete && entry->served >= entry->nbytes;
+  lock.unlock();  // decoded blocks never change again: readable without the lock
+  if (spent) retire(*entry);
+  ByteSpan bytes(entry->buffer.data() + offset, size_t(len));
+  keep = std::move(entry);
+  return bytes;
+}
+
+size_t ChunkCache::read(int64_t n, int64_t offset, MutableByteSpan out) {
+  std::shared_ptr<const void> keep;
+  ByteSpan bytes = view(n, offset, out.size(), keep);
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return bytes.size();
 }
 
 std::shared_ptr<const CachedChunk> ChunkCache::get(int64_t n) {
@@ -229,7 +296,7 @@ std::shared_ptr<const CachedChunk> ChunkCache::get(int64_t n) {
   std::unique_lock<std::mutex> lock;
   entry = acquire(n, lock);
   prepare_decoder(*entry);
-  for (int32_t j = 0; !entry->complete && j < int32_t(entry->decoded.size()); ++j) decode_one_block(*entry, j);
+  decode_blocks(*entry, lock, 0, int32_t(entry->blocks.size()) - 1);
   return entry;
 }
 
@@ -238,7 +305,7 @@ size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   std::unique_lock<std::mutex> lock;
   entry = acquire(n, lock);
   if (entry->complete && entry->stored.empty()) {  // dropped after decoding: load again
-    entry->stored = loader_.load(n);
+    entry->stored = loader_.load(n, *pool_);
     charge(*entry, entry->stored.size());
   }
   // Copied under the lock: completing the chunk's decoding drops the stored bytes.

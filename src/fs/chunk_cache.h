@@ -7,21 +7,31 @@
 // readers miss it at the same time; the map mutex is held only to find, insert
 // and evict entries, never while loading or decoding. Entries are handed out as
 // shared_ptr, so eviction never frees bytes a reader is still copying.
+//
+// Whole-file readers go through the kernel's page cache, which keeps what
+// they read: once every byte of a decoded chunk has been handed out, the entry
+// leaves the cache ("retired") and its buffers go back to the buffer pool for
+// the next chunk. A sequential scan thus cycles a few buffers instead of
+// filling the budget, and chunks read in small pieces stay until all of them
+// have been read.
 #pragma once
 
 #include <cstdint>
+#include <condition_variable>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "buffer_pool.h"
 #include "bytes.h"
 
 namespace blosc2fs {
 
 // Decodes one stored chunk block by block. Built from the stored bytes, which
-// outlive it. Implementations must be safe to call from one thread at a time.
+// outlive it. decode_block() must be safe to call from several threads at
+// once for different blocks.
 class ChunkDecoder {
  public:
   virtual ~ChunkDecoder() = default;
@@ -38,8 +48,8 @@ class ChunkDecoder {
 class ChunkLoader {
  public:
   virtual ~ChunkLoader() = default;
-  // The stored chunk n. Throws FormatError / IoError.
-  virtual Bytes load(int64_t n) = 0;
+  // The stored chunk n, in a buffer from `pool`. Throws FormatError / IoError.
+  virtual PooledBuffer load(int64_t n, BufferPool& pool) = 0;
   // Validates `stored` and returns its decoder. Throws FormatError / UnsupportedError.
   virtual std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) = 0;
 };
@@ -54,7 +64,7 @@ class CachedChunk {
 struct ChunkCacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t evictions = 0;
+  uint64_t evictions = 0;  // entries dropped for room, and retired ones
   uint64_t bytes = 0;    // stored + decoded + dirty bytes currently charged
   uint64_t budget = 0;
   uint64_t entries = 0;
@@ -65,6 +75,9 @@ struct ChunkCacheStats {
 
 class ChunkCache {
  public:
+  // Released buffers kept for reuse: at most this, and at most the budget.
+  static constexpr uint64_t kPoolBytes = 64 << 20;
+
   ChunkCache(ChunkLoader& loader, uint64_t budget_bytes);
   ~ChunkCache();
   ChunkCache(const ChunkCache&) = delete;
@@ -73,7 +86,11 @@ class ChunkCache {
   // Copies decompressed bytes [offset, offset + out.size()) of chunk n, clipped
   // to the chunk's size; returns how many were copied. Decodes only the blocks
   // the range touches; a read of half the chunk or more decodes all of it.
+  // Counts the bytes as handed out (see retirement above).
   size_t read(int64_t n, int64_t offset, MutableByteSpan out);
+  // The same bytes in place, without the copy: `keep` then holds the entry,
+  // and the span stays valid while it lives.
+  ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep);
   // The whole chunk n decompressed.
   std::shared_ptr<const CachedChunk> get(int64_t n);
   // Copies stored bytes [offset, offset + out.size()) of chunk n; returns the count.
@@ -101,15 +118,20 @@ class ChunkCache {
   // Returns the entry locked by `lock`; the caller must keep the returned
   // shared_ptr alive longer than `lock`. Throws with `lock` released.
   std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock);
-  // Makes blocks covering [offset, offset+len) decoded (entry locked).
-  void decode_range(Entry& entry, int64_t offset, int64_t len);
+  enum class BlockState : uint8_t { pending, decoding, done };
+  // Makes blocks covering [offset, offset+len) / blocks first..last decoded.
+  // `lock` holds the entry's mutex, released while decoding.
+  void decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len);
+  void decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock, int32_t first, int32_t last);
+  void decode_block_unlocked(Entry& entry, int32_t j);
+  void finish(Entry& entry);  // every block decoded: drops the decoder and stored bytes
   void prepare_decoder(Entry& entry);
-  void decode_one_block(Entry& entry, int32_t j);
   // Adds `bytes` to the entry's charge and evicts to the budget (entry locked).
   void charge(Entry& entry, uint64_t bytes);
   void uncharge(Entry& entry, uint64_t bytes);
   void evict_locked(const Entry* keep);  // map mutex held
   void forget(Entry& entry);             // drops a failed entry from the map
+  void retire(Entry& entry);             // every byte was read: frees its room
   void drop_locked(int64_t n);           // map mutex held
 
   ChunkLoader& loader_;
@@ -121,6 +143,7 @@ class ChunkCache {
     std::list<int64_t>::iterator lru_pos;
   };
   std::unordered_map<int64_t, Slot> map_;
+  std::shared_ptr<BufferPool> pool_;
   uint64_t bytes_ = 0;   // includes pinned_
   uint64_t pinned_ = 0;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;

@@ -67,33 +67,51 @@ int64_t ChunkOverlay::locate(const ChunkSource& src, int64_t at) const {
   return lo;
 }
 
-size_t ChunkOverlay::read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const {
+void ChunkOverlay::gather_chunk(ChunkSource& src, int64_t n, int64_t offset, size_t len, ReadPieces& out) const {
   auto it = held_.find(n);
-  if (it == held_.end()) return n < keep_ ? src.read(n, offset, out) : 0;
+  if (it == held_.end()) {
+    if (n >= keep_) return;
+    std::shared_ptr<const void> keep;
+    ByteSpan bytes = src.view(n, offset, len, keep);
+    out.add_view(bytes, std::move(keep));
+    return;
+  }
+  // Held bytes change with the next write: copied.
   const Held& h = it->second;
-  if (offset < 0 || offset >= h.size) return 0;
-  const size_t len = size_t(std::min<int64_t>(int64_t(out.size()), h.size - offset));
-  if (h.zeros) std::memset(out.data(), 0, len);
-  else std::memcpy(out.data(), h.bytes.data() + offset, len);
-  return len;
+  if (offset < 0 || offset >= h.size) return;
+  MutableByteSpan copy = out.add_copy(size_t(std::min<int64_t>(int64_t(len), h.size - offset)));
+  if (h.zeros) std::memset(copy.data(), 0, copy.size());
+  else std::memcpy(copy.data(), h.bytes.data() + offset, copy.size());
 }
 
-size_t ChunkOverlay::read_data(ChunkSource& src, int64_t at, MutableByteSpan out) const {
+void ChunkOverlay::gather_data(ChunkSource& src, int64_t at, size_t len, ReadPieces& out) const {
   const int64_t total = data_size(src);
-  if (at < 0 || at >= total || out.empty()) return 0;
-  const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - at));
+  if (at < 0 || at >= total || len == 0) return;
+  const size_t want = size_t(std::min<int64_t>(int64_t(len), total - at));
   size_t done = 0;
   for (int64_t n = locate(src, at); done < want && n < count_; ++n) {
     const int64_t start = offset(src, n);
     const int64_t within = at + int64_t(done) - start;
     const int64_t size = chunk_size(src, n);
     if (within >= size) continue;
-    const size_t len = size_t(std::min<int64_t>(int64_t(want - done), size - within));
-    const size_t got = read_chunk(src, n, within, out.subspan(done, len));
-    if (got != len) throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
-    done += got;
+    const size_t piece = size_t(std::min<int64_t>(int64_t(want - done), size - within));
+    const size_t before = out.size();
+    gather_chunk(src, n, within, piece, out);
+    if (out.size() - before != piece) throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
+    done += piece;
   }
-  return done;
+}
+
+size_t ChunkOverlay::read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const {
+  ReadPieces pieces;
+  gather_chunk(src, n, offset, out.size(), pieces);
+  return pieces.copy_to(out);
+}
+
+size_t ChunkOverlay::read_data(ChunkSource& src, int64_t at, MutableByteSpan out) const {
+  ReadPieces pieces;
+  gather_data(src, at, out.size(), pieces);
+  return pieces.copy_to(out);
 }
 
 ChunkOverlay::Held& ChunkOverlay::hold(ChunkSource& src, int64_t n) {

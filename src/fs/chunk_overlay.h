@@ -18,6 +18,7 @@
 
 #include "bytes.h"
 #include "chunk_cache.h"
+#include "read_pieces.h"
 
 namespace blosc2fs {
 
@@ -29,7 +30,9 @@ class ChunkSource {
   virtual int64_t chunk_size(int64_t n) const = 0;
   // Offset of chunk n within data; n == nchunks(): the total size.
   virtual int64_t chunk_offset(int64_t n) const = 0;
-  virtual size_t read(int64_t n, int64_t offset, MutableByteSpan out) = 0;
+  // Decompressed bytes [offset, offset + len) of chunk n, clipped to the
+  // chunk, in memory that `keep` holds.
+  virtual ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) = 0;
   virtual Bytes load(int64_t n) = 0;  // the whole chunk
 };
 
@@ -78,6 +81,9 @@ class ChunkOverlay {
   // The chunk holding byte `offset` of data (offset below data_size()).
   int64_t chunk_at(const ChunkSource& src, int64_t offset) const { return locate(src, offset); }
 
+  // Up to `len` bytes of chunks/N or data from `offset`, appended to `out`.
+  void gather_chunk(ChunkSource& src, int64_t n, int64_t offset, size_t len, ReadPieces& out) const;
+  void gather_data(ChunkSource& src, int64_t offset, size_t len, ReadPieces& out) const;
   size_t read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const;
   size_t read_data(ChunkSource& src, int64_t offset, MutableByteSpan out) const;
 

@@ -41,6 +41,7 @@ class ViewDecoder : public ChunkDecoder {
     const ChunkHeader& h = view_.header();
     nbytes_ = view_.nbytes();
     by_range_ = h.special() != Special::none || h.memcpyed() || view_.nblocks() <= 0;
+    uninit_ = h.special() == Special::uninit;
     if (by_range_) pieces_ = int32_t((nbytes_ + kPiece - 1) / kPiece);
   }
   int64_t nbytes() const override { return nbytes_; }
@@ -52,7 +53,8 @@ class ViewDecoder : public ChunkDecoder {
   bool needs_reference_block() const override { return !by_range_ && view_.needs_reference_block(); }
   void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
     try {
-      if (by_range_) view_.decode_range(block_offset(j), out);
+      if (uninit_) std::memset(out.data(), 0, out.size());  // the cache's buffers are recycled
+      else if (by_range_) view_.decode_range(block_offset(j), out);
       else view_.decode_block(j, out, reference);
     } catch (...) {
       rethrow_with_prefix(label_);
@@ -65,6 +67,7 @@ class ViewDecoder : public ChunkDecoder {
   ChunkView view_;
   int64_t nbytes_ = 0;
   bool by_range_ = false;
+  bool uninit_ = false;  // reads as zeros (README)
   int32_t pieces_ = 0;
   std::string label_;
 };
@@ -91,9 +94,14 @@ std::shared_ptr<const Frame> FrameChunkLoader::current() const {
   return frame_;
 }
 
-Bytes FrameChunkLoader::load(int64_t n) {
+PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
   try {
-    return current()->read_raw_chunk(n);  // its errors name the chunk already
+    PooledBuffer stored;
+    current()->read_raw_chunk_into(n, [&](size_t cbytes) {  // its errors name the chunk already
+      stored = pool.take(cbytes);
+      return stored.data();
+    });
+    return stored;
   } catch (const IoError& e) {
     // A sparse frame's chunk file that is gone: the frame is damaged, not the request.
     if (e.error_number() == ENOENT) throw FormatError(e.what());

@@ -24,7 +24,7 @@ namespace blosc2fs {
 class FrameChunkLoader : public ChunkLoader {
  public:
   void set_frame(std::shared_ptr<const Frame> frame);
-  Bytes load(int64_t n) override;
+  PooledBuffer load(int64_t n, BufferPool& pool) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
 
  private:
@@ -81,7 +81,9 @@ class FrameFiles : public ChunkSource {
   int64_t nchunks() const override { return nchunks_; }
   int64_t chunk_size(int64_t n) const override { return frame_->chunk_nbytes(n); }
   int64_t chunk_offset(int64_t n) const override;
-  size_t read(int64_t n, int64_t offset, MutableByteSpan out) override { return cache_.read(n, offset, out); }
+  ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
+    return cache_.view(n, offset, len, keep);
+  }
   Bytes load(int64_t n) override;
 
  private:

@@ -1,9 +1,11 @@
 #include "fs_ops.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -80,6 +82,9 @@ void guarded(fuse_req_t req, const char* op, fuse_ino_t ino, Body&& body) noexce
   }
   fuse_reply_err(req, error);
 }
+
+// A read reply in more pieces than this is copied into one buffer first.
+constexpr size_t kMaxReplyPieces = 64;
 
 OpenFile* handle(fuse_file_info* fi) { return fi ? reinterpret_cast<OpenFile*>(fi->fh) : nullptr; }
 
@@ -322,6 +327,7 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, "open", ino, [&] {
     FsContext& c = context(req);
+    c.read_ahead.apply_once();
     KernelNotes refreshed;
     c.volume.maybe_refresh(refreshed);
     // Wait: the reader that opens must not see the old pages or size.
@@ -342,9 +348,21 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fil
   guarded(req, "read", ino, [&] {
     FsContext& c = context(req);
     size = std::min<size_t>(size, 64 << 20);
-    auto buf = std::make_unique_for_overwrite<uint8_t[]>(std::max<size_t>(size, 1));
-    size_t got = c.volume.read(ino, offset, MutableByteSpan(buf.get(), size));
-    fuse_reply_buf(req, reinterpret_cast<const char*>(buf.get()), got);
+    // Chunk bytes go from the chunk cache straight into the kernel's copy.
+    ReadPieces pieces;
+    c.volume.read_pieces(ino, offset, size, pieces);
+    const std::vector<ByteSpan>& spans = pieces.pieces();
+    if (spans.size() > kMaxReplyPieces) {
+      // Many tiny chunks: writev takes at most IOV_MAX pieces, and one copy is cheaper.
+      auto flat = std::make_unique_for_overwrite<uint8_t[]>(pieces.size());
+      pieces.copy_to(MutableByteSpan(flat.get(), pieces.size()));
+      fuse_reply_buf(req, reinterpret_cast<const char*>(flat.get()), pieces.size());
+      return;
+    }
+    std::array<iovec, kMaxReplyPieces> iov;
+    for (size_t k = 0; k < spans.size(); ++k) iov[k] = {const_cast<uint8_t*>(spans[k].data()), spans[k].size()};
+    if (spans.empty()) fuse_reply_buf(req, nullptr, 0);
+    else fuse_reply_iov(req, iov.data(), int(spans.size()));
   });
 }
 

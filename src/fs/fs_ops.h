@@ -9,6 +9,7 @@
 #include <fuse_lowlevel.h>
 
 #include "notifier.h"
+#include "read_ahead.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -17,6 +18,7 @@ namespace blosc2fs {
 struct FsContext {
   Volume& volume;
   KernelNotifier& notifier;
+  ReadAheadSetter& read_ahead;
   // Entry and attribute timeouts: long, because every change the mount makes
   // or notices is followed by an invalidation of what it affects.
   double timeout = 86400.0;

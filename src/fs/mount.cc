@@ -220,7 +220,9 @@ int mount_and_serve(const Options& o) {
     throw Failure{kExitFrameMissing, e.what()};
   }
   KernelNotifier notifier;
-  FsContext context{*volume, notifier};
+  // The canonical path: it is what /proc/self/mountinfo shows once mounted.
+  ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
+  FsContext context{*volume, notifier, read_ahead};
 
   FuseArgs args(o, frame_path, writable);
   const fuse_lowlevel_ops& ops = lowlevel_operations();

@@ -126,6 +126,10 @@ void apply_option(Options& o, const std::string& option) {
   } else if (name == "cache_size") {
     need_value();
     o.cache_size = parse_size(value, "cache_size");
+  } else if (name == "read_ahead") {
+    need_value();
+    o.read_ahead = parse_size(value, "read_ahead");
+    if (*o.read_ahead > (uint64_t(1) << 30)) throw UsageError("read_ahead is at most 1G");
   } else if (name == "log_level") {
     need_value();
     const std::string level = value == "warning" ? "warn" : value;
@@ -326,6 +330,8 @@ blosc2fs options:
                          otherwise the mount is read-only, with a notice)
   -o cache_size=SIZE     budget of the decompressed-chunk cache: 4096, 256M, 2G
                          (default: 1/8 of the RAM, at least 64M, at most 4G)
+  -o read_ahead=SIZE     the kernel's readahead window for the mount's files
+                         (default 4M; 0 keeps the kernel's 128K; needs root)
   -o log_level=LEVEL     trace, debug, info (default), warn, error
   -o create              create FRAME when it does not exist (an empty frame, then
                          mounted read-write: cp file MOUNTPOINT/data compresses it) with

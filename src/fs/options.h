@@ -42,6 +42,7 @@ struct Options {
   bool single_threaded = false;
   std::optional<bool> read_only;  // -o ro / rw; unset: the default rule
   std::optional<uint64_t> cache_size;
+  std::optional<uint64_t> read_ahead;  // bytes; 0: the kernel's default
   std::string log_level = "info";  // trace, debug, info, warn, error
   CreateOptions create;
 
@@ -65,6 +66,9 @@ Options parse_command_line(int argc, const char* const* argv);
 // "256M", "2G", "1.5G", "4096": a byte count (K, M, G, T are powers of 1024;
 // an optional trailing "B" or "iB" is accepted). Throws UsageError.
 uint64_t parse_size(const std::string& text, const std::string& what);
+
+// The kernel readahead window set on the mount (see read_ahead.h).
+constexpr uint64_t kDefaultReadAhead = 4 << 20;
 
 // The default cache budget: 1/8 of physical memory, at least 64 MiB, at most 4 GiB.
 uint64_t default_cache_size();

@@ -385,29 +385,47 @@ struct stat Volume::attributes(uint64_t ino) {
 // --- reads ---
 
 size_t Volume::read(uint64_t ino, int64_t offset, MutableByteSpan out) {
+  ReadPieces pieces;
+  read_pieces(ino, offset, out.size(), pieces);
+  return pieces.copy_to(out);
+}
+
+void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) {
   std::optional<Node> n = node(ino);
   if (!n) throw FsError{ENOENT};
   if (is_directory(n->kind)) throw FsError{EISDIR};
   if (offset < 0) throw FsError{EINVAL};
   std::shared_lock lock(state_mutex_);
+  const bool draft = drafts_.count(ino) > 0;
+  if (n->kind == NodeKind::data && !draft) return overlay_.gather_data(*files_, offset, size, out);
+  if (n->kind == NodeKind::chunk && !draft) return overlay_.gather_chunk(*files_, n->index, offset, size, out);
+  // Sized by the file, so a big read of a small file allocates little; the
+  // statistics text is made anew by each read, so its size is not known.
+  const int64_t file_size = n->kind == NodeKind::cache_stats ? offset + int64_t(size) : size_of(*n, ino);
+  if (offset >= file_size) return;
+  MutableByteSpan copy = out.add_copy(size_t(std::min<int64_t>(int64_t(size), file_size - offset)));
+  out.trim_copy(read_locked(ino, *n, offset, copy));
+}
+
+size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {
   if (auto d = drafts_.find(ino); d != drafts_.end()) return copy_from(d->second.content, offset, out);
-  switch (n->kind) {
+  switch (node.kind) {
     case NodeKind::frame_json: return copy_from(as_bytes(files_->frame_json()), offset, out);
     case NodeKind::index_tsv: return copy_from(as_bytes(files_->index_tsv()), offset, out);
     case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);
     case NodeKind::array_npy: return files_->read_array(offset, out);
-    case NodeKind::chunk: return overlay_.read_chunk(*files_, n->index, offset, out);
-    case NodeKind::raw_chunk: return files_->read_raw(n->index, offset, out);
+    case NodeKind::chunk: return overlay_.read_chunk(*files_, node.index, offset, out);
+    case NodeKind::raw_chunk: return files_->read_raw(node.index, offset, out);
     case NodeKind::meta: {
-      const LayerFile* layer = files_->find_meta(n->name);
+      const LayerFile* layer = files_->find_meta(node.name);
       return layer ? copy_from(layer->content, offset, out) : 0;
     }
     case NodeKind::vlmeta:
     case NodeKind::attrs: {
-      const LayerFile* layer = files_->find_vlmeta(n->name);
+      const LayerFile* layer = files_->find_vlmeta(node.name);
       if (!layer) return 0;
-      if (n->kind == NodeKind::attrs) return copy_from(as_bytes(layer->attrs_text.value_or("")), offset, out);
+      if (node.kind == NodeKind::attrs) return copy_from(as_bytes(layer->attrs_text.value_or("")), offset, out);
       if (!layer->error.empty()) throw FormatError(layer->error);
       return copy_from(layer->content, offset, out);
     }

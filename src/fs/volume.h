@@ -138,6 +138,9 @@ class Volume {
   // right since it was last opened; records this open.
   bool cache_still_valid(uint64_t ino);
   size_t read(uint64_t ino, int64_t offset, MutableByteSpan out);
+  // The same bytes, appended to `out`: chunk bytes as views of the chunk
+  // cache (no copy), everything else copied.
+  void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out);
   void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);
   // close()/fsync(): commits what the file holds; throws FsError when it cannot.
   void flush(OpenFile& file, KernelNotes& notes, bool fsync = false);
@@ -187,6 +190,7 @@ class Volume {
   uint64_t ino_of(const Node& node);                                         // exclusive
   std::optional<uint64_t> known_ino_of(const Node& node) const;              // shared
   int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
+  size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
   mode_t mode_of(NodeKind kind) const;
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;

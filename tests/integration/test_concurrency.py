@@ -194,6 +194,32 @@ def generated_frame_in_parallel(h):
     idx = np.arange(0, len(values), 997)
     want = np.array([math.sin(i * 1e-5) * 1000.0 + math.cos(i * 3e-7) for i in idx.tolist()])
     check(np.array_equal(values[idx], want), "sequential read differs from the formula")
+    s = cache_stats(mnt)
+    check(s["entries"] <= 5, f"chunks read to the end stay in the cache: {s}")
+
+
+def read_ahead_kb(mnt):
+    dev = os.stat(mnt).st_dev
+    with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
+def readahead_window(h):
+    """The mount raises the kernel's readahead once a file is opened (as root)."""
+    if os.geteuid() != 0:
+        print("  not root: the readahead window cannot be set, only the default checked")
+    frame = h.frame("frame_simple-zstd.b2frame")
+    for options, want in (([], 4096), (["-o", "read_ahead=8M"], 8192), (["-o", "read_ahead=0"], None)):
+        mnt = h.mount(frame, options)
+        before = read_ahead_kb(mnt)
+        with open(os.path.join(mnt, "data"), "rb") as f:
+            f.read(1)
+        after = read_ahead_kb(mnt)
+        if want is None or os.geteuid() != 0:
+            check_equal(after, before, f"readahead with {options} (KiB)")
+        else:
+            check_equal(after, want, f"readahead with {options} (KiB)")
+        h.unmount(mnt)
 
 
 def many_chunk_bytes(n):
@@ -246,6 +272,7 @@ def main():
     h.test("fixtures read by many processes", fixtures_in_parallel, h)
     h.test("a 48 MB frame read by many processes", generated_frame_in_parallel, h)
     h.test("a frame of 200000 chunks", many_chunks, h)
+    h.test("the readahead window", readahead_window, h)
     h.finish()
 
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
@@ -19,12 +20,20 @@ uint8_t pattern(int64_t n, int64_t pos) { return uint8_t((n * 131 + pos * 7 + po
 
 constexpr int64_t kStoredSize = 100;
 
+// How decodes went, across threads.
+struct DecodeLog {
+  std::atomic<int> running{0};
+  std::atomic<int> most_running{0};
+  std::atomic<int> failures_left{0};  // the next decode_block calls that throw
+  std::chrono::microseconds delay{0};
+};
+
 class FakeDecoder : public ChunkDecoder {
  public:
   FakeDecoder(int64_t n, int64_t nbytes, int32_t blocksize, bool delta, std::atomic<int>& decodes,
-              std::atomic<int>& bad_references)
+              std::atomic<int>& bad_references, DecodeLog& log)
       : n_(n), nbytes_(nbytes), blocksize_(blocksize), delta_(delta), decodes_(decodes),
-        bad_references_(bad_references) {}
+        bad_references_(bad_references), log_(log) {}
   int64_t nbytes() const override { return nbytes_; }
   int32_t nblocks() const override { return int32_t((nbytes_ + blocksize_ - 1) / blocksize_); }
   int64_t block_offset(int32_t j) const override { return int64_t(j) * blocksize_; }
@@ -38,6 +47,12 @@ class FakeDecoder : public ChunkDecoder {
       for (size_t i = 0; ok && i < reference.size(); ++i) ok = reference[i] == pattern(n_, int64_t(i));
       if (!ok) ++bad_references_;
     }
+    const int running = ++log_.running;
+    for (int most = log_.most_running; running > most && !log_.most_running.compare_exchange_weak(most, running);) {
+    }
+    if (log_.delay.count()) std::this_thread::sleep_for(log_.delay);
+    --log_.running;
+    if (log_.failures_left.fetch_sub(1) > 0) throw FormatError("block " + std::to_string(j) + ": corrupt");
     const int64_t base = block_offset(j);
     for (size_t i = 0; i < out.size(); ++i) out[i] = pattern(n_, base + int64_t(i));
     ++decodes_;
@@ -49,6 +64,7 @@ class FakeDecoder : public ChunkDecoder {
   bool delta_;
   std::atomic<int>& decodes_;
   std::atomic<int>& bad_references_;
+  DecodeLog& log_;
 };
 
 class FakeLoader : public ChunkLoader {
@@ -60,19 +76,22 @@ class FakeLoader : public ChunkLoader {
   std::atomic<int> decodes{0};
   std::atomic<int> bad_references{0};
   std::atomic<int> failures_left{0};  // the next loads that throw FormatError
+  DecodeLog log;
 
-  Bytes load(int64_t n) override {
+  PooledBuffer load(int64_t n, BufferPool& pool) override {
     {
       std::lock_guard lock(mutex_);
       ++loads_[n];
     }
     if (load_delay.count()) std::this_thread::sleep_for(load_delay);
     if (failures_left.fetch_sub(1) > 0) throw FormatError("chunk " + std::to_string(n) + ": corrupt");
-    return Bytes(size_t(kStoredSize), uint8_t(n));
+    PooledBuffer stored = pool.take(size_t(kStoredSize));
+    std::memset(stored.data(), int(n), stored.size());
+    return stored;
   }
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override {
     EXPECT_EQ(stored.size(), size_t(kStoredSize));
-    return std::make_unique<FakeDecoder>(n, nbytes, blocksize, delta, decodes, bad_references);
+    return std::make_unique<FakeDecoder>(n, nbytes, blocksize, delta, decodes, bad_references, log);
   }
   int loads(int64_t n) {
     std::lock_guard lock(mutex_);
@@ -181,7 +200,8 @@ TEST(ChunkCache, StaysWithinTheBudget) {
   FakeLoader loader;
   const uint64_t budget = 3 * entry_charge(loader);
   ChunkCache cache(loader, budget);
-  std::vector<uint8_t> buf(size_t(loader.nbytes));
+  // All but the last byte: complete chunks that are not retired.
+  std::vector<uint8_t> buf(size_t(loader.nbytes - 1));
   for (int64_t n = 0; n < 10; ++n) {
     cache.read(n, 0, buf);
     ASSERT_LE(cache.stats().bytes, budget);
@@ -192,6 +212,60 @@ TEST(ChunkCache, StaysWithinTheBudget) {
   EXPECT_EQ(s.bytes, 3 * uint64_t(loader.nbytes));  // complete chunks keep no stored bytes
   EXPECT_EQ(s.budget, budget);
   EXPECT_EQ(s.misses, 10u);
+}
+
+TEST(ChunkCache, ChunksReadToTheEndAreRetired) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(size_t(loader.nbytes / 4));
+  for (int64_t n = 0; n < 8; ++n)
+    for (int64_t part = 0; part < 4; ++part) {
+      ASSERT_EQ(cache.read(n, part * int64_t(buf.size()), buf), buf.size());
+      expect_pattern(n, part * int64_t(buf.size()), buf);
+      ASSERT_EQ(cache.stats().entries, part < 3 ? 1u : 0u) << "chunk " << n << " part " << part;
+    }
+  ChunkCacheStats s = cache.stats();
+  EXPECT_EQ(s.evictions, 8u);
+  EXPECT_EQ(s.bytes, 0u);
+  cache.read(0, 0, buf);
+  EXPECT_EQ(loader.loads(0), 2);
+}
+
+TEST(ChunkCache, PartlyReadChunksStay) {
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(size_t(loader.nbytes / 4));
+  cache.read(0, 0, buf);
+  cache.read(0, 0, buf);  // the same quarter again
+  EXPECT_EQ(cache.stats().entries, 1u);
+  buf.resize(size_t(loader.nbytes) - buf.size());
+  cache.read(0, loader.nbytes / 4, buf);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(loader.loads(0), 1);
+}
+
+class GappedLoader : public FakeLoader {
+ public:
+  std::unique_ptr<ChunkDecoder> decoder(int64_t, ByteSpan) override { return std::make_unique<Gapped>(); }
+
+ private:
+  class Gapped : public ChunkDecoder {  // block 1 starts 10 bytes after block 0 ends
+    int64_t nbytes() const override { return 200; }
+    int32_t nblocks() const override { return 2; }
+    int64_t block_offset(int32_t j) const override { return j * 110; }
+    int32_t block_size(int32_t) const override { return 90; }
+    bool needs_reference_block() const override { return false; }
+    void decode_block(int32_t, MutableByteSpan out, ByteSpan) const override {
+      std::memset(out.data(), 7, out.size());
+    }
+  };
+};
+
+TEST(ChunkCache, BlocksMustCoverTheChunkExactly) {
+  GappedLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(200);
+  EXPECT_THROW(cache.read(0, 0, buf), FormatError);
 }
 
 TEST(ChunkCache, EvictsTheLeastRecentlyUsed) {
@@ -332,6 +406,63 @@ TEST(ChunkCache, ManyThreadsReadConsistentBytes) {
   EXPECT_LE(s.bytes, s.budget);
   EXPECT_LE(s.entries, 5u);
   EXPECT_EQ(s.hits + s.misses, 8u * 1500u);
+}
+
+TEST(ChunkCache, ReadersOfOneChunkDecodeItsBlocksInParallel) {
+  FakeLoader loader;
+  loader.nbytes = 64 * 4096;
+  loader.log.delay = std::chrono::milliseconds(5);
+  ChunkCache cache(loader, 1 << 30);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)  // each a quarter of the chunk, in 4 KiB reads
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> buf(4096);
+      for (int64_t offset = t * 16 * 4096; offset < (t + 1) * 16 * 4096; offset += 4096) {
+        if (cache.read(0, offset, buf) != buf.size()) ++wrong;
+        for (size_t i = 0; i < buf.size(); ++i)
+          if (buf[i] != pattern(0, offset + int64_t(i))) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(loader.decodes, 64);  // each block once
+  EXPECT_GE(loader.log.most_running, 2);
+  EXPECT_EQ(loader.loads(0), 1);
+  EXPECT_EQ(cache.stats().entries, 0u);  // every byte read: retired
+}
+
+TEST(ChunkCache, AFailedBlockIsDecodedAgainByTheNextReader) {
+  FakeLoader loader;
+  loader.delta = true;
+  loader.log.failures_left = 1;  // block 0, the reference, fails once
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(size_t(loader.nbytes));
+  EXPECT_THROW(cache.read(0, 0, buf), FormatError);
+  ASSERT_EQ(cache.read(0, 0, buf), buf.size());
+  expect_pattern(0, 0, buf);
+  EXPECT_EQ(loader.bad_references, 0);
+}
+
+TEST(ChunkCache, WaitersOnAFailedBlockTryItThemselves) {
+  FakeLoader loader;
+  loader.log.delay = std::chrono::milliseconds(20);
+  loader.log.failures_left = 1;
+  ChunkCache cache(loader, 1 << 30);
+  std::atomic<int> errors{0}, good{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      std::vector<uint8_t> buf(100);
+      try {
+        if (cache.read(0, 5000, buf) == buf.size() && buf[0] == pattern(0, 5000)) ++good;
+      } catch (const FormatError&) {
+        ++errors;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ(good, 3);
 }
 
 TEST(ChunkCache, StatisticsText) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ namespace {
 
 class NoLoader : public ChunkLoader {
  public:
-  Bytes load(int64_t) override { throw FormatError("not used"); }
+  PooledBuffer load(int64_t, BufferPool&) override { throw FormatError("not used"); }
   std::unique_ptr<ChunkDecoder> decoder(int64_t, ByteSpan) override { throw FormatError("not used"); }
 };
 
@@ -30,12 +31,11 @@ class FakeFrame : public ChunkSource {
   int64_t chunk_offset(int64_t n) const override {
     return std::accumulate(sizes_.begin(), sizes_.begin() + n, int64_t(0));
   }
-  size_t read(int64_t n, int64_t offset, MutableByteSpan out) override {
-    Bytes all = load(n);
-    if (offset >= int64_t(all.size())) return 0;
-    size_t len = std::min(out.size(), all.size() - size_t(offset));
-    std::memcpy(out.data(), all.data() + offset, len);
-    return len;
+  ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
+    auto all = std::make_shared<Bytes>(load(n));
+    keep = all;
+    if (offset >= int64_t(all->size())) return {};
+    return ByteSpan(*all).subspan(size_t(offset), std::min(len, all->size() - size_t(offset)));
   }
   Bytes load(int64_t n) override {
     Bytes b(size_t(sizes_.at(size_t(n))));

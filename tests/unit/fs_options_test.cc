@@ -67,6 +67,9 @@ TEST(FsOptions, OurOptions) {
   o = parse({"-o", "max_idle_threads=3,max_threads=7,clone_fd", "a", "b"});
   EXPECT_EQ(o.max_idle_threads, 3u);
   EXPECT_EQ(o.max_threads, 7u);
+  EXPECT_FALSE(o.read_ahead.has_value());
+  EXPECT_EQ(parse({"-o", "read_ahead=8M", "a", "b"}).read_ahead, uint64_t(8) << 20);
+  EXPECT_EQ(parse({"-o", "read_ahead=0", "a", "b"}).read_ahead, 0u);
 }
 
 TEST(FsOptions, FstabOptionsAreAcceptedAndIgnored) {
@@ -136,7 +139,7 @@ TEST(FsOptions, Errors) {
   EXPECT_THROW(parse({"--frobnicate", "a", "b"}), UsageError);
   EXPECT_THROW(parse({"-o"}), UsageError);
   for (const char* bad : {"bogus", "cache_size=", "cache_size=abc", "log_level=loud", "codec=snappy", "clevel=10",
-                          "typesize=0", "chunksize=0", "blocksize=1G", "filters=shuffle+foo", "uid=x", "umask=999",
+                          "typesize=0", "read_ahead=", "read_ahead=2G", "chunksize=0", "blocksize=1G", "filters=shuffle+foo", "uid=x", "umask=999",
                           "ro=1", "allow_other=yes", "fsname", "max_threads=0",
                           "filters=shuffle+shuffle+shuffle+shuffle+shuffle+shuffle+shuffle"})
     EXPECT_THROW(parse({"-o", bad, "a", "b"}), UsageError) << bad;

@@ -1,0 +1,91 @@
+#include "buffer_pool.h"
+
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+namespace blosc2fs {
+
+namespace {
+
+// Stored chunks of one frame differ in size by a few bytes: capacities are
+// rounded up so that they can take each other's place.
+constexpr size_t kGranule = 64 << 10;
+
+size_t capacity_for(size_t size) {
+  if (size <= kGranule) return size ? size : 1;
+  return (size + kGranule - 1) / kGranule * kGranule;
+}
+
+}  // namespace
+
+PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = std::move(other.pool_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+void PooledBuffer::release() {
+  if (data_) {
+    if (pool_) pool_->give_back(data_, capacity_);
+    else std::free(data_);
+  }
+  pool_.reset();
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+std::shared_ptr<BufferPool> BufferPool::create(size_t keep_bytes) {
+  return std::shared_ptr<BufferPool>(new BufferPool(keep_bytes));
+}
+
+BufferPool::~BufferPool() {
+  for (auto& [capacity, data] : free_) std::free(data);
+}
+
+PooledBuffer BufferPool::take(size_t size) {
+  PooledBuffer b;
+  b.size_ = size;
+  {
+    std::lock_guard lock(mutex_);
+    // The smallest kept buffer that fits, if it wastes at most half of itself.
+    auto it = free_.lower_bound(size ? size : 1);
+    if (it != free_.end() && it->first / 2 <= size) {
+      b.capacity_ = it->first;
+      b.data_ = it->second;
+      kept_ -= it->first;
+      free_.erase(it);
+    }
+  }
+  if (!b.data_) {
+    b.capacity_ = capacity_for(size);
+    b.data_ = static_cast<uint8_t*>(std::malloc(b.capacity_));
+    if (!b.data_) throw std::bad_alloc();
+  }
+  b.pool_ = shared_from_this();
+  return b;
+}
+
+void BufferPool::give_back(uint8_t* data, size_t capacity) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (kept_ + capacity <= keep_bytes_) {
+      free_.emplace(capacity, data);
+      kept_ += capacity;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+size_t BufferPool::kept_bytes() const {
+  std::lock_guard lock(mutex_);
+  return kept_;
+}
+
+}  // namespace blosc2fs

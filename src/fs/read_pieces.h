@@ -1,0 +1,59 @@
+// The bytes of one read, gathered without copying where possible: spans into
+// chunk-cache entries, kept alive here until the reply has gone out, or
+// buffers owned here for bytes that may change once the Volume's lock is
+// released (chunks being written, generated texts).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+class ReadPieces {
+ public:
+  void add_view(ByteSpan bytes, std::shared_ptr<const void> keep) {
+    if (bytes.empty()) return;
+    pieces_.push_back(bytes);
+    keep_.push_back(std::move(keep));
+    size_ += bytes.size();
+  }
+  // `size` bytes owned here, for the caller to fill.
+  MutableByteSpan add_copy(size_t size) {
+    if (size == 0) return {};
+    owned_.push_back(std::make_unique_for_overwrite<uint8_t[]>(size));
+    pieces_.emplace_back(owned_.back().get(), size);
+    size_ += size;
+    return {owned_.back().get(), size};
+  }
+  // The last piece added by add_copy() holds only its first `used` bytes.
+  void trim_copy(size_t used) {
+    ByteSpan& last = pieces_.back();
+    used = std::min(used, last.size());
+    size_ -= last.size() - used;
+    last = last.first(used);
+  }
+  const std::vector<ByteSpan>& pieces() const { return pieces_; }
+  size_t size() const { return size_; }
+  size_t copy_to(MutableByteSpan out) const {
+    size_t done = 0;
+    for (ByteSpan p : pieces_) {
+      const size_t len = std::min(p.size(), out.size() - done);
+      if (len) std::memcpy(out.data() + done, p.data(), len);
+      done += len;
+    }
+    return done;
+  }
+
+ private:
+  std::vector<ByteSpan> pieces_;
+  std::vector<std::shared_ptr<const void>> keep_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_;
+  size_t size_ = 0;
+};
+
+}  // namespace blosc2fs
