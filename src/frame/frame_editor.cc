@@ -16,6 +16,7 @@
 #include "frame_editor_internal.h"
 #include "frame_writer.h"
 #include "frame_lock.h"
+#include "parallel_encode.h"
 
 namespace blosc2fs {
 
@@ -206,25 +207,43 @@ struct FrameEditor::Impl {
     staged.chunks_dirty = true;
   }
 
-  void put_data(int64_t n, ByteSpan data) {
-    int32_t cs_after = check_chunk_size(n, int64_t(data.size()));
-    if (has_other_chunks(n) && staged.vlblocks)
-      fail(path, "chunk " + std::to_string(n) + ": VL-block chunks cannot be compressed here; write raw chunks",
-           EOPNOTSUPP);
-    int32_t nbytes = int32_t(data.size());
-    Bytes stored;
-    if (all_zero(data)) {
-      stored = make_special_chunk(Special::zeros, nbytes, std::max(1, frame->header().typesize));
-    } else {
-      try {
-        stored = encode_chunk(data, frame_compress_params());
-      } catch (const UnsupportedError& e) {
-        fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EOPNOTSUPP);
-      } catch (const FormatError& e) {
-        fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EINVAL);
-      }
+  // Compresses the chunks on every core, then stages them in order, each
+  // checked as a single put would be (n < 0: append).
+  void put_data(std::span<const FrameEditor::ChunkPut> puts) {
+    std::vector<ByteSpan> inputs;
+    for (const FrameEditor::ChunkPut& p : puts) inputs.push_back(p.data);
+    std::exception_ptr params_error;
+    CompressParams params;
+    try {
+      params = frame_compress_params();
+    } catch (...) {
+      params_error = std::current_exception();
     }
-    stage_chunk(n, finalize(std::move(stored), nbytes, cs_after), cs_after, false);
+    const int32_t typesize = std::max(1, frame->header().typesize);
+    std::vector<EncodedChunk> encoded = encode_in_parallel(inputs, [&](ByteSpan data) {
+      if (all_zero(data)) return make_special_chunk(Special::zeros, int32_t(data.size()), typesize);
+      if (params_error) std::rethrow_exception(params_error);
+      return encode_chunk(data, params);
+    });
+    for (size_t i = 0; i < puts.size(); ++i) {
+      const int64_t n = puts[i].n < 0 ? staged.nchunks : puts[i].n;
+      if (puts[i].n >= staged.nchunks) fail(path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
+      const int32_t cs_after = check_chunk_size(n, int64_t(inputs[i].size()));
+      if (has_other_chunks(n) && staged.vlblocks)
+        fail(path, "chunk " + std::to_string(n) + ": VL-block chunks cannot be compressed here; write raw chunks",
+             EOPNOTSUPP);
+      if (encoded[i].error) {
+        try {
+          std::rethrow_exception(encoded[i].error);
+        } catch (const UnsupportedError& e) {
+          fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EOPNOTSUPP);
+        } catch (const FormatError& e) {
+          fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EINVAL);
+        }
+      }
+      const int32_t nbytes = int32_t(inputs[i].size());
+      stage_chunk(n, finalize(std::move(encoded[i].stored), nbytes, cs_after), cs_after, false);
+    }
   }
 
   void put_raw(int64_t n, ByteSpan chunk) {
@@ -351,16 +370,21 @@ void FrameEditor::set_metalayer(const std::string& name, ByteSpan content) {
 }
 
 void FrameEditor::replace_chunk(int64_t n, ByteSpan data) {
-  if (n >= impl_->staged.nchunks) fail(impl_->path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
-  impl_->put_data(n, data);
+  const ChunkPut put{n, data};
+  impl_->put_data({&put, 1});
 }
+
+void FrameEditor::put_chunks(std::span<const ChunkPut> puts) { impl_->put_data(puts); }
 
 void FrameEditor::replace_raw_chunk(int64_t n, ByteSpan chunk) {
   if (n >= impl_->staged.nchunks) fail(impl_->path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
   impl_->put_raw(n, chunk);
 }
 
-void FrameEditor::append_chunk(ByteSpan data) { impl_->put_data(impl_->staged.nchunks, data); }
+void FrameEditor::append_chunk(ByteSpan data) {
+  const ChunkPut put{-1, data};
+  impl_->put_data({&put, 1});
+}
 
 void FrameEditor::append_raw_chunk(ByteSpan chunk) { impl_->put_raw(impl_->staged.nchunks, chunk); }
 

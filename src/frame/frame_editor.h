@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,13 @@ class FrameEditor {
   void replace_chunk(int64_t n, ByteSpan data);
   void replace_raw_chunk(int64_t n, ByteSpan chunk);
   void append_chunk(ByteSpan data);
+  // Several replace_chunk (n >= 0) and append_chunk (n < 0) in order,
+  // compressed on every core; stops at the first that fails.
+  struct ChunkPut {
+    int64_t n;
+    ByteSpan data;
+  };
+  void put_chunks(std::span<const ChunkPut> puts);
   void append_raw_chunk(ByteSpan chunk);
   void truncate_chunks(int64_t nchunks);  // drop chunks from the end
   bool has_staged_edits() const;

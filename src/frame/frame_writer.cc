@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 
 #include "file.h"
+#include "parallel_encode.h"
 
 namespace blosc2fs {
 
@@ -169,9 +171,23 @@ void FrameWriter::append_raw(ByteSpan chunk) {
 }
 
 void FrameWriter::append_data(ByteSpan data) {
-  impl_->check_open();
-  const size_t step = impl_->fixed() ? size_t(impl_->params.chunksize) : data.size();
-  for (size_t pos = 0; pos < data.size(); pos += step) append(data.subspan(pos, std::min(step, data.size() - pos)));
+  Impl& w = *impl_;
+  w.check_open();
+  const size_t step = w.fixed() ? size_t(w.params.chunksize) : data.size();
+  // A few chunks per core at a time: compressed together, stored in order.
+  const size_t group = 4 * std::max(1u, std::thread::hardware_concurrency());
+  std::vector<ByteSpan> pieces;
+  for (size_t pos = 0; pos < data.size(); pos += step) pieces.push_back(data.subspan(pos, std::min(step, data.size() - pos)));
+  for (size_t first = 0; first < pieces.size(); first += group) {
+    std::span<const ByteSpan> batch(pieces.data() + first, std::min(group, pieces.size() - first));
+    std::vector<EncodedChunk> encoded =
+        encode_in_parallel(batch, [&w](ByteSpan piece) { return encode_chunk(piece, w.params.cparams); });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      w.check_size(int64_t(batch[i].size()));
+      if (encoded[i].error) std::rethrow_exception(encoded[i].error);
+      w.store(std::move(encoded[i].stored), int32_t(batch[i].size()));
+    }
+  }
 }
 
 void FrameWriter::Impl::store(Bytes chunk, int32_t chunk_nbytes) {

@@ -349,8 +349,10 @@ void Volume::commit_chunks(std::optional<int64_t> skip, const std::string& what,
   try {
     run_commit(what, [&](FrameEditor& editor) {
       if (batch.truncate_to >= 0) editor.truncate_chunks(batch.truncate_to);
-      for (const auto& [n, held] : batch.replace) editor.replace_chunk(n, bytes_of(held));
-      for (const auto& [n, held] : batch.append) editor.append_chunk(bytes_of(held));
+      std::vector<FrameEditor::ChunkPut> puts;
+      for (const auto& [n, held] : batch.replace) puts.push_back({n, bytes_of(held)});
+      for (const auto& [n, held] : batch.append) puts.push_back({-1, bytes_of(held)});
+      editor.put_chunks(puts);
     });
   } catch (const FsError& e) {
     std::unique_lock lock(state_mutex_);

@@ -186,6 +186,35 @@ TEST(FrameEditor, AppendAndTruncate) {
   EXPECT_EQ(errno_of([&] { ed.truncate_chunks(5); }), EINVAL);
 }
 
+TEST(FrameEditor, PutChunksCompressesABatchInOrder) {
+  TempDir tmp;
+  fs::path p = copy_fixture(tmp, "frame_simple-lz4.b2frame");
+  FrameContent want = read_content(p);
+  FrameEditor ed(p);
+  std::vector<Bytes> data;
+  for (int k = 0; k < 9; ++k) data.push_back(k == 4 ? Bytes(200000, 0) : make_data(200000, 10 + k));
+  std::vector<FrameEditor::ChunkPut> puts{{1, data[0]}};
+  for (int k = 1; k < 9; ++k) puts.push_back({-1, data[size_t(k)]});
+  ed.put_chunks(puts);
+  ed.commit();
+  want.chunks[1] = data[0];
+  for (int k = 1; k < 9; ++k) want.chunks.push_back(data[size_t(k)]);
+  want.nbytes += 8 * 200000;
+  expect_content(p, want);
+  // A failure stops the batch there: what came before it is staged, nothing after.
+  const size_t before = want.chunks.size();
+  Bytes too_big = make_data(300000, 7);
+  std::vector<FrameEditor::ChunkPut> bad{{-1, data[1]}, {-1, too_big}, {-1, data[2]}};
+  EXPECT_EQ(errno_of([&] { ed.put_chunks(bad); }), EINVAL);
+  ed.commit();
+  want.chunks.push_back(data[1]);
+  want.nbytes += 200000;
+  expect_content(p, want);
+  EXPECT_EQ(want.chunks.size(), before + 1);
+  std::vector<FrameEditor::ChunkPut> missing{{int64_t(want.chunks.size()), data[3]}};
+  EXPECT_EQ(errno_of([&] { ed.put_chunks(missing); }), EINVAL);
+}
+
 TEST(FrameEditor, ZeroChunksOfFixedFramesBecomeSpecialEntries) {
   TempDir tmp;
   fs::path p = copy_fixture(tmp, "mutated-cframe-i4.b2frame");
