@@ -10,8 +10,9 @@
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --no-build: use the binaries already in BUILD_DIR as they are.
 # --prepare: make the data sets, then stop.
-# --read-ahead KB: set the kernel's readahead of every FUSE mount (blosc2fs and
-#   squashfuse_ll alike) to KB after mounting; the default is the kernel's 128.
+# --read-ahead KB: the kernel's readahead of every FUSE mount, blosc2fs
+#   (-o read_ahead) and squashfuse_ll alike. Without it each runs as shipped:
+#   blosc2fs sets 4096 KB itself, squashfuse_ll keeps the kernel's 128 KB.
 # BLOSC2FS_BENCH_DIR: scratch directory (default /var/tmp/blosc2fs-bench).
 # Each figure is the median of N runs (default 3); cold runs drop the page
 # cache and mount afresh, so the chunk cache starts empty.
@@ -156,7 +157,10 @@ mount_retrying() {
 mount_b2() {  # mount_b2 FRAME MOUNTPOINT [OPTIONS...]
   local frame=$1 mnt=$2
   shift 2
-  mount_retrying "$BLOSC2FS" "$@" "$frame" "$mnt" && set_read_ahead "$mnt"
+  # blosc2fs sets its own window when the first file is opened (-o read_ahead).
+  local ra=()
+  [[ -n $READ_AHEAD_KB ]] && ra=(-o "read_ahead=${READ_AHEAD_KB}K")
+  mount_retrying "$BLOSC2FS" "${ra[@]}" "$@" "$frame" "$mnt"
 }
 
 mount_sq() {  # mount_sq IMAGE MOUNTPOINT

@@ -118,6 +118,13 @@ uint32_t* thread_hash_table(unsigned hash_log) {
 
 }  // namespace
 
+// Fixed-size copies compile to a few vector moves; the decoder uses them whenever the
+// buffers have room for the bytes they copy beyond the token's end. Those bytes are
+// scratch: later tokens overwrite them, and a stream that stops short is an error.
+inline void copy8(uint8_t* dst, const uint8_t* src) { std::memcpy(dst, src, 8); }
+inline void copy16(uint8_t* dst, const uint8_t* src) { std::memcpy(dst, src, 16); }
+inline void copy32(uint8_t* dst, const uint8_t* src) { std::memcpy(dst, src, 32); }
+
 int blosclz_decompress(const uint8_t* src, size_t src_size, uint8_t* dst, size_t dst_size) {
   if (src_size == 0) return 0;
   if (dst_size > size_t(INT_MAX)) return -1;
@@ -152,12 +159,25 @@ int blosclz_decompress(const uint8_t* src, size_t src_size, uint8_t* dst, size_t
       if (len > size_t(op_end - op) || dist > size_t(op - dst)) return -1;
       if (ip >= ip_end) break;
       ctrl = *ip++;
-      copy_match(op, dist, len);
-      op += len;
+      // Each wide step reads only bytes that are already written: step <= dist.
+      const size_t room = size_t(op_end - op);
+      const uint8_t* ref = op - dist;
+      uint8_t* const stop = op + len;
+      if (dist >= 16 && room >= len + 15) {
+        for (uint8_t* o = op; o < stop; o += 16, ref += 16) copy16(o, ref);
+      } else if (dist >= 8 && room >= len + 7) {
+        for (uint8_t* o = op; o < stop; o += 8, ref += 8) copy8(o, ref);
+      } else {
+        copy_match(op, dist, len);
+      }
+      op = stop;
     } else {
       const size_t run = ctrl + 1;
       if (run > size_t(op_end - op) || run > size_t(ip_end - ip)) return -1;
-      std::memcpy(op, ip, run);
+      if (size_t(op_end - op) >= 32 && size_t(ip_end - ip) >= 32)
+        copy32(op, ip);
+      else
+        std::memcpy(op, ip, run);
       op += run;
       ip += run;
       if (ip >= ip_end) break;

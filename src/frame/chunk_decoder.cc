@@ -83,9 +83,20 @@ struct ChunkView::Impl {
 
   void decode_regular_block(const ChunkView& view, int32_t j, uint8_t* out, const uint8_t* reference) const;
   void decode_vl_block(const ChunkView& view, int32_t j, uint8_t* out) const;
-  void run_filters(const ChunkView& view, uint8_t* data, uint8_t* out, size_t size, bool is_reference,
-                   const uint8_t* reference) const;
+  // A block's bytes as the filter pipeline first reads them: contiguous at `data`, or
+  // (split shuffled blocks) stream k at streams[k]. Either may point into the chunk.
+  struct BlockInput {
+    const uint8_t* data;
+    const uint8_t* const* streams;
+  };
+  // Undoes the filters; `work` is the block's writable scratch (or `out` when no step
+  // needs a second buffer).
+  void run_filters(const ChunkView& view, const BlockInput& input, uint8_t* work, uint8_t* out, size_t size,
+                   bool is_reference, const uint8_t* reference) const;
   void fill_special(const ChunkView& view, uint8_t* out, size_t n, int64_t chunk_offset) const;
+  // True when the first filter step writes to another buffer than it reads, so it can
+  // read a block's bytes where they are stored in the chunk.
+  bool first_step_reads_elsewhere() const { return !steps.empty() && steps.front().id != kFilterDelta; }
 
   void init_filters(const ChunkHeader& h);
   // Reads the block-start table and the optional dictionary.
@@ -259,43 +270,56 @@ void ChunkView::Impl::fill_special(const ChunkView& view, uint8_t* out, size_t n
   }
 }
 
-void ChunkView::Impl::run_filters(const ChunkView& view, uint8_t* data, uint8_t* out, size_t size, bool is_reference,
-                                  const uint8_t* reference) const {
+void ChunkView::Impl::run_filters(const ChunkView& view, const BlockInput& input, uint8_t* work, uint8_t* out,
+                                  size_t size, bool is_reference, const uint8_t* reference) const {
   const ChunkHeader& h = view.header_;
-  uint8_t* current = data;
+  // The bytes are read only until the first out-of-place step; only work, spare and out
+  // are ever written.
+  const uint8_t* current = input.data;
+  uint8_t* writable = input.data == work ? work : nullptr;
+  bool in_work = true;  // gathered streams may lie partly in work: never write it first
   uint8_t* spare = out_of_place_steps >= 2 ? scratch().filtered.get(size) : nullptr;
   int remaining = out_of_place_steps;
+  bool gathered = input.streams != nullptr;
   for (const FilterStep& step : steps) {
     if (step.id == kFilterDelta) {
       if (!is_reference && !reference) throw std::logic_error("chunk: delta block decoded without block 0");
-      delta_decode(reference, current, size, size_t(h.typesize), is_reference);
+      if (!writable || gathered) throw std::logic_error("chunk: delta step on read-only block bytes");
+      delta_decode(reference, writable, size, size_t(h.typesize), is_reference);
       continue;
     }
-    uint8_t* target = --remaining == 0 ? out : (current == data ? spare : data);
+    uint8_t* target = --remaining == 0 ? out : (in_work ? spare : work);
     const size_t element = size_t(step.element_size);
-    switch (step.id) {
-      case kFilterShuffle:
-        unshuffle(current, target, size, element);
-        break;
-      case kFilterBitshuffle:
-        if (h.version > 2) {
-          bitunshuffle(current, target, size, element);
-        } else if ((size / element) % 8 != 0) {
-          // Blosc1 (format 2) left blocks whose item count is not a multiple of 8 unshuffled.
-          std::memcpy(target, current, size);
-        } else {
-          // For format 2 c-blosc2 bit-unshuffles the whole items only and never writes the
-          // trailing size % typesize bytes; the reference output holds zeros there.
-          const size_t items_bytes = size / element * element;
-          bitunshuffle(current, target, items_bytes, element);
-          std::memset(target + items_bytes, 0, size - items_bytes);
-        }
-        break;
-      default:  // bytedelta, both variants
-        bytedelta_decode(current, target, size, element);
-        break;
+    if (gathered) {
+      // Only a shuffle whose item size is the stream count reads gathered streams.
+      unshuffle_streams(input.streams, target, size / element, element);
+    } else {
+      switch (step.id) {
+        case kFilterShuffle:
+          unshuffle(current, target, size, element);
+          break;
+        case kFilterBitshuffle:
+          if (h.version > 2) {
+            bitunshuffle(current, target, size, element);
+          } else if ((size / element) % 8 != 0) {
+            // Blosc1 (format 2) left blocks whose item count is not a multiple of 8 unshuffled.
+            std::memcpy(target, current, size);
+          } else {
+            // For format 2 c-blosc2 bit-unshuffles the whole items only and never writes the
+            // trailing size % typesize bytes; the reference output holds zeros there.
+            const size_t items_bytes = size / element * element;
+            bitunshuffle(current, target, items_bytes, element);
+            std::memset(target + items_bytes, 0, size - items_bytes);
+          }
+          break;
+        default:  // bytedelta, both variants
+          bytedelta_decode(current, target, size, element);
+          break;
+      }
     }
-    current = target;
+    current = writable = target;
+    in_work = target == work;
+    gathered = false;
   }
 }
 
@@ -309,12 +333,23 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
     corrupt("block " + str(j) + " of " + str(int64_t(bsize)) + " bytes does not split into " + str(int64_t(nstreams)) +
             " streams");
   const size_t neblock = bsize / nstreams;
-  uint8_t* streams = out_of_place_steps > 0 ? scratch().streams.get(bsize) : out;
+  // A stream stored raw is left where it is in the chunk when the first filter step
+  // writes elsewhere and can read it there: saves copying it into scratch first.
+  const bool filtered = out_of_place_steps > 0;
+  const bool read_in_place = first_step_reads_elsewhere() &&
+                             (nstreams == 1 || (steps.front().id == kFilterShuffle &&
+                                                size_t(steps.front().element_size) == nstreams));
+  uint8_t* work = filtered ? scratch().streams.get(bsize) : out;
+  const uint8_t* stream_at[256];
+  static_assert(sizeof(ChunkHeader::typesize) == 1, "nstreams <= typesize must fit stream_at");
   const uint8_t* chunk = view.chunk_.data();
   const size_t limit = view.chunk_.size();
+  const uint8_t format = h.compformat();
+  const StreamDictionary* dictionary = dict.get();
   size_t pos = block_starts[size_t(j)];
   for (size_t s = 0; s < nstreams; ++s) {
-    uint8_t* dst = streams + s * neblock;
+    uint8_t* dst = work + s * neblock;
+    stream_at[s] = dst;
     auto fail = [&](const std::string& why) {
       corrupt("block " + str(j) + " stream " + str(int64_t(s)) + ": " + why);
     };
@@ -332,15 +367,25 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
     } else {
       if (size_t(csize) > limit - pos)
         fail(str(csize) + " compressed bytes run past cbytes (" + str(int64_t(limit - pos)) + " left)");
-      if (size_t(csize) == neblock)
+      if (size_t(csize) != neblock) {
+        if (!decompress_stream(format, chunk + pos, size_t(csize), dst, neblock, dictionary))
+          fail(h.codec_label() + " data of " + str(csize) + " bytes does not decode to " + str(int64_t(neblock)) +
+               " bytes");
+      } else if (read_in_place) {
+        stream_at[s] = chunk + pos;
+      } else {
         std::memcpy(dst, chunk + pos, neblock);
-      else if (!decompress_stream(h.compformat(), chunk + pos, size_t(csize), dst, neblock, dict.get()))
-        fail(h.codec_label() + " data of " + str(csize) + " bytes does not decode to " + str(int64_t(neblock)) +
-             " bytes");
+      }
       pos += size_t(csize);
     }
   }
-  run_filters(view, streams, out, bsize, j == 0, reference);
+  if (!filtered) {
+    run_filters(view, BlockInput{out, nullptr}, out, out, bsize, j == 0, reference);
+  } else if (nstreams == 1 || !read_in_place) {
+    run_filters(view, BlockInput{stream_at[0], nullptr}, work, out, bsize, j == 0, reference);
+  } else {
+    run_filters(view, BlockInput{stream_at[0], stream_at}, work, out, bsize, j == 0, reference);
+  }
 }
 
 void ChunkView::Impl::decode_vl_block(const ChunkView& view, int32_t j, uint8_t* out) const {
@@ -350,13 +395,18 @@ void ChunkView::Impl::decode_vl_block(const ChunkView& view, int32_t j, uint8_t*
   const size_t csize = block_ends[size_t(j)] - begin;
   uint8_t* data = out_of_place_steps > 0 ? scratch().streams.get(bsize) : out;
   const uint8_t* src = view.chunk_.data() + begin;
-  if (csize == bsize)
+  const uint8_t* input = data;
+  if (csize != bsize) {
+    if (!decompress_stream(h.compformat(), src, csize, data, bsize, dict.get()))
+      corrupt("VL block " + str(j) + ": " + h.codec_label() + " data of " + str(int64_t(csize)) +
+              " bytes does not decode to " + str(int64_t(bsize)) + " bytes");
+  } else if (first_step_reads_elsewhere()) {
+    input = src;
+  } else {
     std::memcpy(data, src, bsize);
-  else if (!decompress_stream(h.compformat(), src, csize, data, bsize, dict.get()))
-    corrupt("VL block " + str(j) + ": " + h.codec_label() + " data of " + str(int64_t(csize)) +
-            " bytes does not decode to " + str(int64_t(bsize)) + " bytes");
+  }
   // The writer treats every VL block as a delta reference block.
-  run_filters(view, data, out, bsize, true, nullptr);
+  run_filters(view, BlockInput{input, nullptr}, data, out, bsize, true, nullptr);
 }
 
 void ChunkView::decode(MutableByteSpan out) const {

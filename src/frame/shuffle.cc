@@ -51,6 +51,24 @@ void unshuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t t
   }
 }
 
+void unshuffle_stream_items_scalar(const uint8_t* const* streams, uint8_t* dst, size_t typesize, size_t begin,
+                                   size_t end) {
+  if (begin >= end) return;
+  for (size_t k = 0; k < typesize; ++k) {
+    const uint8_t* in = streams[k];
+    uint8_t* out = dst + k;
+    for (size_t i = begin; i < end; ++i) out[i * typesize] = in[i];
+  }
+}
+
+void unshuffle_streams_scalar(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  if (typesize == 1) {
+    if (n > 0) std::memcpy(dst, streams[0], n);
+    return;
+  }
+  unshuffle_stream_items_scalar(streams, dst, typesize, 0, n);
+}
+
 void shuffle_scalar(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   if (typesize <= 1 || size < typesize) return copy_tail(src, dst, 0, size);
   const size_t n = size / typesize;
@@ -181,19 +199,35 @@ const ShuffleKernels& scalar_kernels() {
   return kernels;
 }
 
+StreamsUnshuffleFn streams_unshuffle_for(const ShuffleKernels& kernels) {
+  if (&kernels == avx2_kernels()) return unshuffle_streams_avx2;
+  if (&kernels == sse2_kernels()) return unshuffle_streams_sse2;
+  return unshuffle_streams_scalar;
+}
+
 #if defined(__x86_64__)
 const ShuffleKernels* sse2_kernels() {
   static const ShuffleKernels kernels{"sse2", shuffle_sse2, unshuffle_sse2, bitshuffle_sse2, bitunshuffle_sse2};
   return &kernels;
 }
 
+bool gfni_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("gfni"); }
+
 const ShuffleKernels* avx2_kernels() {
-  static const ShuffleKernels kernels{"avx2", shuffle_avx2, unshuffle_avx2, bitshuffle_avx2, bitunshuffle_avx2};
+  static const ShuffleKernels kernels{"avx2", shuffle_avx2, unshuffle_avx2, bitshuffle_avx2,
+                                      gfni_supported() ? bitunshuffle_avx2_gfni : bitunshuffle_avx2};
   return __builtin_cpu_supports("avx2") ? &kernels : nullptr;
 }
 #else
+bool gfni_supported() { return false; }
 const ShuffleKernels* sse2_kernels() { return nullptr; }
 const ShuffleKernels* avx2_kernels() { return nullptr; }
+void unshuffle_streams_sse2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  unshuffle_streams_scalar(streams, dst, n, typesize);
+}
+void unshuffle_streams_avx2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  unshuffle_streams_scalar(streams, dst, n, typesize);
+}
 #endif
 
 namespace {
@@ -229,6 +263,10 @@ void bitshuffle(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) 
 }
 void bitunshuffle(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   shuffle_detail::kernels().bitunshuffle(src, dst, size, typesize);
+}
+void unshuffle_streams(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  static const shuffle_detail::StreamsUnshuffleFn fn = shuffle_detail::streams_unshuffle_for(shuffle_detail::kernels());
+  fn(streams, dst, n, typesize);
 }
 const char* shuffle_implementation() { return shuffle_detail::kernels().name; }
 

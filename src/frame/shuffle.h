@@ -12,6 +12,12 @@ namespace blosc2fs {
 void shuffle(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 void unshuffle(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 
+// unshuffle() of n whole items whose byte stream k (n bytes) is at streams[k] rather
+// than at src + k * n: lets a block decoder read the streams where they already are
+// (stored raw inside the chunk, or decoded into scratch) without gathering them first.
+// Writes n * typesize bytes to dst; no stream may overlap dst.
+void unshuffle_streams(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize);
+
 // Bit shuffle (the bitshuffle library's transform) over floor(n/8)*8 items,
 // n = size / typesize; leftover bytes are copied verbatim.
 // Layout: typesize*8 bit planes of m/8 bytes each (m = items transformed), plane

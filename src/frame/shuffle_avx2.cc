@@ -74,17 +74,32 @@ void shuffle_typed(const uint8_t* src, uint8_t* dst, size_t n) {
   shuffle_items_scalar(src, dst, n, T, vec_items, n);
 }
 
+// Stream k at streams[k]: the plain layout is streams[k] = src + k * n.
 template <size_t T>
-void unshuffle_typed(const uint8_t* src, uint8_t* dst, size_t n) {
+void unshuffle_typed(const uint8_t* const* streams, uint8_t* dst, size_t n) {
+  const uint8_t* in[T];
+#pragma GCC unroll 16
+  for (size_t k = 0; k < T; ++k) in[k] = streams[k];
   const size_t vec_items = n / 32 * 32;
   for (size_t i = 0; i < vec_items; i += 32) {
     __m256i x[T];
 #pragma GCC unroll 16
-    for (size_t k = 0; k < T; ++k) x[k] = load(src + k * n + i);
+    for (size_t k = 0; k < T; ++k) x[k] = load(in[k] + i);
     perfect_shuffle<T, log2_of(T)>(x);
     join_halves(x, dst + i * T);
   }
-  unshuffle_items_scalar(src, dst, n, T, vec_items, n);
+  unshuffle_stream_items_scalar(in, dst, T, vec_items, n);
+}
+
+// Returns false for the typesizes without a vector path.
+bool unshuffle_streams_vector(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  switch (typesize) {
+    case 2: unshuffle_typed<2>(streams, dst, n); return true;
+    case 4: unshuffle_typed<4>(streams, dst, n); return true;
+    case 8: unshuffle_typed<8>(streams, dst, n); return true;
+    case 16: unshuffle_typed<16>(streams, dst, n); return true;
+    default: return false;
+  }
 }
 
 template <int Shift>
@@ -127,6 +142,26 @@ void planes_to_bytes_avx2(const uint8_t* plane0, size_t plane_stride, uint8_t* b
   planes_to_bytes_scalar(plane0 + vec_groups, plane_stride, bytes + 8 * vec_groups, groups - vec_groups);
 }
 
+// With GFNI one affine instruction does the 8x8 bit transpose: result bit i of byte j is
+// the parity of (matrix byte 7 - i) AND (byte j of the selector), so with selector byte j
+// = 1 << j and matrix byte 7 - i = plane i, byte j collects bit j of every plane: item j.
+// Loading the planes in reverse order puts plane i at matrix byte 7 - i.
+__attribute__((target("avx2,gfni"))) void planes_to_bytes_avx2_gfni(const uint8_t* plane0, size_t plane_stride,
+                                                                     uint8_t* bytes, size_t groups) {
+  const __m256i select = _mm256_set1_epi64x(0x8040201008040201LL);
+  const size_t vec_groups = groups / 32 * 32;
+  for (size_t g = 0; g < vec_groups; g += 32) {
+    __m256i x[8];
+#pragma GCC unroll 16
+    for (size_t k = 0; k < 8; ++k) x[k] = load(plane0 + (7 - k) * plane_stride + g);
+    perfect_shuffle<8, 3>(x);
+#pragma GCC unroll 16
+    for (size_t v = 0; v < 8; ++v) x[v] = _mm256_gf2p8affine_epi64_epi8(select, x[v], 0);
+    join_halves(x, bytes + 8 * g);
+  }
+  planes_to_bytes_scalar(plane0 + vec_groups, plane_stride, bytes + 8 * vec_groups, groups - vec_groups);
+}
+
 }  // namespace
 
 void shuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
@@ -143,14 +178,15 @@ void shuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize
 
 void unshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   const size_t n = typesize == 0 ? 0 : size / typesize;
-  switch (typesize) {
-    case 2: unshuffle_typed<2>(src, dst, n); break;
-    case 4: unshuffle_typed<4>(src, dst, n); break;
-    case 8: unshuffle_typed<8>(src, dst, n); break;
-    case 16: unshuffle_typed<16>(src, dst, n); break;
-    default: return unshuffle_scalar(src, dst, size, typesize);
-  }
+  const uint8_t* streams[16];
+  for (size_t k = 0; k < typesize && k < 16; ++k) streams[k] = src + k * n;
+  if (typesize > 16 || !unshuffle_streams_vector(streams, dst, n, typesize))
+    return unshuffle_scalar(src, dst, size, typesize);
   if (size > n * typesize) std::memcpy(dst + n * typesize, src + n * typesize, size - n * typesize);
+}
+
+void unshuffle_streams_avx2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  if (!unshuffle_streams_vector(streams, dst, n, typesize)) unshuffle_streams_scalar(streams, dst, n, typesize);
 }
 
 void bitshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
@@ -159,6 +195,10 @@ void bitshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t types
 
 void bitunshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   bitunshuffle_by_streams(src, dst, size, typesize, unshuffle_avx2, planes_to_bytes_avx2);
+}
+
+void bitunshuffle_avx2_gfni(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
+  bitunshuffle_by_streams(src, dst, size, typesize, unshuffle_avx2, planes_to_bytes_avx2_gfni);
 }
 
 }  // namespace blosc2fs::shuffle_detail

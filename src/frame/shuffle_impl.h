@@ -39,6 +39,18 @@ void shuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize
 void unshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 void bitshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 void bitunshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
+// bitunshuffle_avx2 with the bit transpose done by GFNI; only when gfni_supported().
+// The avx2 kernel set uses it when the CPU has GFNI.
+void bitunshuffle_avx2_gfni(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
+bool gfni_supported();
+
+// unshuffle_streams() per instruction set; see shuffle.h.
+using StreamsUnshuffleFn = void (*)(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize);
+void unshuffle_streams_scalar(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize);
+void unshuffle_streams_sse2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize);
+void unshuffle_streams_avx2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize);
+// The unshuffle_streams() kernel that goes with a kernel set.
+StreamsUnshuffleFn streams_unshuffle_for(const ShuffleKernels& kernels);
 
 // The kernel sets; sse2/avx2 return nullptr when this CPU cannot run them.
 const ShuffleKernels& scalar_kernels();
@@ -52,6 +64,9 @@ void shuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t typ
                           size_t end);
 void unshuffle_items_scalar(const uint8_t* src, uint8_t* dst, size_t n, size_t typesize, size_t begin,
                             size_t end);
+// The same with stream k at streams[k].
+void unshuffle_stream_items_scalar(const uint8_t* const* streams, uint8_t* dst, size_t typesize, size_t begin,
+                                   size_t end);
 
 // One byte stream <-> its eight bit planes, `groups` groups of eight items:
 // plane k is at plane0 + k * plane_stride and holds one byte per group.

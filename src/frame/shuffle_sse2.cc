@@ -51,18 +51,33 @@ void shuffle_typed(const uint8_t* src, uint8_t* dst, size_t n) {
   shuffle_items_scalar(src, dst, n, T, vec_items, n);
 }
 
+// Stream k at streams[k]: the plain layout is streams[k] = src + k * n.
 template <size_t T>
-void unshuffle_typed(const uint8_t* src, uint8_t* dst, size_t n) {
+void unshuffle_typed(const uint8_t* const* streams, uint8_t* dst, size_t n) {
+  const uint8_t* in[T];
+#pragma GCC unroll 16
+  for (size_t k = 0; k < T; ++k) in[k] = streams[k];
   const size_t vec_items = n / 16 * 16;
   for (size_t i = 0; i < vec_items; i += 16) {
     __m128i x[T];
 #pragma GCC unroll 16
-    for (size_t k = 0; k < T; ++k) x[k] = load(src + k * n + i);
+    for (size_t k = 0; k < T; ++k) x[k] = load(in[k] + i);
     perfect_shuffle<T, log2_of(T)>(x);
 #pragma GCC unroll 16
     for (size_t v = 0; v < T; ++v) store(dst + i * T + 16 * v, x[v]);
   }
-  unshuffle_items_scalar(src, dst, n, T, vec_items, n);
+  unshuffle_stream_items_scalar(in, dst, T, vec_items, n);
+}
+
+// Returns false for the typesizes without a vector path.
+bool unshuffle_streams_vector(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  switch (typesize) {
+    case 2: unshuffle_typed<2>(streams, dst, n); return true;
+    case 4: unshuffle_typed<4>(streams, dst, n); return true;
+    case 8: unshuffle_typed<8>(streams, dst, n); return true;
+    case 16: unshuffle_typed<16>(streams, dst, n); return true;
+    default: return false;
+  }
 }
 
 // The 8x8 bit transpose of transpose_bits_8x8, on both 64-bit lanes at once.
@@ -122,14 +137,15 @@ void shuffle_sse2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize
 
 void unshuffle_sse2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   const size_t n = typesize == 0 ? 0 : size / typesize;
-  switch (typesize) {
-    case 2: unshuffle_typed<2>(src, dst, n); break;
-    case 4: unshuffle_typed<4>(src, dst, n); break;
-    case 8: unshuffle_typed<8>(src, dst, n); break;
-    case 16: unshuffle_typed<16>(src, dst, n); break;
-    default: return unshuffle_scalar(src, dst, size, typesize);
-  }
+  const uint8_t* streams[16];
+  for (size_t k = 0; k < typesize && k < 16; ++k) streams[k] = src + k * n;
+  if (typesize > 16 || !unshuffle_streams_vector(streams, dst, n, typesize))
+    return unshuffle_scalar(src, dst, size, typesize);
   if (size > n * typesize) std::memcpy(dst + n * typesize, src + n * typesize, size - n * typesize);
+}
+
+void unshuffle_streams_sse2(const uint8_t* const* streams, uint8_t* dst, size_t n, size_t typesize) {
+  if (!unshuffle_streams_vector(streams, dst, n, typesize)) unshuffle_streams_scalar(streams, dst, n, typesize);
 }
 
 void bitshuffle_sse2(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
