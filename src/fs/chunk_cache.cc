@@ -316,6 +316,12 @@ size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   return size_t(len);
 }
 
+void ChunkCache::load(int64_t n) {
+  std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
+  std::unique_lock<std::mutex> lock;
+  entry = acquire(n, lock);
+}
+
 int64_t ChunkCache::decoded_size(int64_t n) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;

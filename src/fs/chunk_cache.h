@@ -95,6 +95,8 @@ class ChunkCache {
   std::shared_ptr<const CachedChunk> get(int64_t n);
   // Copies stored bytes [offset, offset + out.size()) of chunk n; returns the count.
   size_t read_stored(int64_t n, int64_t offset, MutableByteSpan out);
+  // Loads chunk n's stored bytes, unless it is cached already.
+  void load(int64_t n);
   // Decompressed size of chunk n (validates its header).
   int64_t decoded_size(int64_t n);
 

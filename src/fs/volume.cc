@@ -397,7 +397,18 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
   if (offset < 0) throw FsError{EINVAL};
   std::shared_lock lock(state_mutex_);
   const bool draft = drafts_.count(ino) > 0;
-  if (n->kind == NodeKind::data && !draft) return overlay_.gather_data(*files_, offset, size, out);
+  if (n->kind == NodeKind::data && !draft) {
+    const size_t before = out.size();
+    overlay_.gather_data(*files_, offset, size, out);
+    const int64_t end = offset + int64_t(out.size() - before);
+    // Sequential: the stored bytes of the chunk after this read's last one
+    // are loaded meanwhile.
+    if (data_read_end_.exchange(end) == offset && end > offset) {
+      const int64_t next = overlay_.chunk_at(*files_, end - 1) + 1;
+      if (next < files_->nchunks() && !overlay_.holds(next)) prefetcher_.request(next);
+    }
+    return;
+  }
   if (n->kind == NodeKind::chunk && !draft) return overlay_.gather_chunk(*files_, n->index, offset, size, out);
   // Sized by the file, so a big read of a small file allocates little; the
   // statistics text is made anew by each read, so its size is not known.
@@ -405,6 +416,11 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
   if (offset >= file_size) return;
   MutableByteSpan copy = out.add_copy(size_t(std::min<int64_t>(int64_t(size), file_size - offset)));
   out.trim_copy(read_locked(ino, *n, offset, copy));
+}
+
+void Volume::prefetch_chunk(int64_t n) {
+  std::shared_lock lock(state_mutex_);  // a commit does not switch frames under it
+  if (n < files_->nchunks() && !overlay_.holds(n)) cache_.load(n);
 }
 
 size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {

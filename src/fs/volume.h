@@ -44,6 +44,7 @@
 #include "inodes.h"
 #include "json_prefix.h"
 #include "node.h"
+#include "prefetcher.h"
 
 namespace blosc2fs {
 
@@ -191,6 +192,7 @@ class Volume {
   std::optional<uint64_t> known_ino_of(const Node& node) const;              // shared
   int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
   size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
+  void prefetch_chunk(int64_t n);  // on the prefetcher's thread
   mode_t mode_of(NodeKind kind) const;
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;
@@ -254,6 +256,8 @@ class Volume {
   mutable std::shared_mutex state_mutex_;
   std::shared_ptr<FrameFiles> files_;
   ChunkOverlay overlay_;
+  // Where the last read of data ended: a read starting there is sequential.
+  std::atomic<int64_t> data_read_end_{-1};
   std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
   std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
   std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
@@ -277,6 +281,9 @@ class Volume {
   uint64_t all_changed_at_ = 0;
   std::mutex refresh_mutex_;
   std::chrono::steady_clock::time_point last_refresh_check_{};
+
+  // Last: its thread uses the members above, so it stops first.
+  Prefetcher prefetcher_{[this](int64_t n) { prefetch_chunk(n); }};
 };
 
 }  // namespace blosc2fs

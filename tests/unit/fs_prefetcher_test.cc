@@ -1,0 +1,77 @@
+// The prefetch thread: requests run in the background, repeats are dropped,
+// failures are ignored, and stop() leaves nothing running.
+#include "prefetcher.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace blosc2fs {
+namespace {
+
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST(FsPrefetcher, RunsRequestsInTheBackground) {
+  std::mutex mutex;
+  std::vector<int64_t> loaded;
+  Prefetcher p([&](int64_t n) {
+    std::lock_guard lock(mutex);
+    loaded.push_back(n);
+  });
+  p.request(3);
+  p.request(4);
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lock(mutex);
+    return loaded.size() == 2;
+  }));
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(loaded, (std::vector<int64_t>{3, 4}));
+}
+
+TEST(FsPrefetcher, FailuresAreIgnored) {
+  std::atomic<int> calls{0};
+  Prefetcher p([&](int64_t n) {
+    ++calls;
+    if (n == 1) throw std::runtime_error("unreadable");
+  });
+  p.request(1);
+  p.request(2);
+  EXPECT_TRUE(eventually([&] { return calls == 2; }));
+}
+
+TEST(FsPrefetcher, QueuedRepeatsAreDroppedAndStopWaits) {
+  std::atomic<bool> release{false};
+  std::atomic<int> calls{0};
+  Prefetcher p([&](int64_t) {
+    ++calls;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  p.request(1);
+  EXPECT_TRUE(eventually([&] { return calls == 1; }));  // busy with 1
+  p.request(2);
+  p.request(2);
+  p.request(2);
+  release = true;
+  EXPECT_TRUE(eventually([&] { return calls == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(calls, 2);
+  p.stop();
+  p.request(5);  // after stop: ignored
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
+}  // namespace blosc2fs
