@@ -401,6 +401,8 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
     const size_t before = out.size();
     overlay_.gather_data(*files_, offset, size, out);
     const int64_t end = offset + int64_t(out.size() - before);
+    for (int64_t far = data_read_farthest_; end > far && !data_read_farthest_.compare_exchange_weak(far, end);) {
+    }
     // Sequential: the stored bytes of the chunk after this read's last one
     // are loaded meanwhile.
     if (data_read_end_.exchange(end) == offset && end > offset) {
@@ -420,7 +422,10 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
 
 void Volume::prefetch_chunk(int64_t n) {
   std::shared_lock lock(state_mutex_);  // a commit does not switch frames under it
-  if (n < files_->nchunks() && !overlay_.holds(n)) cache_.load(n);
+  // The kernel's readahead may have asked for the chunk meanwhile: loading it
+  // again after it was read and retired would only fill the cache.
+  if (n >= files_->nchunks() || overlay_.holds(n) || overlay_.offset(*files_, n) < data_read_farthest_) return;
+  cache_.load(n);
 }
 
 size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {

@@ -256,8 +256,10 @@ class Volume {
   mutable std::shared_mutex state_mutex_;
   std::shared_ptr<FrameFiles> files_;
   ChunkOverlay overlay_;
-  // Where the last read of data ended: a read starting there is sequential.
+  // Where the last read of data ended (a read starting there is sequential),
+  // and the farthest any read reached (chunks before it were read already).
   std::atomic<int64_t> data_read_end_{-1};
+  std::atomic<int64_t> data_read_farthest_{0};
   std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
   std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
   std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
