@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "bytes.h"
@@ -29,15 +28,6 @@ class ChunkView {
   int32_t block_size(int32_t j) const;
   // True when block j > 0 can only be decoded after block 0 (delta filter).
   bool needs_reference_block() const;
-
-  // Reading a stored chunk piecemeal, as c-blosc2's lazy chunks do: the
-  // constructor reads only bytes [0, stored_tables_end()) (header, block-start
-  // table, dictionary), and decoding block j reads only the bytes
-  // block_stored_extent(j) = [its start, the next larger start or cbytes).
-  // Chunks without block streams (special, memcpyed) and VL-block chunks need
-  // all cbytes (stored_tables_end() == cbytes).
-  int64_t stored_tables_end() const;
-  std::pair<int64_t, int64_t> block_stored_extent(int32_t j) const;
 
   // Decodes the whole chunk into out (out.size() must equal nbytes()).
   // Uninit special chunks leave `out` untouched.

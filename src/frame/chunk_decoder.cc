@@ -74,11 +74,7 @@ struct ChunkView::Impl {
   int32_t blocksize = 0;  // regular geometry (also for special and memcpyed chunks)
   std::vector<int64_t> vl_offsets;      // VL: uncompressed start of each block, plus nbytes
   std::vector<uint32_t> block_starts;   // regular and VL: where each block's bytes begin
-  // Where each block's bytes end: the next larger block start, or cbytes (VL:
-  // the next block's start). A block's streams must lie inside, so that a
-  // chunk read piecemeal (stored_tables_end, block_stored_extent) decodes.
-  std::vector<uint32_t> block_ends;
-  int64_t tables_end = 0;  // the bytes the constructor reads: [0, tables_end)
+  std::vector<uint32_t> block_ends;     // VL: where each block's bytes end
   std::vector<FilterStep> steps;        // the filters to undo, in decode order
   int out_of_place_steps = 0;           // steps that need a separate output buffer
   bool has_delta = false;
@@ -176,20 +172,11 @@ void ChunkView::Impl::read_tables(const ChunkHeader& h, ByteSpan chunk, int32_t 
               str(streams_begin) + ", " + str(h.cbytes) + ")");
     block_starts[size_t(j)] = uint32_t(start);
   }
-  tables_end = streams_begin;
-  std::vector<uint32_t> sorted = block_starts;
-  std::sort(sorted.begin(), sorted.end());
-  block_ends.resize(size_t(nblocks));
-  for (int32_t j = 0; j < nblocks; ++j) {
-    auto next = std::upper_bound(sorted.begin(), sorted.end(), block_starts[size_t(j)]);
-    block_ends[size_t(j)] = next == sorted.end() ? uint32_t(h.cbytes) : *next;
-  }
 }
 
 void ChunkView::Impl::init_vlblocks(const ChunkHeader& h, ByteSpan chunk) {
   const int32_t nblocks = h.blocksize;
   read_tables(h, chunk, nblocks);
-  tables_end = h.cbytes;  // each block's size field is read here too
   block_ends.resize(size_t(nblocks));
   vl_offsets.resize(size_t(nblocks) + 1);
   int64_t total = 0;
@@ -218,7 +205,6 @@ ChunkView::ChunkView(ByteSpan chunk) : chunk_(chunk), header_(parse_chunk_header
   chunk_ = chunk.first(size_t(h.cbytes));
   auto m = std::make_shared<Impl>();
   m->blocksize = h.blocksize;
-  m->tables_end = h.cbytes;  // chunks without block streams are read whole
   nblocks_ = h.nblocks();
 
   if (h.special() != Special::none) {
@@ -255,14 +241,6 @@ int32_t ChunkView::block_size(int32_t j) const {
   const int64_t offset = block_offset(j);
   if (impl_->layout == Layout::vlblocks) return int32_t(impl_->vl_offsets[size_t(j) + 1] - offset);
   return int32_t(std::min<int64_t>(impl_->blocksize, header_.nbytes - offset));
-}
-
-int64_t ChunkView::stored_tables_end() const { return impl_->tables_end; }
-
-std::pair<int64_t, int64_t> ChunkView::block_stored_extent(int32_t j) const {
-  if (j < 0 || j >= nblocks_) throw std::out_of_range("chunk: block " + str(j) + " of " + str(nblocks_));
-  if (impl_->layout != Layout::regular && impl_->layout != Layout::vlblocks) return {0, header_.cbytes};
-  return {impl_->block_starts[size_t(j)], impl_->block_ends[size_t(j)]};
 }
 
 bool ChunkView::needs_reference_block() const {
@@ -365,7 +343,7 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
   const uint8_t* stream_at[256];
   static_assert(sizeof(ChunkHeader::typesize) == 1, "nstreams <= typesize must fit stream_at");
   const uint8_t* chunk = view.chunk_.data();
-  const size_t limit = block_ends[size_t(j)];
+  const size_t limit = view.chunk_.size();
   const uint8_t format = h.compformat();
   const StreamDictionary* dictionary = dict.get();
   size_t pos = block_starts[size_t(j)];
@@ -375,20 +353,20 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
     auto fail = [&](const std::string& why) {
       corrupt("block " + str(j) + " stream " + str(int64_t(s)) + ": " + why);
     };
-    if (limit - pos < 4) fail("size field runs past the block's end (byte " + str(int64_t(limit)) + ")");
+    if (limit - pos < 4) fail("size field runs past cbytes");
     const int32_t csize = int32_t(load_le32(chunk + pos));
     pos += 4;
     if (csize == 0) {
       std::memset(dst, 0, neblock);
     } else if (csize < 0) {
-      if (limit - pos < 1) fail("run token runs past the block's end (byte " + str(int64_t(limit)) + ")");
+      if (limit - pos < 1) fail("run token runs past cbytes");
       const uint8_t token = chunk[pos++];
       if (!(token & 1)) fail("unknown stream token " + str(token));
       if (csize < -255) fail("run of byte value " + str(-int64_t(csize)) + " (above 255)");
       std::memset(dst, -csize, neblock);
     } else {
       if (size_t(csize) > limit - pos)
-        fail(str(csize) + " compressed bytes run past the block's end (" + str(int64_t(limit - pos)) + " left)");
+        fail(str(csize) + " compressed bytes run past cbytes (" + str(int64_t(limit - pos)) + " left)");
       if (size_t(csize) != neblock) {
         if (!decompress_stream(format, chunk + pos, size_t(csize), dst, neblock, dictionary))
           fail(h.codec_label() + " data of " + str(csize) + " bytes does not decode to " + str(int64_t(neblock)) +

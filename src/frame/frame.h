@@ -153,15 +153,6 @@ class Frame {
   // allocation and zero-fill of a new vector. Returns cbytes.
   using ChunkBufferFn = std::function<uint8_t*(size_t cbytes)>;
   size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
-  // Piecemeal reading (ChunkView::stored_tables_end): reads the header, the
-  // block-start table and the dictionary of stored chunk n into the start of
-  // a buffer of its whole cbytes from `buffer_for(cbytes)`, and returns how
-  // many bytes it read. nullopt, with nothing read, when the chunk has no
-  // separate block streams (a special index entry; a special, memcpyed or
-  // VL-block chunk).
-  std::optional<size_t> read_raw_chunk_head(int64_t n, const ChunkBufferFn& buffer_for) const;
-  // Bytes [offset, offset + out.size()) of stored chunk n.
-  void read_raw_chunk_range(int64_t n, int64_t offset, MutableByteSpan out) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
 

@@ -138,42 +138,6 @@ size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer
   return cbytes;
 }
 
-std::optional<size_t> Frame::Impl::raw_chunk_head(int64_t n, const Frame::ChunkBufferFn& buffer_for) const {
-  const int64_t e = raw_entry(n);
-  check_stored_entry(e);
-  if (e < 0) return std::nullopt;
-  Location loc = locate(e);
-  const ChunkHeader h = read_header_at(loc);
-  // VL-block chunks: the constructor of ChunkView reads each block's size field.
-  if (h.special() != Special::none || h.memcpyed() || h.lazy() || h.vlblocks() || h.nbytes == 0)
-    return std::nullopt;
-  const int64_t table_end = int64_t(h.header_size()) + 4 * int64_t(h.nblocks());
-  int64_t head = table_end + (h.use_dict() ? 4 : 0);
-  if (head > h.cbytes) return std::nullopt;  // the whole chunk is read, and ChunkView says what is wrong
-  uint8_t* chunk = buffer_for(size_t(h.cbytes));
-  loc.file().read_exact(loc.pos, MutableByteSpan(chunk, size_t(head)), "chunk");
-  if (h.use_dict()) {
-    // A dictionary size out of range is left for ChunkView to report.
-    const int64_t dict_size = int32_t(load_le32(chunk + table_end));
-    if (dict_size > 0 && dict_size <= h.cbytes - head) {
-      loc.file().read_exact(loc.pos + head, MutableByteSpan(chunk + head, size_t(dict_size)), "chunk");
-      head += dict_size;
-    }
-  }
-  return size_t(head);
-}
-
-void Frame::Impl::raw_chunk_range(int64_t n, int64_t offset, MutableByteSpan out) const {
-  const int64_t e = raw_entry(n);
-  check_stored_entry(e);
-  if (e < 0) throw FormatError("is a special index entry, with no stored bytes to read");
-  Location loc = locate(e);
-  if (offset < 0 || offset > loc.available || int64_t(out.size()) > loc.available - offset)
-    throw FormatError("bytes [" + num(offset) + ", " + num(offset + int64_t(out.size())) + ") lie outside the " +
-                      num(loc.available) + " bytes available for the chunk");
-  loc.file().read_exact(loc.pos + offset, out, "chunk");
-}
-
 Bytes Frame::Impl::raw_chunk(int64_t n) const {
   Bytes out;
   raw_chunk_into(n, [&out](size_t cbytes) {
@@ -243,16 +207,6 @@ ChunkInfo Frame::chunk_info(int64_t n) const {
 Bytes Frame::read_raw_chunk(int64_t n) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk(n); });
-}
-
-std::optional<size_t> Frame::read_raw_chunk_head(int64_t n, const ChunkBufferFn& buffer_for) const {
-  impl_->check_chunk_number(n);
-  return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk_head(n, buffer_for); });
-}
-
-void Frame::read_raw_chunk_range(int64_t n, int64_t offset, MutableByteSpan out) const {
-  impl_->check_chunk_number(n);
-  with_error_context(impl_->chunk_context(n), [&] { impl_->raw_chunk_range(n, offset, out); });
 }
 
 size_t Frame::read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const {

@@ -60,8 +60,6 @@ struct Frame::Impl {
   ChunkHeader stored_chunk_header(int64_t n) const;
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;
   Bytes raw_chunk(int64_t n) const;
-  std::optional<size_t> raw_chunk_head(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;
-  void raw_chunk_range(int64_t n, int64_t offset, MutableByteSpan out) const;
   Bytes decoded_chunk(int64_t n) const;
   ChunkInfo info(int64_t n) const;
   std::string chunk_context(int64_t n) const;

@@ -34,11 +34,6 @@ struct ChunkCache::Entry : CachedChunk {
   int32_t ndecoded = 0;
   std::condition_variable block_decoded;  // with `mutex`
   int64_t served = 0;  // bytes handed out by read(), counting repeats
-  // Read piecemeal: only the tables and the streams of the blocks in
-  // `streams_read` (by their start) are in `stored`. Guarded by load_mutex.
-  bool piecemeal = false;
-  std::mutex load_mutex;
-  std::set<int64_t> streams_read;
   // Every block decoded: the decoder and the stored bytes are dropped (the
   // stored bytes come back if raw/N.chunk is read).
   bool complete = false;
@@ -53,17 +48,7 @@ ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes)
 
 ChunkCache::~ChunkCache() = default;
 
-namespace {
-// Reads smaller than this load only the blocks they need of a chunk not cached yet.
-constexpr size_t kSmallRead = 256 << 10;
-}  // namespace
-
-void ChunkLoader::load_range(int64_t n, int64_t, MutableByteSpan) {
-  throw FormatError("chunk " + std::to_string(n) + ": this loader reads chunks only whole");
-}
-
-std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lock<std::mutex>& lock,
-                                                       bool small_read) {
+std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lock<std::mutex>& lock) {
   // Lock order is always entry -> map: a new entry is locked before it is
   // published, so later arrivals wait on it for the load.
   auto find = [&]() -> std::shared_ptr<Entry> {
@@ -93,14 +78,7 @@ std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lo
   }
   if (lock.owns_lock()) {
     try {
-      std::optional<ChunkLoader::Head> head;
-      if (small_read) head = loader_.load_head(n, *pool_);
-      if (head) {
-        entry->piecemeal = head->loaded < head->stored.size();
-        entry->stored = std::move(head->stored);
-      } else {
-        entry->stored = loader_.load(n, *pool_);
-      }
+      entry->stored = loader_.load(n, *pool_);
     } catch (...) {
       entry->load_error = std::current_exception();
       remove(*entry, false);
@@ -214,7 +192,6 @@ void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock,
   for (;;) {
     std::vector<int32_t> mine;
     bool others = false;
-
     for (int32_t j = first; j <= last; ++j) {
       if (state(j) == BlockState::pending) {
         state(j) = BlockState::decoding;
@@ -227,7 +204,6 @@ void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock,
       size_t done = 0;
       lock.unlock();
       try {
-        if (entry.piecemeal) load_streams(entry, mine);
         for (; done < mine.size(); ++done) decode_block_unlocked(entry, mine[done]);
       } catch (...) {
         lock.lock();
@@ -249,30 +225,6 @@ void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock,
     if (!others) return;  // every block of the range is done
     entry.block_decoded.wait(lock);
     if (entry.complete) return;
-  }
-}
-
-void ChunkCache::load_streams(Entry& entry, const std::vector<int32_t>& blocks) {
-  std::lock_guard load_lock(entry.load_mutex);
-  std::vector<std::pair<int64_t, int64_t>> wanted;
-  auto want = [&](int32_t j) {
-    const auto [begin, end] = entry.decoder->block_stored_extent(j);
-    if (begin < 0 || end < begin || end > int64_t(entry.stored.size()))
-      throw FormatError("chunk " + std::to_string(entry.n) + ": block " + std::to_string(j) + "'s bytes [" +
-                        std::to_string(begin) + ", " + std::to_string(end) + ") lie outside the chunk");
-    if (!entry.streams_read.count(begin)) wanted.emplace_back(begin, end);
-  };
-  for (int32_t j : blocks) want(j);
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  // Extents of neighbouring blocks are read in one go.
-  for (size_t k = 0; k < wanted.size();) {
-    size_t last = k;
-    while (last + 1 < wanted.size() && wanted[last + 1].first == wanted[last].second) ++last;
-    const int64_t begin = wanted[k].first, end = wanted[last].second;
-    loader_.load_range(entry.n, begin, MutableByteSpan(entry.stored.data() + begin, size_t(end - begin)));
-    for (size_t i = k; i <= last; ++i) entry.streams_read.insert(wanted[i].first);
-    k = last + 1;
   }
 }
 
@@ -305,7 +257,7 @@ void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, 
 ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_ptr<const void>& keep) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;
-  entry = acquire(n, lock, size < kSmallRead);
+  entry = acquire(n, lock);
   prepare_decoder(*entry);
   if (offset < 0 || offset >= entry->nbytes || size == 0) return {};
   const int64_t len = std::min<int64_t>(int64_t(size), entry->nbytes - offset);
@@ -343,14 +295,11 @@ size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
     entry->stored = loader_.load(n, *pool_);
     charge(*entry, entry->stored.size());
   }
-  PooledBuffer whole;
-  if (entry->piecemeal && !entry->complete) whole = loader_.load(n, *pool_);  // the entry has only some blocks
   // Copied under the lock: completing the chunk's decoding drops the stored bytes.
-  const ByteSpan stored = whole.empty() ? entry->stored.bytes() : whole.bytes();
-  const int64_t size = int64_t(stored.size());
+  const int64_t size = int64_t(entry->stored.size());
   if (offset < 0 || offset >= size || out.empty()) return 0;
   const int64_t len = std::min<int64_t>(int64_t(out.size()), size - offset);
-  std::memcpy(out.data(), stored.data() + offset, size_t(len));
+  std::memcpy(out.data(), entry->stored.data() + offset, size_t(len));
   return size_t(len);
 }
 

@@ -21,10 +21,6 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <set>
-#include <utility>
-#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -45,8 +41,6 @@ class ChunkDecoder {
   virtual int32_t block_size(int32_t j) const = 0;
   // Block j > 0 can only be decoded with block 0 decoded as reference (delta).
   virtual bool needs_reference_block() const = 0;
-  // The stored bytes decoding block j reads (see ChunkLoader::load_head).
-  virtual std::pair<int64_t, int64_t> block_stored_extent(int32_t j) const = 0;
   virtual void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const = 0;
 };
 
@@ -56,18 +50,6 @@ class ChunkLoader {
   virtual ~ChunkLoader() = default;
   // The stored chunk n, in a buffer from `pool`. Throws FormatError / IoError.
   virtual PooledBuffer load(int64_t n, BufferPool& pool) = 0;
-  // For a small read of a big chunk: only the chunk's tables (header, block
-  // starts, dictionary), read into the start of a buffer of its whole cbytes,
-  // `loaded` bytes of it; the blocks' bytes are read when they are decoded
-  // (load_range). nullopt: the chunk is to be read whole (load). A loader
-  // may read everything at once when the chunk is small (loaded == size).
-  struct Head {
-    PooledBuffer stored;
-    size_t loaded = 0;
-  };
-  virtual std::optional<Head> load_head(int64_t /*n*/, BufferPool& /*pool*/) { return std::nullopt; }
-  // Stored bytes [offset, offset + out.size()) of chunk n.
-  virtual void load_range(int64_t n, int64_t offset, MutableByteSpan out);
   // Validates `stored` and returns its decoder. Throws FormatError / UnsupportedError.
   virtual std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) = 0;
 };
@@ -134,13 +116,10 @@ class ChunkCache {
 
  private:
   struct Entry;
-  // Finds or creates the entry for n, with its stored bytes loaded (only its
-  // tables when `small_read` and the loader can read it piecemeal).
+  // Finds or creates the entry for n, with its stored bytes loaded.
   // Returns the entry locked by `lock`; the caller must keep the returned
   // shared_ptr alive longer than `lock`. Throws with `lock` released.
-  std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock, bool small_read = false);
-  // Piecemeal entries: reads the stored bytes of blocks `blocks` not read yet.
-  void load_streams(Entry& entry, const std::vector<int32_t>& blocks);
+  std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock);
   enum class BlockState : uint8_t { pending, decoding, done };
   // Makes blocks covering [offset, offset+len) / blocks first..last decoded.
   // `lock` holds the entry's mutex, released while decoding.

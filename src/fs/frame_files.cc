@@ -51,10 +51,6 @@ class ViewDecoder : public ChunkDecoder {
     return by_range_ ? int32_t(std::min<int64_t>(kPiece, nbytes_ - int64_t(j) * kPiece)) : view_.block_size(j);
   }
   bool needs_reference_block() const override { return !by_range_ && view_.needs_reference_block(); }
-  std::pair<int64_t, int64_t> block_stored_extent(int32_t j) const override {
-    if (by_range_) return {0, view_.header().cbytes};
-    return view_.block_stored_extent(j);
-  }
   void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
     try {
       if (uninit_) std::memset(out.data(), 0, out.size());  // the cache's buffers are recycled
@@ -108,37 +104,6 @@ PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
     return stored;
   } catch (const IoError& e) {
     // A sparse frame's chunk file that is gone: the frame is damaged, not the request.
-    if (e.error_number() == ENOENT) throw FormatError(e.what());
-    throw;
-  }
-}
-
-std::optional<ChunkLoader::Head> FrameChunkLoader::load_head(int64_t n, BufferPool& pool) {
-  try {
-    const std::shared_ptr<const Frame> frame = current();
-    Head head;
-    std::optional<size_t> loaded = frame->read_raw_chunk_head(n, [&](size_t cbytes) {
-      head.stored = pool.take(cbytes);
-      return head.stored.data();
-    });
-    if (!loaded) return std::nullopt;
-    head.loaded = *loaded;
-    // A small chunk is read at once: a read per block would cost more.
-    if (head.stored.size() < kPiecemealMinBytes && head.loaded < head.stored.size()) {
-      frame->read_raw_chunk_range(n, int64_t(head.loaded), head.stored.mutable_bytes().subspan(head.loaded));
-      head.loaded = head.stored.size();
-    }
-    return head;
-  } catch (const IoError& e) {
-    if (e.error_number() == ENOENT) throw FormatError(e.what());
-    throw;
-  }
-}
-
-void FrameChunkLoader::load_range(int64_t n, int64_t offset, MutableByteSpan out) {
-  try {
-    current()->read_raw_chunk_range(n, offset, out);
-  } catch (const IoError& e) {
     if (e.error_number() == ENOENT) throw FormatError(e.what());
     throw;
   }

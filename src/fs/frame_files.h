@@ -23,13 +23,8 @@ namespace blosc2fs {
 // switches it to the new frame after each commit (under its exclusive lock).
 class FrameChunkLoader : public ChunkLoader {
  public:
-  // Smaller stored chunks are read whole even for a small read.
-  static constexpr size_t kPiecemealMinBytes = 256 << 10;
-
   void set_frame(std::shared_ptr<const Frame> frame);
   PooledBuffer load(int64_t n, BufferPool& pool) override;
-  std::optional<Head> load_head(int64_t n, BufferPool& pool) override;
-  void load_range(int64_t n, int64_t offset, MutableByteSpan out) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
 
  private:

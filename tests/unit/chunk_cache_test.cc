@@ -7,7 +7,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -26,18 +25,15 @@ struct DecodeLog {
   std::atomic<int> running{0};
   std::atomic<int> most_running{0};
   std::atomic<int> failures_left{0};  // the next decode_block calls that throw
-  std::atomic<int> unread_bytes_used{0};  // stored bytes a decode used that were never loaded
   std::chrono::microseconds delay{0};
 };
 
 class FakeDecoder : public ChunkDecoder {
  public:
   FakeDecoder(int64_t n, int64_t nbytes, int32_t blocksize, bool delta, std::atomic<int>& decodes,
-              std::atomic<int>& bad_references, DecodeLog& log, ByteSpan stored)
+              std::atomic<int>& bad_references, DecodeLog& log)
       : n_(n), nbytes_(nbytes), blocksize_(blocksize), delta_(delta), decodes_(decodes),
-        bad_references_(bad_references), log_(log), stored_(stored) {}
-  // Stored layout: 10 bytes of tables, then 2 bytes per block.
-  std::pair<int64_t, int64_t> block_stored_extent(int32_t j) const override { return {10 + 2 * j, 12 + 2 * j}; }
+        bad_references_(bad_references), log_(log) {}
   int64_t nbytes() const override { return nbytes_; }
   int32_t nblocks() const override { return int32_t((nbytes_ + blocksize_ - 1) / blocksize_); }
   int64_t block_offset(int32_t j) const override { return int64_t(j) * blocksize_; }
@@ -57,9 +53,6 @@ class FakeDecoder : public ChunkDecoder {
     if (log_.delay.count()) std::this_thread::sleep_for(log_.delay);
     --log_.running;
     if (log_.failures_left.fetch_sub(1) > 0) throw FormatError("block " + std::to_string(j) + ": corrupt");
-    const auto [begin, end] = block_stored_extent(j);
-    for (int64_t i = begin; i < end && end <= int64_t(stored_.size()); ++i)
-      if (stored_[size_t(i)] != uint8_t(n_)) ++log_.unread_bytes_used;
     const int64_t base = block_offset(j);
     for (size_t i = 0; i < out.size(); ++i) out[i] = pattern(n_, base + int64_t(i));
     ++decodes_;
@@ -72,7 +65,6 @@ class FakeDecoder : public ChunkDecoder {
   std::atomic<int>& decodes_;
   std::atomic<int>& bad_references_;
   DecodeLog& log_;
-  ByteSpan stored_;
 };
 
 class FakeLoader : public ChunkLoader {
@@ -85,26 +77,6 @@ class FakeLoader : public ChunkLoader {
   std::atomic<int> bad_references{0};
   std::atomic<int> failures_left{0};  // the next loads that throw FormatError
   DecodeLog log;
-  bool piecemeal = false;  // load_head gives the tables only
-  std::atomic<int> range_loads{0};
-
-  std::optional<Head> load_head(int64_t n, BufferPool& pool) override {
-    if (!piecemeal) return std::nullopt;
-    {
-      std::lock_guard lock(mutex_);
-      ++loads_[n];
-    }
-    Head head{pool.take(size_t(kStoredSize)), 10};
-    std::memset(head.stored.data(), int(n), 10);
-    std::memset(head.stored.data() + 10, 0xEE, size_t(kStoredSize) - 10);  // not read yet
-    return head;
-  }
-  void load_range(int64_t n, int64_t offset, MutableByteSpan out) override {
-    EXPECT_GE(offset, 10);
-    EXPECT_LE(offset + int64_t(out.size()), kStoredSize);
-    ++range_loads;
-    std::memset(out.data(), int(n), out.size());
-  }
 
   PooledBuffer load(int64_t n, BufferPool& pool) override {
     {
@@ -119,7 +91,7 @@ class FakeLoader : public ChunkLoader {
   }
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override {
     EXPECT_EQ(stored.size(), size_t(kStoredSize));
-    return std::make_unique<FakeDecoder>(n, nbytes, blocksize, delta, decodes, bad_references, log, stored);
+    return std::make_unique<FakeDecoder>(n, nbytes, blocksize, delta, decodes, bad_references, log);
   }
   int loads(int64_t n) {
     std::lock_guard lock(mutex_);
@@ -283,7 +255,6 @@ class GappedLoader : public FakeLoader {
     int64_t block_offset(int32_t j) const override { return j * 110; }
     int32_t block_size(int32_t) const override { return 90; }
     bool needs_reference_block() const override { return false; }
-    std::pair<int64_t, int64_t> block_stored_extent(int32_t) const override { return {0, kStoredSize}; }
     void decode_block(int32_t, MutableByteSpan out, ByteSpan) const override {
       std::memset(out.data(), 7, out.size());
     }
@@ -492,64 +463,6 @@ TEST(ChunkCache, WaitersOnAFailedBlockTryItThemselves) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(errors, 1);
   EXPECT_EQ(good, 3);
-}
-
-TEST(ChunkCache, SmallReadsLoadOnlyTheBlocksTheyDecode) {
-  FakeLoader loader;
-  loader.piecemeal = true;
-  ChunkCache cache(loader, 1 << 30);
-  std::vector<uint8_t> buf(100);
-  ASSERT_EQ(cache.read(0, 5000, buf), buf.size());  // block 1
-  expect_pattern(0, 5000, buf);
-  EXPECT_EQ(loader.range_loads, 1);
-  ASSERT_EQ(cache.read(0, 5000, buf), buf.size());  // block 1 again: nothing to read
-  EXPECT_EQ(loader.range_loads, 1);
-  // The stored bytes of a half-read chunk come whole from the loader.
-  std::vector<uint8_t> stored(static_cast<size_t>(kStoredSize));
-  ASSERT_EQ(cache.read_stored(0, 0, stored), stored.size());
-  EXPECT_EQ(stored, std::vector<uint8_t>(static_cast<size_t>(kStoredSize), 0));
-  // The rest: block 0, then blocks 2..15 in one read, as their bytes are neighbours.
-  buf.resize(size_t(loader.nbytes));
-  ASSERT_EQ(cache.read(0, 0, buf), buf.size());
-  expect_pattern(0, 0, buf);
-  EXPECT_EQ(loader.range_loads, 3);
-  EXPECT_EQ(loader.log.unread_bytes_used, 0);
-  EXPECT_EQ(loader.decodes, 16);
-}
-
-TEST(ChunkCache, LargeReadsLoadChunksWhole) {
-  FakeLoader loader;
-  loader.piecemeal = true;
-  ChunkCache cache(loader, 1 << 30);
-  std::vector<uint8_t> buf(size_t(300 << 10));
-  loader.nbytes = int64_t(buf.size());
-  ASSERT_EQ(cache.read(2, 0, buf), buf.size());
-  expect_pattern(2, 0, buf);
-  EXPECT_EQ(loader.range_loads, 0);
-  EXPECT_EQ(loader.log.unread_bytes_used, 0);
-}
-
-TEST(ChunkCache, PiecemealReadersOfOneChunkInParallel) {
-  FakeLoader loader;
-  loader.piecemeal = true;
-  loader.log.delay = std::chrono::milliseconds(2);
-  ChunkCache cache(loader, 1 << 30);
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      std::vector<uint8_t> buf(1000);
-      for (int k = 0; k < 16; ++k) {
-        const int64_t offset = ((k * 7 + t * 3) % 16) * 4096 + 100;
-        if (cache.read(1, offset, buf) != buf.size()) ++wrong;
-        for (size_t i = 0; i < buf.size(); ++i)
-          if (buf[i] != pattern(1, offset + int64_t(i))) ++wrong;
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(loader.log.unread_bytes_used, 0);
-  EXPECT_LE(loader.range_loads, 16);
 }
 
 TEST(ChunkCache, StatisticsText) {
