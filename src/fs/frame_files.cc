@@ -12,6 +12,7 @@
 #include "frame_json.h"
 #include "inodes.h"
 #include "msgpack.h"
+#include "read_pieces.h"
 
 namespace blosc2fs {
 
@@ -71,15 +72,6 @@ class ViewDecoder : public ChunkDecoder {
   int32_t pieces_ = 0;
   std::string label_;
 };
-
-size_t copy_from(ByteSpan src, int64_t offset, MutableByteSpan out) {
-  if (offset < 0 || offset >= int64_t(src.size())) return 0;
-  size_t len = std::min(out.size(), src.size() - size_t(offset));
-  std::memcpy(out.data(), src.data() + offset, len);
-  return len;
-}
-
-ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 }  // namespace
 

@@ -4,15 +4,28 @@
 // released (chunks being written, generated texts).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bytes.h"
 
 namespace blosc2fs {
+
+// Bytes [offset, offset + out.size()) of an in-memory file `src`, clipped to
+// it; returns how many were copied.
+inline size_t copy_from(ByteSpan src, int64_t offset, MutableByteSpan out) {
+  if (offset < 0 || offset >= int64_t(src.size())) return 0;
+  const size_t len = std::min(out.size(), src.size() - size_t(offset));
+  std::memcpy(out.data(), src.data() + offset, len);
+  return len;
+}
+
+inline ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 class ReadPieces {
  public:

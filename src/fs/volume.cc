@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fs_error.h"
+#include "read_pieces.h"
 
 namespace blosc2fs {
 
@@ -18,15 +19,6 @@ namespace {
 constexpr blksize_t kPreferredIoSize = 1 << 20;
 // Cookies of scratch files in readdir, after every real entry.
 constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
-
-size_t copy_from(ByteSpan src, int64_t offset, MutableByteSpan out) {
-  if (offset < 0 || offset >= int64_t(src.size())) return 0;
-  size_t len = std::min(out.size(), src.size() - size_t(offset));
-  std::memcpy(out.data(), src.data() + offset, len);
-  return len;
-}
-
-ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
 
