@@ -14,7 +14,10 @@
 //   fsbench write SRC OUT CODEC CLEVEL TYPESIZE CHUNKSIZE   FrameWriter::append_data
 //   fsbench vlmeta FRAME NAME VALUE                 FrameEditor::set_vlmetalayer + commit
 //   fsbench show-vlmeta FRAME NAME                  prints a vlmetalayer's content
+//   fsbench folios FILE                             how much of FILE's page cache is in large folios
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -51,6 +55,15 @@ double seconds_since(Clock::time_point start) {
 }
 
 [[noreturn]] void fail(const std::string& why) { throw std::runtime_error(why); }
+
+// User and system CPU time of this process so far: the scripts set it beside
+// the daemon's, to show where a read's CPU goes.
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
 
 // An order-independent, position-dependent sum of the bytes: chunks decoded by
 // several threads in any order give the same value as one sequential pass.
@@ -136,7 +149,8 @@ int cmd_read(const std::string& path, const Flags& f) {
     total += uint64_t(n);
   }
   const double s = seconds_since(start);
-  std::printf("bytes=%" PRIu64 " seconds=%.4f mbps=%.1f", total, s, double(total) / s / 1e6);
+  std::printf("bytes=%" PRIu64 " seconds=%.4f mbps=%.1f cpu_s=%.3f", total, s, double(total) / s / 1e6,
+              cpu_seconds());
   if (f.sum) std::printf(" sum=%016" PRIx64, sum);
   std::printf("\n");
   return 0;
@@ -251,7 +265,8 @@ int cmd_decode(const std::string& path, int threads, const Flags& f) {
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   const double s = seconds_since(start);
-  std::printf("bytes=%" PRIu64 " seconds=%.4f mbps=%.1f", total.load(), s, double(total.load()) / s / 1e6);
+  std::printf("bytes=%" PRIu64 " seconds=%.4f mbps=%.1f cpu_s=%.3f", total.load(), s, double(total.load()) / s / 1e6,
+              cpu_seconds());
   if (f.sum) std::printf(" sum=%016" PRIx64, sum.load());
   std::printf("\n");
   return 0;
@@ -418,6 +433,44 @@ int cmd_show_vlmeta(const std::string& path, const std::string& name) {
   return 0;
 }
 
+// Reads of a cached file copy it folio by folio, so the folio size bounds how
+// fast a page-cache read can go. Maps FILE, touches every page (already cached
+// when the script calls this), then looks each page's frame up in
+// /proc/self/pagemap and its flags in /proc/kpageflags (frame numbers need root).
+int cmd_folios(const std::string& path) {
+  Fd file(path);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) fail(path + ": stat: " + std::strerror(errno));
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), size = size_t(st.st_size), npages = (size + page - 1) / page;
+  if (npages == 0) fail(path + " is empty");
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd, 0);
+  if (map == MAP_FAILED) fail(path + ": mmap: " + std::strerror(errno));
+  std::unique_ptr<void, std::function<void(void*)>> unmap(map, [size](void* m) { ::munmap(m, size); });
+  const auto* bytes = static_cast<const volatile uint8_t*>(map);
+  for (size_t i = 0; i < npages; ++i) (void)bytes[i * page];  // volatile: every page is faulted in
+  Fd pagemap("/proc/self/pagemap"), kpageflags("/proc/kpageflags");
+  constexpr uint64_t kPresent = uint64_t(1) << 63, kPfnMask = (uint64_t(1) << 55) - 1;
+  constexpr int kCompoundHead = 15, kCompoundTail = 16;
+  std::vector<uint64_t> entries(npages);
+  const off_t first = off_t(reinterpret_cast<uintptr_t>(map) / page * sizeof(uint64_t));
+  if (::pread(pagemap.fd, entries.data(), npages * sizeof(uint64_t), first) != ssize_t(npages * sizeof(uint64_t)))
+    fail("/proc/self/pagemap: short read");
+  uint64_t present = 0, large = 0;
+  for (uint64_t e : entries) {
+    if (!(e & kPresent)) continue;
+    const uint64_t pfn = e & kPfnMask;
+    if (pfn == 0) fail("/proc/self/pagemap gives no frame numbers: run as root");
+    uint64_t flags = 0;
+    if (::pread(kpageflags.fd, &flags, sizeof flags, off_t(pfn * sizeof flags)) != ssize_t(sizeof flags))
+      fail("/proc/kpageflags: short read");
+    ++present;
+    if (flags & ((uint64_t(1) << kCompoundHead) | (uint64_t(1) << kCompoundTail))) ++large;
+  }
+  std::printf("pages=%zu present=%" PRIu64 " large=%" PRIu64 " large_percent=%.1f\n", npages, present, large,
+              present ? 100.0 * double(large) / double(present) : 0.0);
+  return 0;
+}
+
 int usage() {
   std::fputs(
       "usage: fsbench read FILE [--sum] [--bs BYTES]\n"
@@ -429,7 +482,8 @@ int usage() {
       "       fsbench export-chunks FRAME DIR\n"
       "       fsbench write SRC OUT CODEC CLEVEL TYPESIZE CHUNKSIZE\n"
       "       fsbench vlmeta FRAME NAME VALUE\n"
-      "       fsbench show-vlmeta FRAME NAME\n",
+      "       fsbench show-vlmeta FRAME NAME\n"
+      "       fsbench folios FILE\n",
       stderr);
   return 1;
 }
@@ -451,6 +505,7 @@ int run(std::vector<std::string> args) {
     return cmd_write(args[0], args[1], args[2], int(count(3)), int(count(4)), count(5));
   if (cmd == "vlmeta" && args.size() == 3) return cmd_vlmeta(args[0], args[1], args[2]);
   if (cmd == "show-vlmeta" && args.size() == 2) return cmd_show_vlmeta(args[0], args[1]);
+  if (cmd == "folios" && args.size() == 1) return cmd_folios(args[0]);
   return usage();
 }
 

@@ -186,6 +186,7 @@ unmount_wait() {
 
 proc_io() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/io"; }
 proc_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
 
 # --- data sets -------------------------------------------------------------------
 
@@ -296,13 +297,22 @@ seq_reads() {
   local s=$1 frame raw sqfs
   frame=$(set_frame "$s") raw=$(set_raw "$s") sqfs=$(set_sqfs "$s")
   local b2_cold=() b2_warm=() sq_cold=() sq_warm=() lib2=() lib1=() page=() out
+  # What bounds the cold and warm reads: CPU per GB, the disk, folio sizes.
+  local daemon_cpu=() reader_cpu=() lib2_cpu=() disk=() b2_folios=() raw_folios=() pid t0 t1 bytes
   log "sequential reads: $(set_desc "$s")"
   wait_quiet
   for ((r = 0; r < RUNS; r++)); do
     drop_caches
     mount_b2 "$frame" "$MNT/b2"
+    pid=$(daemon_pid "$MNT/b2")
+    t0=$(proc_cpu_ticks "$pid")
     out=$("$FSBENCH" read "$MNT/b2/data"); b2_cold+=("$(kv mbps "$out")")
+    t1=$(proc_cpu_ticks "$pid")
+    bytes=$(kv bytes "$out")
+    daemon_cpu+=("$(awk -v t="$((t1 - t0))" -v hz="$CLK_TCK" -v b="$bytes" 'BEGIN { print t / hz / (b / 1e9) }')")
+    reader_cpu+=("$(awk -v c="$(kv cpu_s "$out")" -v b="$bytes" 'BEGIN { print c / (b / 1e9) }')")
     out=$("$FSBENCH" read "$MNT/b2/data"); b2_warm+=("$(kv mbps "$out")")
+    b2_folios+=("$(kv large_percent "$("$FSBENCH" folios "$MNT/b2/data")")")
     unmount_wait "$MNT/b2"
 
     drop_caches
@@ -313,11 +323,15 @@ seq_reads() {
 
     drop_caches
     out=$("$FSBENCH" decode "$frame" 2); lib2+=("$(kv mbps "$out")")
+    lib2_cpu+=("$(awk -v c="$(kv cpu_s "$out")" -v b="$(kv bytes "$out")" 'BEGIN { print c / (b / 1e9) }')")
     drop_caches
     out=$("$FSBENCH" decode "$frame" 1); lib1+=("$(kv mbps "$out")")
+    drop_caches
+    out=$("$FSBENCH" read "$frame"); disk+=("$(kv mbps "$out")")
 
     "$FSBENCH" read "$raw" >/dev/null
     out=$("$FSBENCH" read "$raw"); page+=("$(kv mbps "$out")")
+    raw_folios+=("$(kv large_percent "$("$FSBENCH" folios "$raw")")")
   done
   # Correctness: the mount serves exactly what the library decodes.
   local want got
@@ -339,6 +353,32 @@ seq_reads() {
     "$v1 / $v2"
   row "warm re-read of \`data\` (MB/s): $(set_desc "$s")" "$(spread "${b2_warm[@]}")" "page-cache read of the .raw file $(spread "${page[@]}")" \
     "$(spread "${sq_warm[@]}")" "≥ 0.8 × page cache ($(fmt "$(awk -v x="$p" 'BEGIN{print 0.8*x}')"))" "$(verdict "$w >= 0.8 * $p")"
+  bounds_row "$s" "$frame" "$bytes" "$(median "${daemon_cpu[@]}")" "$(median "${reader_cpu[@]}")" \
+    "$(median "${lib2_cpu[@]}")" "$(median "${disk[@]}")" "$(median "${b2_folios[@]}")" "$(median "${raw_folios[@]}")" \
+    "$(awk -v a="$l2" -v b="$q" 'BEGIN { print (0.6 * a > 4 * b ? 0.6 * a : 4 * b) }')"
+}
+
+# The ceilings a cold read meets on this machine, measured in the same runs:
+# the frame file read from disk times its compression ratio; the CPUs divided
+# by the CPU seconds each GB costs, in-process and through the mount (daemon
+# plus reader); and, for warm reads, how much of the page cache sits in large
+# folios (a cached read copies folio by folio). Informational: no verdict.
+bounds_row() {
+  local s=$1 frame=$2 bytes=$3 daemon=$4 reader=$5 lib=$6 disk_mbps=$7 b2_large=$8 raw_large=$9 need=${10}
+  local ncpu disk_data lib_max fuse_max why
+  ncpu=$(nproc)
+  disk_data=$(awk -v d="$disk_mbps" -v b="$bytes" -v f="$(stat -c %s "$frame")" 'BEGIN { print d * b / f }')
+  lib_max=$(awk -v n="$ncpu" -v c="$lib" 'BEGIN { print (c > 0 ? n / c * 1000 : "nan") }')
+  fuse_max=$(awk -v n="$ncpu" -v c="$daemon" -v r="$reader" 'BEGIN { print (c + r > 0 ? n / (c + r) * 1000 : "nan") }')
+  why=$(awk -v need="$need" -v d="$disk_data" -v l="$lib_max" -v f="$fuse_max" 'BEGIN {
+    if (need > d) print "above the disk bound"
+    else if (need > l) print "above what the library decodes on these CPUs"
+    else if (need > f) print "above the CPU bound of reading through this daemon"
+    else print "within every bound" }')
+  row "bounds on this machine: $(set_desc "$s")" \
+    "CPU per GB read cold: daemon $(fmt "$daemon" 2) s + reader $(fmt "$reader" 2) s → at most $(fmt "$fuse_max") MB/s on $ncpu CPUs; \`data\` cached in large folios: $(fmt "$b2_large")%" \
+    "decoding: $(fmt "$lib" 2) CPU s per GB → at most $(fmt "$lib_max") MB/s; frame file read cold at $(fmt "$disk_mbps") MB/s → at most $(fmt "$disk_data") MB/s of data; .raw cached in large folios: $(fmt "$raw_large")%" \
+    "—" "the cold targets need $(fmt "$need") MB/s" "$why"
 }
 
 # --- 2. random 4 KB reads ---------------------------------------------------------------
