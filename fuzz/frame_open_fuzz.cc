@@ -33,7 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     auto frame = Frame::open(path);
     (void)frame_json_text(*frame);
-    (void)index_tsv_text(*frame);
+    // A few hundred bytes can claim millions of chunks (special index entries):
+    // rows of the first and last few only, as the mount makes them, a page at a time.
+    (void)index_tsv_rows(*frame, 0, 64);
+    (void)index_tsv_rows(*frame, frame->nchunks() - 64, 64);
     for (const auto& layer : frame->vlmetalayers()) {
       try {
         (void)frame->vlmetalayer_content(layer);

@@ -1,6 +1,7 @@
 // frame.json and index.tsv: the frame decoded for people and tools.
 #include "frame_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -197,10 +198,15 @@ std::string frame_json_text(const Frame& frame) {
   return frame_to_json(frame).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string index_tsv_text(const Frame& frame) {
-  std::string out = "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\n";
-  const int64_t n = frame.nchunks();
-  for (int64_t i = 0; i < n; ++i) {
+std::string index_tsv_header() { return "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\n"; }
+
+std::string index_tsv_text(const Frame& frame) { return index_tsv_header() + index_tsv_rows(frame, 0, frame.nchunks()); }
+
+std::string index_tsv_rows(const Frame& frame, int64_t first, int64_t count) {
+  std::string out;
+  const int64_t begin = std::clamp<int64_t>(first, 0, frame.nchunks());
+  const int64_t end = std::clamp<int64_t>(first + std::max<int64_t>(count, 0), begin, frame.nchunks());
+  for (int64_t i = begin; i < end; ++i) {
     IndexEntry entry = frame.index_entry(i);
     out += std::to_string(i);
     out += '\t';

@@ -117,7 +117,7 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
 }
 
 FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
-    : frame_(std::move(frame)), cache_(cache), nchunks_(frame_->nchunks()) {
+    : frame_(std::move(frame)), cache_(cache), nchunks_(frame_->nchunks()), index_tsv_(frame_) {
   load_layers();
   load_array();
 }
@@ -198,12 +198,6 @@ const std::string& FrameFiles::frame_json() {
   std::lock_guard lock(text_mutex_);
   if (!frame_json_) frame_json_ = frame_json_text(*frame_);
   return *frame_json_;
-}
-
-const std::string& FrameFiles::index_tsv() {
-  std::lock_guard lock(text_mutex_);
-  if (!index_tsv_) index_tsv_ = index_tsv_text(*frame_);
-  return *index_tsv_;
 }
 
 int64_t FrameFiles::chunk_size_for_stat(int64_t n) const {

@@ -15,6 +15,7 @@
 #include "chunk_cache.h"
 #include "chunk_overlay.h"
 #include "frame.h"
+#include "index_tsv_file.h"
 #include "node.h"
 
 namespace blosc2fs {
@@ -75,7 +76,7 @@ class FrameFiles : public ChunkSource {
 
   // Throw FormatError when the frame cannot be described.
   const std::string& frame_json();
-  const std::string& index_tsv();
+  IndexTsvFile& index_tsv() { return index_tsv_; }
 
   // ChunkSource: the committed chunks.
   int64_t nchunks() const override { return nchunks_; }
@@ -100,7 +101,7 @@ class FrameFiles : public ChunkSource {
 
   std::mutex text_mutex_;
   std::optional<std::string> frame_json_;
-  std::optional<std::string> index_tsv_;
+  IndexTsvFile index_tsv_;
 };
 
 }  // namespace blosc2fs

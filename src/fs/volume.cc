@@ -318,7 +318,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
   };
   switch (node.kind) {
     case NodeKind::frame_json: return int64_t(files_->frame_json().size());
-    case NodeKind::index_tsv: return int64_t(files_->index_tsv().size());
+    case NodeKind::index_tsv: return files_->index_tsv().size();
     case NodeKind::data: return overlay_.data_size(*files_);
     case NodeKind::array_npy: return files_->array_size();
     case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
@@ -424,7 +424,7 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
   if (auto d = drafts_.find(ino); d != drafts_.end()) return copy_from(d->second.content, offset, out);
   switch (node.kind) {
     case NodeKind::frame_json: return copy_from(as_bytes(files_->frame_json()), offset, out);
-    case NodeKind::index_tsv: return copy_from(as_bytes(files_->index_tsv()), offset, out);
+    case NodeKind::index_tsv: return files_->index_tsv().read(offset, out);
     case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);
     case NodeKind::array_npy: return files_->read_array(offset, out);
