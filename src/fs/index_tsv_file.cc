@@ -34,6 +34,10 @@ void IndexTsvFile::measure_locked() {
   page_end_ = std::move(ends);
 }
 
+int64_t IndexTsvFile::page_start_locked(int64_t p) const {
+  return p == 0 ? int64_t(header_.size()) : page_end_[size_t(p - 1)];
+}
+
 void IndexTsvFile::keep_locked(int64_t p, std::string text) {
   kept_.emplace_front(p, std::move(text));
   if (kept_.size() > kPagesKept) kept_.pop_back();
@@ -47,8 +51,7 @@ const std::string& IndexTsvFile::page_locked(int64_t p) {
     std::string text = index_tsv_rows(*frame_, p * kRowsPerPage, kRowsPerPage);
     // A chunk header that read once and failed once (or the other way) would
     // shift every later byte of the file: refuse rather than serve that.
-    const int64_t start = p == 0 ? int64_t(header_.size()) : page_end_[size_t(p - 1)];
-    if (int64_t(text.size()) != page_end_[size_t(p)] - start)
+    if (int64_t(text.size()) != page_end_[size_t(p)] - page_start_locked(p))
       throw IoError("index.tsv: the rows of chunks " + std::to_string(p * kRowsPerPage) + " to " +
                         std::to_string(std::min((p + 1) * kRowsPerPage, frame_->nchunks()) - 1) +
                         " read differently than when the file was measured",
@@ -75,8 +78,7 @@ size_t IndexTsvFile::read(int64_t offset, MutableByteSpan out) {
   auto next = std::upper_bound(page_end_.begin(), page_end_.end(), offset + int64_t(done));
   for (; done < out.size() && next != page_end_.end(); ++next) {
     const int64_t p = next - page_end_.begin();
-    const int64_t start = p == 0 ? int64_t(header_.size()) : page_end_[size_t(p - 1)];
-    copy(page_locked(p), start);
+    copy(page_locked(p), page_start_locked(p));
   }
   return done;
 }
