@@ -130,6 +130,9 @@ class Frame {
   const FrameHeader& header() const;
   int64_t trailer_len() const;
   int64_t nchunks() const;
+  // Every index entry is the same (a repeat-value index chunk, as c-blosc2's
+  // fill_special writes): such an index can claim any number of chunks.
+  bool index_is_uniform() const;
 
   const std::vector<Metalayer>& metalayers() const;
   const std::vector<Vlmetalayer>& vlmetalayers() const;
@@ -142,6 +145,8 @@ class Frame {
   // Uncompressed size of chunk n, from its header or, for special index
   // entries, from chunksize (the last chunk gets nbytes % chunksize).
   int32_t chunk_nbytes(int64_t n) const;
+  // The largest chunk_nbytes there is (0 when none is known), without a call per chunk.
+  int32_t largest_chunk_nbytes() const;
   // Uncompressed byte offset of chunk n within `data` (prefix sums, computed once).
   int64_t chunk_data_offset(int64_t n) const;
   ChunkInfo chunk_info(int64_t n) const;

@@ -73,7 +73,27 @@ ChunkHeader Frame::Impl::stored_chunk_header(int64_t n) const {
   return read_header_at(locate(e));
 }
 
+// Bug B2: c-blosc2 writes special entries even with variable chunks; one
+// such chunk's size still follows from the total.
+static int32_t inferred_size(int64_t total, int64_t known_sum) {
+  const int64_t inferred = total - known_sum;
+  return inferred > 0 && inferred <= INT32_MAX ? int32_t(inferred) : -1;
+}
+
+void Frame::Impl::compute_uniform_sizes() const {
+  if (uniform_entry >= 0) {
+    try {
+      uniform_nbytes = stored_chunk_header(0).nbytes;
+    } catch (const FormatError&) {
+    } catch (const IoError&) {
+    }
+  }
+  if (uniform_nbytes < 0 && nchunks == 1) uniform_nbytes = inferred_size(header.nbytes, 0);
+  largest_nbytes = std::max(uniform_nbytes, 0);
+}
+
 void Frame::Impl::compute_sizes() const {
+  if (index_uniform) return compute_uniform_sizes();
   sizes.assign(size_t(nchunks), -1);
   int64_t known_sum = 0, unknown = 0, last_unknown = -1;
   for (int64_t n = 0; n < nchunks; ++n) {
@@ -92,12 +112,8 @@ void Frame::Impl::compute_sizes() const {
       known_sum += sizes[size_t(n)];
     }
   }
-  // Bug B2: c-blosc2 writes special entries even with variable chunks; one
-  // such chunk's size still follows from the total.
-  if (unknown == 1) {
-    int64_t inferred = header.nbytes - known_sum;
-    if (inferred > 0 && inferred <= INT32_MAX) sizes[size_t(last_unknown)] = int32_t(inferred);
-  }
+  if (unknown == 1) sizes[size_t(last_unknown)] = inferred_size(header.nbytes, known_sum);
+  for (int32_t size : sizes) largest_nbytes = std::max(largest_nbytes, size);
   starts.assign(size_t(nchunks) + 1, -1);
   int64_t sum = 0;
   for (int64_t n = 0; n <= nchunks; ++n) {
@@ -109,18 +125,20 @@ void Frame::Impl::compute_sizes() const {
 
 int32_t Frame::Impl::nbytes_of(int64_t n) const {
   if (fixed_chunksize()) return fixed_chunk_nbytes(n);
-  std::call_once(sizes_once, [this] { compute_sizes(); });
-  if (sizes[size_t(n)] < 0)
+  ensure_sizes();
+  const int32_t size = index_uniform ? uniform_nbytes : sizes[size_t(n)];
+  if (size < 0)
     throw FormatError("size unknown: in this variable-chunksize frame it can be inferred only when a single chunk "
                       "has neither a readable header nor a known size");
-  return sizes[size_t(n)];
+  return size;
 }
 
 int64_t Frame::Impl::data_offset_of(int64_t n) const {
   if (fixed_chunksize()) return std::min(n * int64_t(header.chunksize), header.nbytes);
-  std::call_once(sizes_once, [this] { compute_sizes(); });
-  if (starts[size_t(n)] < 0) throw FormatError("data offset unknown: an earlier chunk has an unknown size");
-  return starts[size_t(n)];
+  ensure_sizes();
+  const int64_t start = !index_uniform ? starts[size_t(n)] : n == 0 ? 0 : uniform_nbytes < 0 ? -1 : n * uniform_nbytes;
+  if (start < 0) throw FormatError("data offset unknown: an earlier chunk has an unknown size");
+  return start;
 }
 
 size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const {
@@ -181,6 +199,15 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
   info.codec = h.codec_label();
   info.filters = h.filters_label();
   return info;
+}
+
+bool Frame::index_is_uniform() const { return impl_->index_uniform; }
+
+int32_t Frame::largest_chunk_nbytes() const {
+  if (impl_->fixed_chunksize()) return impl_->header.chunksize;
+  if (impl_->nchunks == 0) return 0;
+  impl_->ensure_sizes();
+  return impl_->largest_nbytes;
 }
 
 int32_t Frame::chunk_nbytes(int64_t n) const {

@@ -28,10 +28,13 @@ struct Frame::Impl {
   int64_t uniform_entry = 0;
 
   // Variable-chunksize frames only: sizes (-1 = unknown) and data offsets,
-  // filled on first need by reading every chunk header once.
+  // filled on first need by reading every chunk header once. A uniform index
+  // keeps one size for all its chunks instead (it may claim millions of them).
   mutable std::once_flag sizes_once;
   mutable std::vector<int32_t> sizes;
   mutable std::vector<int64_t> starts;  // nchunks + 1 entries; -1 once a size is unknown
+  mutable int32_t uniform_nbytes = -1;
+  mutable int32_t largest_nbytes = 0;   // the largest size known
 
   // Where a stored chunk lives: the frame file itself (cframe) or its own chunk
   // file (sframe), with how many bytes the chunk may occupy there.
@@ -53,6 +56,8 @@ struct Frame::Impl {
   bool fixed_chunksize() const { return header.chunksize > 0; }
   int32_t fixed_chunk_nbytes(int64_t n) const;
   void compute_sizes() const;
+  void compute_uniform_sizes() const;
+  void ensure_sizes() const { std::call_once(sizes_once, [this] { compute_sizes(); }); }
   int32_t nbytes_of(int64_t n) const;
   int64_t data_offset_of(int64_t n) const;
   std::filesystem::path chunk_file(int64_t id) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "error.h"
@@ -20,8 +21,39 @@ int64_t IndexTsvFile::size() {
   return page_end_.empty() ? int64_t(header_.size()) : page_end_.back();
 }
 
+// How many digits the numbers [first, end) have together.
+static int64_t digits_in_range(int64_t first, int64_t end) {
+  int64_t total = 0, low = 0, high = 10;
+  for (int digits = 1; low < end; ++digits, low = high, high = high > INT64_MAX / 10 ? INT64_MAX : high * 10) {
+    const int64_t a = std::max(first, low), b = std::min(end, high);
+    if (a < b) total += (b - a) * digits;
+  }
+  return total;
+}
+
+// A uniform index gives every row the same text after the chunk number, but
+// for the last row (the last chunk of a fixed chunksize may be shorter): the
+// page sizes follow without making the rows.
+bool IndexTsvFile::measure_uniform_locked() {
+  const int64_t n = frame_->nchunks();
+  if (!frame_->index_is_uniform() || n < 2) return false;
+  const std::string first = index_tsv_rows(*frame_, 0, 1), last = index_tsv_rows(*frame_, n - 1, 1);
+  const int64_t row_rest = int64_t(first.size()) - 1;  // after "0"
+  const int64_t last_extra = int64_t(last.size()) - int64_t(std::to_string(n - 1).size()) - row_rest;
+  std::vector<int64_t> ends;
+  ends.reserve(size_t(npages()));
+  int64_t end = int64_t(header_.size());
+  for (int64_t p = 0; p < npages(); ++p) {
+    const int64_t a = p * kRowsPerPage, b = std::min(a + kRowsPerPage, n);
+    end += digits_in_range(a, b) + (b - a) * row_rest + (b == n ? last_extra : 0);
+    ends.push_back(end);
+  }
+  page_end_ = std::move(ends);
+  return true;
+}
+
 void IndexTsvFile::measure_locked() {
-  if (!page_end_.empty() || npages() == 0) return;
+  if (!page_end_.empty() || npages() == 0 || measure_uniform_locked()) return;
   std::vector<int64_t> ends;
   ends.reserve(size_t(npages()));
   int64_t end = int64_t(header_.size());

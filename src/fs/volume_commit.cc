@@ -54,14 +54,7 @@ ChunkOverlay::Limits Volume::overlay_limits(const FrameFiles& files) const {
   const int32_t chunksize = files.frame().header().chunksize;
   if (chunksize > 0) return {chunksize, chunksize};
   int64_t grow_to = 0;
-  if (chunksize == 0) {  // variable chunks: fill up to the largest there is
-    for (int64_t n = 0; n < files.nchunks(); ++n) {
-      try {
-        grow_to = std::max<int64_t>(grow_to, files.chunk_size(n));
-      } catch (const std::runtime_error&) {
-      }
-    }
-  }
+  if (chunksize == 0) grow_to = files.frame().largest_chunk_nbytes();  // variable chunks: up to the largest there is
   if (grow_to <= 0) grow_to = std::clamp<int64_t>(options_.preferred_chunksize, 1, kLargestChunk);
   return {kLargestChunk, grow_to};
 }
