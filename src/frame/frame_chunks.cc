@@ -94,39 +94,47 @@ void Frame::Impl::compute_uniform_sizes() const {
 
 void Frame::Impl::compute_sizes() const {
   if (index_uniform) return compute_uniform_sizes();
-  sizes.assign(size_t(nchunks), -1);
+  // Once two sizes are unknown none can be inferred and no later data offset
+  // is known, so the scan stops there and later sizes are read when asked
+  // for: a frame of millions of unreadable chunks costs two failed headers.
   int64_t known_sum = 0, unknown = 0, last_unknown = -1;
-  for (int64_t n = 0; n < nchunks; ++n) {
-    int64_t e = raw_entry(n);
-    if (e >= 0) {
+  for (int64_t n = 0; n < nchunks && unknown < 2; ++n) {
+    int32_t size = -1;
+    if (raw_entry(n) >= 0) {
       try {
-        sizes[size_t(n)] = stored_chunk_header(n).nbytes;
+        size = stored_chunk_header(n).nbytes;
       } catch (const FormatError&) {
       } catch (const IoError&) {
       }
     }
-    if (sizes[size_t(n)] < 0) {
+    sizes.push_back(size);
+    if (size < 0) {
       ++unknown;
       last_unknown = n;
     } else {
-      known_sum += sizes[size_t(n)];
+      known_sum += size;
     }
   }
   if (unknown == 1) sizes[size_t(last_unknown)] = inferred_size(header.nbytes, known_sum);
   for (int32_t size : sizes) largest_nbytes = std::max(largest_nbytes, size);
-  starts.assign(size_t(nchunks) + 1, -1);
-  int64_t sum = 0;
-  for (int64_t n = 0; n <= nchunks; ++n) {
-    starts[size_t(n)] = sum;
-    if (n == nchunks || sizes[size_t(n)] < 0) break;
-    sum += sizes[size_t(n)];
+  starts.push_back(0);
+  for (int32_t size : sizes) {
+    if (size < 0) break;
+    starts.push_back(starts.back() + size);
   }
 }
 
 int32_t Frame::Impl::nbytes_of(int64_t n) const {
   if (fixed_chunksize()) return fixed_chunk_nbytes(n);
   ensure_sizes();
-  const int32_t size = index_uniform ? uniform_nbytes : sizes[size_t(n)];
+  int32_t size = -1;
+  if (index_uniform) {
+    size = uniform_nbytes;
+  } else if (n < int64_t(sizes.size())) {
+    size = sizes[size_t(n)];
+  } else if (raw_entry(n) >= 0) {
+    return stored_chunk_header(n).nbytes;  // past the scan: its own header tells, or says what is wrong
+  }
   if (size < 0)
     throw FormatError("size unknown: in this variable-chunksize frame it can be inferred only when a single chunk "
                       "has neither a readable header nor a known size");
@@ -136,7 +144,11 @@ int32_t Frame::Impl::nbytes_of(int64_t n) const {
 int64_t Frame::Impl::data_offset_of(int64_t n) const {
   if (fixed_chunksize()) return std::min(n * int64_t(header.chunksize), header.nbytes);
   ensure_sizes();
-  const int64_t start = !index_uniform ? starts[size_t(n)] : n == 0 ? 0 : uniform_nbytes < 0 ? -1 : n * uniform_nbytes;
+  int64_t start = -1;
+  if (index_uniform)
+    start = n == 0 ? 0 : uniform_nbytes < 0 ? -1 : n * uniform_nbytes;
+  else if (n < int64_t(starts.size()))
+    start = starts[size_t(n)];
   if (start < 0) throw FormatError("data offset unknown: an earlier chunk has an unknown size");
   return start;
 }

@@ -28,11 +28,12 @@ struct Frame::Impl {
   int64_t uniform_entry = 0;
 
   // Variable-chunksize frames only: sizes (-1 = unknown) and data offsets,
-  // filled on first need by reading every chunk header once. A uniform index
-  // keeps one size for all its chunks instead (it may claim millions of them).
+  // filled on first need by reading the chunk headers once, up to the second
+  // unknown size. A uniform index keeps one size for all its chunks instead
+  // (it may claim millions of them).
   mutable std::once_flag sizes_once;
-  mutable std::vector<int32_t> sizes;
-  mutable std::vector<int64_t> starts;  // nchunks + 1 entries; -1 once a size is unknown
+  mutable std::vector<int32_t> sizes;   // the chunks scanned
+  mutable std::vector<int64_t> starts;  // data offsets up to the first unknown size (nchunks + 1 when none)
   mutable int32_t uniform_nbytes = -1;
   mutable int32_t largest_nbytes = 0;   // the largest size known
 

@@ -16,6 +16,10 @@ std::filesystem::path fixtures_dir() {
 
 std::filesystem::path frame_path(const std::string& name) { return fixtures_dir() / "frames" / name; }
 
+std::filesystem::path hostile_frame_path(const std::string& name) {
+  return std::filesystem::path(BLOSC2FS_TEST_DATA) / name;
+}
+
 std::vector<std::string> fixture_frame_names() {
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(fixtures_dir() / "frames"))

@@ -13,6 +13,8 @@ namespace blosc2fs::testing {
 
 std::filesystem::path fixtures_dir();
 std::filesystem::path frame_path(const std::string& name);  // fixtures/frames/NAME
+// tests/data/NAME: frames the fuzzers found, kept as regression inputs.
+std::filesystem::path hostile_frame_path(const std::string& name);
 // Every frame in fixtures/frames (file or directory), sorted by name.
 std::vector<std::string> fixture_frame_names();
 // fixtures/expect/NAME.expect.json
