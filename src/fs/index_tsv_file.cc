@@ -32,36 +32,30 @@ static int64_t digits_in_range(int64_t first, int64_t end) {
 }
 
 // A uniform index gives every row the same text after the chunk number, but
-// for the last row (the last chunk of a fixed chunksize may be shorter): the
-// page sizes follow without making the rows.
-bool IndexTsvFile::measure_uniform_locked() {
-  const int64_t n = frame_->nchunks();
-  if (!frame_->index_is_uniform() || n < 2) return false;
-  const std::string first = index_tsv_rows(*frame_, 0, 1), last = index_tsv_rows(*frame_, n - 1, 1);
-  const int64_t row_rest = int64_t(first.size()) - 1;  // after "0"
-  const int64_t last_extra = int64_t(last.size()) - int64_t(std::to_string(n - 1).size()) - row_rest;
-  std::vector<int64_t> ends;
-  ends.reserve(size_t(npages()));
-  int64_t end = int64_t(header_.size());
-  for (int64_t p = 0; p < npages(); ++p) {
-    const int64_t a = p * kRowsPerPage, b = std::min(a + kRowsPerPage, n);
-    end += digits_in_range(a, b) + (b - a) * row_rest + (b == n ? last_extra : 0);
-    ends.push_back(end);
-  }
-  page_end_ = std::move(ends);
-  return true;
-}
-
+// for the last row (the last chunk of a fixed chunksize may be shorter): its
+// pages are measured without making their rows.
 void IndexTsvFile::measure_locked() {
-  if (!page_end_.empty() || npages() == 0 || measure_uniform_locked()) return;
+  if (!page_end_.empty() || npages() == 0) return;
+  const int64_t n = frame_->nchunks();
+  const bool uniform = frame_->index_is_uniform() && n >= 2;
+  int64_t row_rest = 0, last_extra = 0;  // uniform: bytes after the number; what the last row adds
+  if (uniform) {
+    row_rest = int64_t(index_tsv_rows(*frame_, 0, 1).size()) - 1;  // after "0"
+    last_extra = int64_t(index_tsv_rows(*frame_, n - 1, 1).size()) - int64_t(std::to_string(n - 1).size()) - row_rest;
+  }
   std::vector<int64_t> ends;
   ends.reserve(size_t(npages()));
   int64_t end = int64_t(header_.size());
   for (int64_t p = 0; p < npages(); ++p) {
-    std::string text = index_tsv_rows(*frame_, p * kRowsPerPage, kRowsPerPage);
-    end += int64_t(text.size());
+    const int64_t first = p * kRowsPerPage, stop = std::min(first + kRowsPerPage, n);
+    if (uniform) {
+      end += digits_in_range(first, stop) + (stop - first) * row_rest + (stop == n ? last_extra : 0);
+    } else {
+      std::string text = index_tsv_rows(*frame_, first, kRowsPerPage);
+      end += int64_t(text.size());
+      if (kept_.size() < kPagesKept) keep_locked(p, std::move(text));  // the first pages: where readers start
+    }
     ends.push_back(end);
-    if (kept_.size() < kPagesKept) keep_locked(p, std::move(text));  // the first pages: where readers start
   }
   page_end_ = std::move(ends);
 }

@@ -32,7 +32,6 @@ class IndexTsvFile {
  private:
   int64_t npages() const;
   void measure_locked();
-  bool measure_uniform_locked();
   int64_t page_start_locked(int64_t p) const;
   const std::string& page_locked(int64_t p);
   void keep_locked(int64_t p, std::string text);
