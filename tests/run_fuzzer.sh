@@ -2,9 +2,12 @@
 # Runs one libFuzzer target for a bounded time from the fixture seeds; any crash,
 # sanitizer report, leak, timeout or out-of-memory fails the test.
 set -euo pipefail
-binary=$1 work=$2 seconds=$3 seeds=$4
+binary=$1 work=$2 seconds=$3
+shift 3  # the rest: directories of seed inputs
 rm -rf "$work" && mkdir -p "$work/corpus" "$work/artifacts"
-find "$seeds" -type f -exec cp {} "$work/corpus/" \; 2>/dev/null || true
+for seeds in "$@"; do
+  find "$seeds" -type f -exec cp {} "$work/corpus/" \; 2>/dev/null || true
+done
 cd "$work"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

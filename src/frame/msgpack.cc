@@ -408,4 +408,16 @@ Bytes json_to_msgpack(const Json& value) {
   return out;
 }
 
+Bytes json_text_to_msgpack(std::string_view text) {
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw FormatError("not valid JSON: NUL byte at offset " + std::to_string(nul));
+  Json value;
+  try {
+    value = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw FormatError(std::string("not valid JSON: ") + e.what());
+  }
+  return json_to_msgpack(value);
+}
+
 }  // namespace blosc2fs

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -19,5 +20,9 @@ std::optional<Json> msgpack_to_json(ByteSpan data);
 // Encodes with the smallest encodings, floats as float64, strings as str,
 // {"__bytes__": ...} as bin. Throws FormatError for values it cannot encode.
 Bytes json_to_msgpack(const Json& value);
+// Parses `text` as exactly one JSON value and encodes it. Throws FormatError
+// ("not valid JSON: ...") for anything else, NUL bytes included: the parser
+// alone would take the first NUL for the end of the text and drop the rest.
+Bytes json_text_to_msgpack(std::string_view text);
 
 }  // namespace blosc2fs

@@ -1,7 +1,8 @@
 // Tells, byte by byte, whether a text can still become one valid JSON value,
 // so that attrs/NAME can reject a write() as soon as the text is beyond repair
 // (shells ignore errors from close()). Only the grammar is checked here; what
-// the full parser at close() adds is UTF-8 validation and the msgpack limits.
+// the full parser at close() adds is UTF-8 validation, UTF-16 surrogate pairs
+// in \u escapes, numbers beyond the range of a double (1e400) and the msgpack limits.
 #pragma once
 
 #include <cstdint>

@@ -222,14 +222,8 @@ void Volume::run_commit(const std::string& what, const std::function<void(FrameE
 }
 
 Bytes Volume::attrs_to_msgpack(const std::string& what, ByteSpan text) const {
-  Json value;
   try {
-    value = Json::parse(as_text(text));
-  } catch (const Json::exception& e) {
-    fail(what, EINVAL, std::string("not valid JSON: ") + e.what());
-  }
-  try {
-    return json_to_msgpack(value);
+    return json_text_to_msgpack(as_text(text));
   } catch (const FormatError& e) {
     fail(what, EINVAL, e.what());
   }

@@ -46,6 +46,13 @@ def invalid_json(h, name):
     # A valid beginning that never ends fails at close.
     check_equal(write_errno(target, [b'{"a": [1, 2']), ("close", errno.EINVAL), "unfinished JSON")
     check_equal(write_errno(os.path.join(attrs, "new"), [b"[1,"]), ("close", errno.EINVAL), "unfinished, new")
+    # An editor's scratch file renamed over it is checked the same way. A NUL byte
+    # ends the text for the JSON parser, which would silently drop what follows.
+    scratch = os.path.join(attrs, ".edit.swp")
+    with open(scratch, "wb") as f:
+        f.write(b'{"a": 1}\0and more')
+    expect_errno("JSON and a NUL byte renamed over an attrs file", lambda: os.rename(scratch, target), errno.EINVAL)
+    os.unlink(scratch)
     # The shell sees the write error.
     r = sh("echo '{bad' > attrs/shell", cwd=mnt, expect_ok=False)
     check(r.returncode != 0 and "Invalid argument" in r.stderr, f"echo of bad JSON: {r.returncode} {r.stderr!r}")

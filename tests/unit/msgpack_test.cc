@@ -163,5 +163,21 @@ TEST(Msgpack, EncodingErrors) {
   EXPECT_EQ(to_hex(json_to_msgpack(Json::parse(R"({"__bytes__": 1})"))), "81a95f5f62797465735f5f01");
 }
 
+TEST(Msgpack, JsonTextIsOneValueAndNothingElse) {
+  EXPECT_EQ(to_hex(json_text_to_msgpack(" {\"a\": [1, 2.5]}\n")),
+            to_hex(json_to_msgpack(Json::parse(R"({"a": [1, 2.5]})"))));
+  // The JSON parser alone stops at a NUL byte and would keep only {"a": 1}.
+  const std::string with_nul("{\"a\": 1}\0and more", 17);
+  try {
+    json_text_to_msgpack(with_nul);
+    ADD_FAILURE() << "a NUL byte was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(), "not valid JSON: NUL byte at offset 8");
+  }
+  EXPECT_THROW(json_text_to_msgpack("{\"a\": 1} 2"), FormatError);
+  EXPECT_THROW(json_text_to_msgpack(""), FormatError);
+  EXPECT_THROW(json_text_to_msgpack(R"({"__bytes__": "abc"})"), FormatError);
+}
+
 }  // namespace
 }  // namespace blosc2fs
