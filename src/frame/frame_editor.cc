@@ -254,11 +254,16 @@ struct FrameEditor::Impl {
         fail(path, "raw chunk " + std::to_string(n) + ": cbytes " + std::to_string(h.cbytes) + " but " +
                        std::to_string(chunk.size()) + " bytes were given", EINVAL);
       if (h.lazy()) fail(path, "raw chunk " + std::to_string(n) + " is a lazy chunk", EINVAL);
+    } catch (const FormatError& e) {
+      fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
+    }
+    // Before decoding: a 32-byte chunk can claim 2 GB that the frame would refuse anyway.
+    int32_t cs_after = check_chunk_size(n, h.nbytes);
+    try {
       (void)decode_chunk(chunk);
     } catch (const FormatError& e) {
       fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
     }
-    int32_t cs_after = check_chunk_size(n, h.nbytes);
     if (has_other_chunks(n) && h.vlblocks() != staged.vlblocks)
       fail(path, std::string("raw chunk ") + std::to_string(n) +
                      (h.vlblocks() ? " has VL blocks but the frame's chunks do not" : " lacks the frame's VL blocks"),

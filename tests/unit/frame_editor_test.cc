@@ -290,6 +290,17 @@ TEST(FrameEditor, RawChunksAreValidated) {
   CompressParams cp;
   cp.typesize = 4;
   EXPECT_EQ(errno_of([&] { ed.replace_raw_chunk(1, encode_chunk(make_data(10000, 1), cp)); }), EINVAL);
+  // 32 bytes claiming 2 GB of zeros: refused by the frame's chunksize before anything is decoded.
+  Bytes huge_zeros = encode_chunk(Bytes(20000, 0), cp);
+  ASSERT_EQ(huge_zeros.size(), 32u);
+  store_le32(huge_zeros.data() + 4, 0x7FFFFF00u);
+  try {
+    ed.replace_raw_chunk(0, huge_zeros);
+    ADD_FAILURE() << "a chunk larger than the chunksize was accepted";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.error_number(), EINVAL);
+    EXPECT_NE(std::string(e.what()).find("exceed the chunksize"), std::string::npos) << e.what();
+  }
   auto vl = Frame::open(frame_path("vlblocks-lz4-fixed-3.0.0.b2frame"));
   EXPECT_EQ(errno_of([&] { ed.append_raw_chunk(vl->read_raw_chunk(0)); }), EINVAL);
   EXPECT_FALSE(ed.has_staged_edits());

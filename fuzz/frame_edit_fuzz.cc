@@ -1,0 +1,225 @@
+// Random sequences of frame edits, as the mount stages them: vlmetalayers set,
+// removed and renamed; chunks replaced, appended, truncated, replaced raw;
+// commits, discards, compactions and reopenings. A model of the content follows
+// every edit the editor accepts; after each commit the frame, opened afresh,
+// must hold exactly the model. The first two input bytes choose the frame.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chunk_codec.h"
+#include "error.h"
+#include "frame.h"
+#include "frame_editor.h"
+#include "frame_writer.h"
+
+namespace {
+using namespace blosc2fs;
+namespace fs = std::filesystem;
+
+constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
+constexpr int32_t kTypesizes[] = {1, 2, 4, 8};
+const char* const kNames[] = {"a", "b", "attrs", "0123456789012345678901234567890",
+                              "01234567890123456789012345678901"};  // 31 and 32 bytes
+
+struct Model {
+  std::vector<Bytes> chunks;
+  std::map<std::string, Bytes> vlmetas;
+};
+
+class Input {
+ public:
+  Input(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  bool empty() const { return p_ == end_; }
+  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "frame_edit_fuzz: %s\n", why.c_str());
+  std::abort();
+}
+
+// Zeros (seed 0) and one repeated item (seed 1) become special chunks.
+Bytes make_data(size_t size, uint8_t seed) {
+  Bytes out(size);
+  for (size_t i = 0; i < size; ++i)
+    out[i] = seed == 0 ? 0 : seed == 1 ? 7 : uint8_t(seed * 31 + (i / 3) * (seed | 1) + (i % 5 == 0 ? i : 0));
+  return out;
+}
+
+void verify(const fs::path& path, const Model& model) {
+  std::unique_ptr<Frame> frame;
+  try {
+    frame = Frame::open(path);
+    if (frame->nchunks() != int64_t(model.chunks.size()))
+      fail(std::to_string(frame->nchunks()) + " chunks, the model has " + std::to_string(model.chunks.size()));
+    for (size_t n = 0; n < model.chunks.size(); ++n)
+      if (frame->read_chunk(int64_t(n)) != model.chunks[n]) fail("chunk " + std::to_string(n) + " differs");
+    std::map<std::string, Bytes> vlmetas;
+    for (const Vlmetalayer& layer : frame->vlmetalayers()) vlmetas[layer.name] = frame->vlmetalayer_content(layer);
+    if (vlmetas != model.vlmetas) fail("vlmetalayers differ");
+  } catch (const std::exception& e) {
+    fail(std::string("committed frame does not read back: ") + e.what());
+  }
+}
+
+// A size near the frame's chunksize, or any small size for variable chunks.
+size_t chunk_size(Input& in, int32_t chunksize) {
+  const uint8_t b = in.byte();
+  if (chunksize == 0) return size_t(1 + b % 64) * 16;
+  switch (b % 6) {
+    case 0: return size_t(chunksize) / 2;
+    case 1: return size_t(chunksize) + 8;
+    case 2: return 8;
+    default: return size_t(chunksize);
+  }
+}
+
+const fs::path& scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = "/tmp/blosc2fs-edit-fuzz-" + std::to_string(getpid());
+    std::atexit([] { fs::remove_all(scratch_dir()); });
+    return d;
+  }();
+  return dir;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Longer scripts find nothing new and would run into the time limit.
+  if (size < 2 || size > 4096) return 0;
+  Input in(data, size);
+  const uint8_t setup = in.byte(), shape = in.byte();
+  const fs::path& dir = scratch_dir();
+  const fs::path path = dir / "frame.b2frame";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+
+  FrameParams params;
+  params.sparse = setup & 1;
+  params.cparams.codec = kCodecs[(setup >> 1) % std::size(kCodecs)];
+  params.cparams.typesize = kTypesizes[(setup >> 4) % std::size(kTypesizes)];
+  params.chunksize = (setup & 0x40) ? 0 : int32_t(256 * (1 + shape % 4));
+  Model model;
+  {
+    FrameWriter writer(path, params);
+    const size_t first = params.chunksize ? size_t(params.chunksize) : 200;
+    for (uint8_t seed : {uint8_t(2), uint8_t(shape % 3)}) {
+      writer.append(make_data(first, seed));
+      model.chunks.push_back(make_data(first, seed));
+    }
+    writer.set_vlmetalayer("a", make_data(5, 3));
+    model.vlmetas["a"] = make_data(5, 3);
+    writer.close();
+  }
+  EditOptions options;
+  options.sync = false;
+  auto editor = std::make_unique<FrameEditor>(path, 0, options);
+  Model staged = model;
+
+  while (!in.empty()) {
+    const uint8_t op = in.byte();
+    const std::string name = kNames[in.byte() % std::size(kNames)];
+    const int64_t nchunks = int64_t(staged.chunks.size());
+    try {
+      switch (op % 10) {
+        case 0: {
+          Bytes content = make_data(in.byte() % 48, in.byte());
+          editor->set_vlmetalayer(name, content);
+          staged.vlmetas[name] = std::move(content);
+          break;
+        }
+        case 1:
+          editor->remove_vlmetalayer(name);
+          staged.vlmetas.erase(name);
+          break;
+        case 2: {
+          const std::string to = kNames[in.byte() % std::size(kNames)];
+          editor->rename_vlmetalayer(name, to);
+          if (name != to) {
+            staged.vlmetas[to] = staged.vlmetas.at(name);
+            staged.vlmetas.erase(name);
+          }
+          break;
+        }
+        case 3: {
+          const int64_t n = in.byte() % (nchunks + 1);
+          Bytes chunk = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          editor->replace_chunk(n, chunk);
+          if (n < nchunks) staged.chunks[size_t(n)] = std::move(chunk);
+          else fail("replace_chunk past the end was accepted");
+          break;
+        }
+        case 4: {
+          Bytes chunk = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          editor->append_chunk(chunk);
+          staged.chunks.push_back(std::move(chunk));
+          break;
+        }
+        case 5: {
+          const int64_t keep = in.byte() % (nchunks + 2);
+          editor->truncate_chunks(keep);
+          if (keep > nchunks) fail("truncate_chunks beyond the end was accepted");
+          staged.chunks.resize(size_t(keep));
+          break;
+        }
+        case 6: {
+          // A chunk as a user writes it to raw/N.chunk: ours, or one with bytes changed.
+          const int64_t n = in.byte() % (nchunks + 1);
+          Bytes plain = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          CompressParams cparams = params.cparams;
+          cparams.codec = kCodecs[in.byte() % std::size(kCodecs)];
+          Bytes raw = encode_chunk(plain, cparams);
+          const uint8_t flip = in.byte();
+          if (flip & 1) raw[size_t(flip >> 1) % raw.size()] ^= in.byte() | 1;
+          // A frame of variable chunks takes any size; the fuzzer's memory does not.
+          if (raw.size() >= 16 && load_le32(raw.data() + 4) > (1u << 20)) break;
+          editor->replace_raw_chunk(n, raw);
+          if (n >= nchunks) fail("replace_raw_chunk past the end was accepted");
+          Bytes decoded(ChunkView(raw).nbytes());
+          ChunkView(raw).decode(decoded);
+          staged.chunks[size_t(n)] = std::move(decoded);
+          break;
+        }
+        case 7:
+          editor->commit();
+          model = staged;
+          verify(path, model);
+          if (op & 0x80) editor = std::make_unique<FrameEditor>(path, 0, options);
+          break;
+        case 8:
+          editor->discard_staged_edits();
+          staged = model;
+          break;
+        case 9:
+          if (editor->has_staged_edits()) break;
+          editor->compact();
+          verify(path, model);
+          break;
+      }
+    } catch (const IoError&) {
+      // A refused edit must leave nothing staged: the final check would see it.
+    } catch (const FormatError&) {
+    }
+  }
+  try {
+    editor->commit();
+  } catch (const std::exception& e) {
+    fail(std::string("final commit: ") + e.what());
+  }
+  verify(path, staged);
+  return 0;
+}
