@@ -3,11 +3,9 @@
 // commits, discards, compactions and reopenings. A model of the content follows
 // every edit the editor accepts; after each commit the frame, opened afresh,
 // must hold exactly the model. The first two input bytes choose the frame.
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -20,9 +18,11 @@
 #include "frame.h"
 #include "frame_editor.h"
 #include "frame_writer.h"
+#include "fuzz_script.h"
 
 namespace {
 using namespace blosc2fs;
+using fuzz::fail;
 namespace fs = std::filesystem;
 
 constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
@@ -35,29 +35,6 @@ struct Model {
   std::map<std::string, Bytes> vlmetas;
 };
 
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  bool empty() const { return p_ == end_; }
-  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "frame_edit_fuzz: %s\n", why.c_str());
-  std::abort();
-}
-
-// Zeros (seed 0) and one repeated item (seed 1) become special chunks.
-Bytes make_data(size_t size, uint8_t seed) {
-  Bytes out(size);
-  for (size_t i = 0; i < size; ++i)
-    out[i] = seed == 0 ? 0 : seed == 1 ? 7 : uint8_t(seed * 31 + (i / 3) * (seed | 1) + (i % 5 == 0 ? i : 0));
-  return out;
-}
 
 void verify(const fs::path& path, const Model& model) {
   std::unique_ptr<Frame> frame;
@@ -76,7 +53,7 @@ void verify(const fs::path& path, const Model& model) {
 }
 
 // A size near the frame's chunksize, or any small size for variable chunks.
-size_t chunk_size(Input& in, int32_t chunksize) {
+size_t chunk_size(fuzz::Script& in, int32_t chunksize) {
   const uint8_t b = in.byte();
   if (chunksize == 0) return size_t(1 + b % 64) * 16;
   switch (b % 6) {
@@ -87,26 +64,14 @@ size_t chunk_size(Input& in, int32_t chunksize) {
   }
 }
 
-const fs::path& scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = "/tmp/blosc2fs-edit-fuzz-" + std::to_string(getpid());
-    std::atexit([] { fs::remove_all(scratch_dir()); });
-    return d;
-  }();
-  return dir;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Longer scripts find nothing new and would run into the time limit.
   if (size < 2 || size > 4096) return 0;
-  Input in(data, size);
+  fuzz::Script in(data, size);
   const uint8_t setup = in.byte(), shape = in.byte();
-  const fs::path& dir = scratch_dir();
-  const fs::path path = dir / "frame.b2frame";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path path = fuzz::fresh_scratch_dir() / "frame.b2frame";
 
   FrameParams params;
   params.sparse = setup & 1;
@@ -118,11 +83,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FrameWriter writer(path, params);
     const size_t first = params.chunksize ? size_t(params.chunksize) : 200;
     for (uint8_t seed : {uint8_t(2), uint8_t(shape % 3)}) {
-      writer.append(make_data(first, seed));
-      model.chunks.push_back(make_data(first, seed));
+      writer.append(fuzz::script_data(first, seed));
+      model.chunks.push_back(fuzz::script_data(first, seed));
     }
-    writer.set_vlmetalayer("a", make_data(5, 3));
-    model.vlmetas["a"] = make_data(5, 3);
+    writer.set_vlmetalayer("a", fuzz::script_data(5, 3));
+    model.vlmetas["a"] = fuzz::script_data(5, 3);
     writer.close();
   }
   EditOptions options;
@@ -137,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       switch (op % 10) {
         case 0: {
-          Bytes content = make_data(in.byte() % 48, in.byte());
+          Bytes content = fuzz::script_data(in.byte() % 48, in.byte());
           editor->set_vlmetalayer(name, content);
           staged.vlmetas[name] = std::move(content);
           break;
@@ -157,14 +122,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         case 3: {
           const int64_t n = in.byte() % (nchunks + 1);
-          Bytes chunk = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          Bytes chunk = fuzz::script_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
           editor->replace_chunk(n, chunk);
           if (n < nchunks) staged.chunks[size_t(n)] = std::move(chunk);
           else fail("replace_chunk past the end was accepted");
           break;
         }
         case 4: {
-          Bytes chunk = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          Bytes chunk = fuzz::script_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
           editor->append_chunk(chunk);
           staged.chunks.push_back(std::move(chunk));
           break;
@@ -179,7 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         case 6: {
           // A chunk as a user writes it to raw/N.chunk: ours, or one with bytes changed.
           const int64_t n = in.byte() % (nchunks + 1);
-          Bytes plain = make_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
+          Bytes plain = fuzz::script_data(chunk_size(in, editor->frame().header().chunksize), in.byte());
           CompressParams cparams = params.cparams;
           cparams.codec = kCodecs[in.byte() % std::size(kCodecs)];
           Bytes raw = encode_chunk(plain, cparams);

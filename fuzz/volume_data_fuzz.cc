@@ -5,7 +5,6 @@
 // accepts: every read through the Volume, and the frame opened afresh after
 // each remount, must give exactly the model.
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,45 +19,16 @@
 #include "frame.h"
 #include "frame_writer.h"
 #include "fs_error.h"
+#include "fuzz_script.h"
 #include "inodes.h"
 #include "volume.h"
 
 namespace {
 using namespace blosc2fs;
+using fuzz::fail;
 namespace fs = std::filesystem;
 
 constexpr size_t kHandles = 2;
-
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  bool empty() const { return p_ == end_; }
-  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "volume_data_fuzz: %s\n", why.c_str());
-  std::abort();
-}
-
-Bytes make_data(size_t size, uint8_t seed) {
-  Bytes out(size);
-  for (size_t i = 0; i < size; ++i) out[i] = seed < 2 ? seed : uint8_t(seed + i / 7 + (i % 3 == 0 ? i : 0));
-  return out;
-}
-
-const fs::path& scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = "/tmp/blosc2fs-volume-fuzz-" + std::to_string(getpid());
-    std::atexit([] { fs::remove_all(scratch_dir()); });
-    return d;
-  }();
-  return dir;
-}
 
 void check_read(Volume& volume, const Bytes& model, const char* when) {
   const uint64_t ino = volume.lookup(kRootIno, "data").value();
@@ -90,12 +60,9 @@ void check_frame(const fs::path& path, const Bytes& model) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 2048) return 0;  // longer scripts only take longer
-  Input in(data, size);
+  fuzz::Script in(data, size);
   const uint8_t setup = in.byte();
-  const fs::path& dir = scratch_dir();
-  const fs::path path = dir / "frame.b2frame";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path path = fuzz::fresh_scratch_dir() / "frame.b2frame";
 
   FrameParams params;
   params.sparse = setup & 1;
@@ -106,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FrameWriter writer(path, params);
     const size_t nchunks = (setup >> 5) % 4;
     for (size_t n = 0; n < nchunks; ++n) {
-      Bytes chunk = make_data(params.chunksize ? size_t(params.chunksize) : 100 * (n + 1), uint8_t(n + 2));
+      Bytes chunk = fuzz::script_data(params.chunksize ? size_t(params.chunksize) : 100 * (n + 1), uint8_t(n + 2));
       writer.append(chunk);
       model.insert(model.end(), chunk.begin(), chunk.end());
     }
@@ -157,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!handles[h]) break;
           const uint8_t where = in.byte();
           const size_t length = 1 + size_t(in.byte()) * 3;
-          Bytes bytes = make_data(length, in.byte());
+          Bytes bytes = fuzz::script_data(length, in.byte());
           size_t offset = appending[h] ? model.size()
                           : where < 200 ? model.size() * where / 200
                                         : model.size() + (where - 200) * 5;  // past the end: a hole
@@ -194,7 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           } else {
             file = volume->create(vlmeta, name, O_WRONLY | O_CREAT | O_TRUNC, notes).second;
           }
-          volume->write(*file, 0, make_data(1 + in.byte() % 32, 9), notes);
+          volume->write(*file, 0, fuzz::script_data(1 + in.byte() % 32, 9), notes);
           volume->flush(*file, notes);
           volume->release(std::move(file), notes);
           break;

@@ -255,7 +255,11 @@ void ChunkOverlay::resize_data(ChunkSource& src, int64_t size) {
 ChunkOverlay::Batch ChunkOverlay::batch(std::optional<int64_t> skip) const {
   Batch b;
   if (keep_ < base_count_) b.truncate_to = keep_;
-  const int64_t append_end = skip && *skip >= keep_ ? *skip : count_;
+  // A chunk is appended only after every chunk before it has its final size: not
+  // after the one being filled, nor after the frame's last chunk while that one
+  // is being filled (it may still be short, and only the last chunk may be).
+  int64_t append_end = count_;
+  if (skip && *skip >= keep_ - 1) append_end = std::max(*skip, keep_);
   for (const auto& [n, h] : held_) {
     if (skip && n == *skip) continue;
     if (n < keep_) b.replace.emplace_back(n, &h);

@@ -98,7 +98,8 @@ class ChunkOverlay {
   void set_chunk(int64_t n, Bytes bytes);
 
   // Every pending edit but chunk `skip` (the chunk a big write is still
-  // filling) and, when skip is an appended chunk, the ones after it.
+  // filling) and, when skip is an appended chunk or the frame's last one, the
+  // appended chunks after it.
   Batch batch(std::optional<int64_t> skip = std::nullopt) const;
   // The batch is in the frame, which now has `committed` chunks.
   void committed(const Batch& batch, int64_t committed);

@@ -354,6 +354,37 @@ TEST_F(FsVolume, LongWritesCommitInBatches) {
   EXPECT_EQ(stored, content);
 }
 
+TEST_F(FsVolume, BatchesAppendNothingAfterTheShortLastChunkBeingFilled) {
+  // Found by fuzz.volume_data_fuzz: the batch appended chunks after a short last chunk
+  // that the write was still filling, and the frame refused them (EINVAL).
+  batch_chunks_ = 2;
+  batch_min_bytes_ = 0;
+  auto path = copy("metas-vlmetas.b2frame");  // 3 chunks of 20000 bytes
+  auto v = mount(path);
+  const uint64_t data = dir(*v, "data");
+  KernelNotes notes;
+  v->setattr(data, nullptr, 50000, notes);  // the last chunk: 10000 bytes
+  Bytes expected = read_all(*v, data);
+  bool keep, direct;
+  auto file = v->open(data, O_WRONLY, keep, direct, notes);
+  v->setattr(data, file.get(), 85000, notes);  // staged: chunk 2 grows, 3 and 4 appended
+  expected.resize(85000, 0);
+  const Bytes patch(44900, 5);  // from chunk 0 into chunk 2: a batch is due while it is filled
+  v->write(*file, 100, patch, notes);
+  std::copy(patch.begin(), patch.end(), expected.begin() + 100);
+  EXPECT_EQ(read_all(*v, data), expected);
+  v->flush(*file, notes);
+  v->release(std::move(file), notes);
+  auto frame = Frame::open(path);
+  ASSERT_EQ(frame->nchunks(), 5);
+  Bytes stored;
+  for (int64_t n = 0; n < frame->nchunks(); ++n) {
+    Bytes c = frame->read_chunk(n);
+    stored.insert(stored.end(), c.begin(), c.end());
+  }
+  EXPECT_EQ(stored, expected);
+}
+
 TEST_F(FsVolume, CommitsAreCompactedNowAndThen) {
   compact_min_bytes_ = 100000;
   auto path = copy("metas-vlmetas.b2frame");

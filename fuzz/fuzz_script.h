@@ -1,0 +1,70 @@
+// For the fuzz targets that read their input as a script of operations.
+#pragma once
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "bytes.h"
+
+namespace blosc2fs::fuzz {
+
+// The input a byte at a time; zeros once it has run out.
+class Script {
+ public:
+  Script(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  bool empty() const { return p_ == end_; }
+  uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// A broken invariant: one line on stderr, then abort, so that libFuzzer keeps the input.
+[[noreturn]] inline void fail(const std::string& why) {
+  std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, why.c_str());
+  std::abort();
+}
+
+// Bytes to write: zeros (seed 0) and one repeated byte (seed 1) become special
+// chunks; other seeds give data that compresses some.
+inline Bytes script_data(size_t size, uint8_t seed) {
+  Bytes out(size);
+  for (size_t i = 0; i < size; ++i)
+    out[i] = seed == 0 ? 0 : seed == 1 ? 7 : uint8_t(seed * 31 + (i / 3) * (seed | 1) + (i % 5 == 0 ? i : 0));
+  return out;
+}
+
+// This process's own directory for one input's files: emptied for each input
+// (fresh_scratch_dir), removed at exit.
+inline const std::filesystem::path& scratch_dir_path() {
+  // Never destroyed: the exit handler runs after the destructors of statics.
+  static const std::filesystem::path* const dir = [] {
+    auto* path = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                           (std::string("blosc2fs-") + program_invocation_short_name + "-" +
+                                            std::to_string(getpid())));
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(scratch_dir_path(), ignored);
+    });
+    return path;
+  }();
+  return *dir;
+}
+
+inline const std::filesystem::path& fresh_scratch_dir() {
+  const std::filesystem::path& dir = scratch_dir_path();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace blosc2fs::fuzz
