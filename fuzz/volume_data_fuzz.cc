@@ -6,6 +6,7 @@
 // each remount, must give exactly the model.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +30,8 @@ using fuzz::fail;
 namespace fs = std::filesystem;
 
 constexpr size_t kHandles = 2;
+// Repeated extensions would otherwise grow data, and the time each input takes, without bound.
+constexpr size_t kMaxDataSize = 64 << 10;
 
 void check_read(Volume& volume, const Bytes& model, const char* when) {
   const uint64_t ino = volume.lookup(kRootIno, "data").value();
@@ -128,6 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           size_t offset = appending[h] ? model.size()
                           : where < 200 ? model.size() * where / 200
                                         : model.size() + (where - 200) * 5;  // past the end: a hole
+          if (offset + length > kMaxDataSize) break;
           volume->write(*handles[h], int64_t(offset), bytes, notes);
           if (model.size() < offset + length) model.resize(offset + length, 0);
           std::copy(bytes.begin(), bytes.end(), model.begin() + int64_t(offset));
@@ -135,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         case 2: {  // truncate -s, through a handle or by name
           const uint8_t to = in.byte();
-          const size_t new_size = model.size() * (to & 0x7F) / 64;
+          const size_t new_size = std::min(model.size() * (to & 0x7F) / 64, kMaxDataSize);
           volume->setattr(data_ino, (to & 0x80) ? handles[h].get() : nullptr, int64_t(new_size), notes);
           model.resize(new_size, 0);
           break;
