@@ -1,22 +1,25 @@
 // Writes arbitrary bytes as a contiguous frame file, opens it and reads everything
 // the mount would show: header, index, chunks, metalayers, vlmetalayers, b2nd, JSON.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "b2nd.h"
 #include "error.h"
 #include "frame.h"
 #include "frame_json.h"
+#include "fuzz_script.h"
 
 namespace {
 constexpr int32_t kMaxFuzzNbytes = 64 << 20;
 
 std::string scratch_path() {
-  static const std::string path = "/tmp/blosc2fs-fuzz-" + std::to_string(getpid()) + ".b2frame";
+  static const std::string path = [] {
+    std::filesystem::create_directories(blosc2fs::fuzz::scratch_dir_path());
+    return (blosc2fs::fuzz::scratch_dir_path() / "frame.b2frame").string();
+  }();
   return path;
 }
 }  // namespace

@@ -1,4 +1,5 @@
-// For the fuzz targets that read their input as a script of operations.
+// Shared by the fuzz targets: reading an input as a script of operations,
+// reporting a broken invariant, a scratch directory per process.
 #pragma once
 
 #include <unistd.h>
