@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
 
   const std::pair<const char*, uint8_t> filters[] = {{"shuffle", kFilterShuffle}, {"bitshuffle", kFilterBitshuffle},
                                                      {"none", kFilterNone}};
-  for (Codec codec : {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd}) {
+  for (Codec codec : kCodecs) {
     if (!opt.codec.empty() && opt.codec != codec_name(codec)) continue;
     for (const auto& [filter_name_text, filter] : filters) {
       if (!opt.filter.empty() && opt.filter != filter_name_text) continue;

@@ -367,8 +367,7 @@ int cmd_export_chunks(const std::string& path, const std::string& dir) {
 }
 
 Codec codec_by_name(const std::string& name) {
-  for (Codec c : {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd})
-    if (name == codec_name(c)) return c;
+  if (std::optional<Codec> c = codec_named(name)) return *c;
   fail("unknown codec " + name);
 }
 

@@ -15,7 +15,6 @@ namespace {
 using namespace blosc2fs;
 
 constexpr size_t kParamBytes = 8;
-constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
 constexpr SplitMode kSplitModes[] = {SplitMode::always, SplitMode::never, SplitMode::automatic,
                                      SplitMode::forward_compat};
 // Lossless pipelines only: a round trip must give the input back.

@@ -25,7 +25,6 @@ using namespace blosc2fs;
 using fuzz::fail;
 namespace fs = std::filesystem;
 
-constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
 constexpr int32_t kTypesizes[] = {1, 2, 4, 8};
 const char* const kNames[] = {"a", "b", "attrs", "0123456789012345678901234567890",
                               "01234567890123456789012345678901"};  // 31 and 32 bytes

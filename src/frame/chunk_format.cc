@@ -28,6 +28,12 @@ const char* codec_name(Codec c) {
   return "unknown";
 }
 
+std::optional<Codec> codec_named(std::string_view name) {
+  for (Codec c : kCodecs)
+    if (name == codec_name(c)) return c;
+  return std::nullopt;
+}
+
 const char* compformat_name(uint8_t compformat) {
   switch (compformat) {
     case 0: return "blosclz";

@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "bytes.h"
 
@@ -13,6 +15,8 @@ namespace blosc2fs {
 // Codec ids as the frame header (low nibble of codec_flags) and the library API
 // number them. lz4hc has its own id here but shares compformat 1 inside chunks.
 enum class Codec : uint8_t { blosclz = 0, lz4 = 1, lz4hc = 2, zlib = 4, zstd = 5 };
+// Every codec, in id order.
+inline constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
 
 // Codec ids as a chunk header stores them (flags bits 5-7).
 enum class ChunkCompformat : uint8_t { blosclz = 0, lz4 = 1, snappy = 2, zlib = 3, zstd = 4, user = 6 };
@@ -34,6 +38,7 @@ enum class SplitMode : uint8_t { always = 1, never = 2, automatic = 3, forward_c
 enum class Special : uint8_t { none = 0, zeros = 1, nan = 2, value = 3, uninit = 4 };
 
 const char* codec_name(Codec c);                 // "blosclz", "lz4", ...; "unknown"
+std::optional<Codec> codec_named(std::string_view name);  // the inverse of codec_name
 const char* compformat_name(uint8_t compformat);  // "blosclz", "lz4", "zlib", "zstd", "user", ...
 const char* special_name(Special s);              // "none", "zeros", "nan", "value", "uninit"
 std::string filter_name(uint8_t id);              // "shuffle", "bytedelta", "filter-160", ...

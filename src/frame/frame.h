@@ -145,7 +145,8 @@ class Frame {
   // Uncompressed size of chunk n, from its header or, for special index
   // entries, from chunksize (the last chunk gets nbytes % chunksize).
   int32_t chunk_nbytes(int64_t n) const;
-  // The largest chunk_nbytes there is (0 when none is known), without a call per chunk.
+  // The largest chunk_nbytes known without reading more chunk headers than the
+  // sizes scan does (0 when none is known): one pass, not a call per chunk.
   int32_t largest_chunk_nbytes() const;
   // Uncompressed byte offset of chunk n within `data` (prefix sums, computed once).
   int64_t chunk_data_offset(int64_t n) const;

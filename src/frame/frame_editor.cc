@@ -248,18 +248,15 @@ struct FrameEditor::Impl {
 
   void put_raw(int64_t n, ByteSpan chunk) {
     ChunkHeader h;
+    int32_t cs_after = 0;
     try {
       h = parse_chunk_header(chunk);
       if (int64_t(h.cbytes) != int64_t(chunk.size()))
         fail(path, "raw chunk " + std::to_string(n) + ": cbytes " + std::to_string(h.cbytes) + " but " +
                        std::to_string(chunk.size()) + " bytes were given", EINVAL);
       if (h.lazy()) fail(path, "raw chunk " + std::to_string(n) + " is a lazy chunk", EINVAL);
-    } catch (const FormatError& e) {
-      fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
-    }
-    // Before decoding: a 32-byte chunk can claim 2 GB that the frame would refuse anyway.
-    int32_t cs_after = check_chunk_size(n, h.nbytes);
-    try {
+      // Before decoding: a 32-byte chunk can claim 2 GB that the frame would refuse anyway.
+      cs_after = check_chunk_size(n, h.nbytes);
       (void)decode_chunk(chunk);
     } catch (const FormatError& e) {
       fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);

@@ -39,8 +39,7 @@ uint64_t parse_uint(const std::string& text, const std::string& what, uint64_t m
 }
 
 Codec parse_codec(const std::string& name) {
-  for (Codec c : {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd})
-    if (name == codec_name(c)) return c;
+  if (std::optional<Codec> c = codec_named(name)) return *c;
   throw UsageError("unknown codec '" + name + "' (blosclz, lz4, lz4hc, zlib, zstd)");
 }
 

@@ -113,8 +113,6 @@ const Pipeline kPipelines[] = {
     {"trunc_prec+shuffle", {0, 0, 0, 0, kFilterTruncPrec, kFilterShuffle}, {0, 0, 0, 0, 10, 0}},
 };
 
-const Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
-
 std::string label(const CompressParams& p, const char* pipeline, size_t size) {
   return std::string(codec_name(p.codec)) + " " + pipeline + " ts" + std::to_string(p.typesize) + " clevel" +
          std::to_string(p.clevel) + " split" + std::to_string(int(p.splitmode)) + " n" + std::to_string(size);
