@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libfuse3-dev fuse3 libspdlog-dev nlohmann-json3-dev libgtest-dev
   liblz4-dev libzstd-dev zlib1g-dev
-  python3-numpy python3-msgpack vim nano attr systemd groff-base
+  python3-numpy python3-msgpack python3-venv vim nano attr systemd groff-base
 )
 missing=()
 for p in "${packages[@]}"; do

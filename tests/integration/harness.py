@@ -2,7 +2,10 @@
 every path, a watchdog against hangs, and the "N passed, M failed" summary.
 
 Each test script is run by ctest as
-    /usr/bin/python3 SCRIPT --binary PATH --fixtures DIR --workdir DIR
+    BUILD/venv/bin/python SCRIPT --binary PATH --fixtures DIR --workdir DIR
+
+BUILD/venv is the test venv (scripts/test-venv.sh): Debian's Python 3 with the pinned
+python-blosc2, NumPy and msgpack of tests/python/requirements.txt.
 """
 
 import argparse
@@ -71,6 +74,8 @@ class Harness:
         self.title = title
         self.binary = os.path.abspath(args.binary)
         self.fixtures = os.path.abspath(args.fixtures)
+        # Older writers, other programs and edited frames, in the same schema.
+        self.fixtures_extra = os.path.join(os.path.dirname(self.fixtures), "fixtures-extra")
         script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
         self.workdir = os.path.join(os.path.abspath(args.workdir), script)
         self.watchdog_seconds = watchdog_seconds

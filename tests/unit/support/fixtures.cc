@@ -14,6 +14,8 @@ std::filesystem::path fixtures_dir() {
   return BLOSC2FS_FIXTURES;
 }
 
+std::filesystem::path fixtures_extra_dir() { return fixtures_dir().parent_path() / "fixtures-extra"; }
+
 std::filesystem::path frame_path(const std::string& name) { return fixtures_dir() / "frames" / name; }
 
 std::filesystem::path hostile_frame_path(const std::string& name) {

@@ -12,6 +12,8 @@
 namespace blosc2fs::testing {
 
 std::filesystem::path fixtures_dir();
+// ../shared/fixtures-extra beside fixtures_dir(): older writers, other programs, edited frames.
+std::filesystem::path fixtures_extra_dir();
 std::filesystem::path frame_path(const std::string& name);  // fixtures/frames/NAME
 // tests/data/NAME: frames the fuzzers found, kept as regression inputs.
 std::filesystem::path hostile_frame_path(const std::string& name);
