@@ -27,7 +27,10 @@ NdMeta parse_nd_meta(ByteSpan content, bool caterva) {
   ByteReader in(content, caterva ? "caterva metalayer" : "b2nd metalayer");
   NdMeta meta;
   meta.legacy_caterva = caterva;
-  // Like c-blosc2, skip the array and integer markers and check only sizes.
+  // Positionally, like c-blosc2's b2nd_deserialize_meta: the array and integer markers
+  // are skipped, not checked. A 16-d array's markers are 0x90 + 16 = 0xA0, which msgpack
+  // reads as an empty fixstr, so a generic msgpack parser cannot read it. The 5-element
+  // caterva form (no dtype_format, no dtype) also appears under the name "b2nd".
   in.u8();
   meta.version = in.u8();
   meta.ndim = in.u8();
@@ -60,9 +63,9 @@ NdMeta parse_nd_meta(ByteSpan content, bool caterva) {
 }
 
 Bytes serialize_b2nd_meta(const NdMeta& meta) {
-  if (meta.ndim < 0 || meta.ndim > 15 || size_t(meta.ndim) != meta.shape.size() ||
+  if (meta.ndim < 0 || meta.ndim > kMaxDims || size_t(meta.ndim) != meta.shape.size() ||
       meta.shape.size() != meta.chunkshape.size() || meta.shape.size() != meta.blockshape.size())
-    throw FormatError("b2nd metalayer: inconsistent or too many (> 15) dimensions");
+    throw FormatError("b2nd metalayer: inconsistent or too many (> 16) dimensions");
   if (meta.version < 0 || meta.version > 127 || meta.dtype_format < 0 || meta.dtype_format > 127)
     throw FormatError("b2nd metalayer: version and dtype_format must be 0..127");
   Bytes out;
@@ -70,13 +73,14 @@ Bytes serialize_b2nd_meta(const NdMeta& meta) {
   out.push_back(uint8_t(0x90 | (meta.legacy_caterva ? 5 : with_dtype ? 7 : 6)));
   out.push_back(uint8_t(meta.version));
   out.push_back(uint8_t(meta.ndim));
-  out.push_back(uint8_t(0x90 | meta.ndim));
+  // c-blosc2 writes 0x90 + ndim even for 16 dimensions (0xA0, not msgpack); so do we.
+  out.push_back(uint8_t(0x90 + meta.ndim));
   for (int64_t v : meta.shape) {
     out.push_back(0xD3);
     append_be64(out, uint64_t(v));
   }
   for (const auto* dims : {&meta.chunkshape, &meta.blockshape}) {
-    out.push_back(uint8_t(0x90 | meta.ndim));
+    out.push_back(uint8_t(0x90 + meta.ndim));
     for (int32_t v : *dims) {
       out.push_back(0xD2);
       append_be32(out, uint32_t(v));

@@ -64,15 +64,32 @@ class NdLayout {
 
 // The .npy header (magic, version, dict, padding to a multiple of 64, newline)
 // for an array of `shape` items of numpy type `descr` (e.g. "<f8", "|V4", or a
-// structured descr list text as "[('a', '<i4'), ('b', '<f8')]").
+// structured descr list text as "[('a', '<i4'), ('b', '<f8')]"), byte for byte what
+// numpy.lib.format writes: format 1.0, 2.0 past 64 KiB, 3.0 (UTF-8) when a field
+// name has characters beyond latin-1.
 std::string npy_header(const std::string& descr, const std::vector<int64_t>& shape);
 
-// The item size in bytes of a NumPy dtype string ("<f8" = 8, "<U5" = 20,
-// "[('a', '<i4'), ('b', '<f8')]" = 12, "<M8[ns]" = 8); nullopt when unknown.
+// A NumPy dtype string of a b2nd metalayer as a .npy descr. Takes the forms
+// python-blosc2 writes (python-blosc2.md §2.3): dtype.str ("<f8", "<U6", "|S6",
+// "<M8[ns]"), NumPy names ("float32", "datetime64[ns]"), and str(dtype) of
+// structured dtypes: the list form "[('a', '<i4'), ('x', '<f4', (3,))]" (nested lists,
+// (title, name) pairs) and the dict form "{'names': ..., 'formats': ..., 'offsets':
+// ..., 'itemsize': N[, 'aligned': True]}", which becomes the list form with
+// ('', '|Vn') entries for the gaps, fields in offset order. nullopt for anything else
+// (object items, overlapping fields, text that is not such a literal).
+struct NpyDtype {
+  std::string descr;  // a plain string ("<f8") or a Python list literal ("[('a', '<i4')]")
+  int64_t itemsize = 0;
+};
+std::optional<NpyDtype> npy_dtype(std::string_view dtype);
+
+// The item size of a dtype string: npy_dtype(dtype)->itemsize.
 std::optional<int64_t> numpy_dtype_itemsize(std::string_view dtype);
 
-// The dtype to put in array.npy: meta.dtype when its item size equals the frame's
-// typesize, else "|V<typesize>". `mismatch` tells which happened.
+// The descr array.npy shows: the metalayer's dtype (npy_dtype) when its item size
+// equals the frame's typesize; "|V<typesize>" when it disagrees or cannot be a descr
+// (*mismatch = true); without a dtype "|S<typesize>" for b2nd (what python-blosc2
+// reads) and "|V<typesize>" for legacy caterva (*mismatch = false).
 std::string npy_descr(const NdMeta& meta, int32_t typesize, bool* mismatch);
 
 }  // namespace blosc2fs

@@ -2,7 +2,8 @@
 cat, truncate, cp, cp -a, mv, rm, sed -i, vim, nano, Python open('w'), dd.
 Every test works on a copy of a fixture (contiguous, sparse, N-d), unmounts,
 and reads the frame back with the project's own reader (blosc2fs --info and a
-fresh read-only mount): the edit is there and nothing else changed."""
+fresh read-only mount): the edit is there and nothing else changed; then
+python-blosc2 opens the frame and finds what that mount showed."""
 
 import json
 import os
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
 from writes import (expect_state, file_bytes, frame_state, nano_prepend, sh,  # noqa: E402
                     vim_substitute)
+from python_blosc2_readback import check_reads_back_in_python_blosc2  # noqa: E402
 
 CONTIGUOUS, SPARSE, NDIM = "metas-vlmetas.b2frame", "sframe-zstd-f4.b2frame", "b2nd-3d-f8.b2nd"
 SIXTEEN = "many-vlmetas.b2frame"
@@ -58,6 +60,7 @@ def vlmeta_shell_tools(h, name):
     expect_state(before, after, vlmeta={"greet": b"hel", "catted": b"copied with cp\n", "copied": b"a\tb",
                                         "preserved": b"copied with cp -a\n"}, what=name)
     check(json.dumps(after["info"]["metalayers"]) == json.dumps(before["info"]["metalayers"]), "metalayers in --info")
+    check_reads_back_in_python_blosc2(frame, after, f"{name} after vlmeta/ edits")
 
 
 def attrs_tools(h, name):
@@ -101,6 +104,7 @@ def attrs_tools(h, name):
     expect_state(before, after, vlmeta={"cfg": msgpack.packb(want), "tuple": msgpack.packb(["__tuple__", 1, "two"])},
                  what=name)
     check_equal(after["attrs"]["cfg"], json.dumps(want, separators=(",", ":")) + "\n", "attrs/cfg after the edits")
+    check_reads_back_in_python_blosc2(frame, after, f"{name} after attrs/ edits")
 
 
 def metalayer_tools(h):
@@ -118,7 +122,9 @@ def metalayer_tools(h):
     h.unmount(mnt)
     want = ("X" + text[1:]).replace(letter, other).encode("latin-1")
     check_equal(len(want), len(note), "test setup: the substitution keeps the length")
-    expect_state(before, frame_state(h, frame), meta={"note": want}, what="meta/note")
+    after = frame_state(h, frame)
+    expect_state(before, after, meta={"note": want}, what="meta/note")
+    check_reads_back_in_python_blosc2(frame, after, "after meta/ edits")
 
 
 def chunk_tools(h, name):
@@ -149,7 +155,9 @@ def chunk_tools(h, name):
     chunks = [flat[i:i + chunksize] for i in range(0, size, chunksize)]
     check_equal(read_file(os.path.join(mnt, "data")), flat, "data after truncate")
     h.unmount(mnt)
-    expect_state(before, frame_state(h, frame), chunks=[bytes(c) for c in chunks], what=name)
+    after = frame_state(h, frame)
+    expect_state(before, after, chunks=[bytes(c) for c in chunks], what=name)
+    check_reads_back_in_python_blosc2(frame, after, f"{name} after chunk and data edits")
 
 
 def ndim_chunk_edit(h):
@@ -169,6 +177,7 @@ def ndim_chunk_edit(h):
     expect_state(before, after, chunks=chunks, vlmeta={"note": b"edited through the mount\n",
                                                        "author": msgpack.packb("Carol")}, what=NDIM)
     check_equal(after["npy"], npy_after, "array.npy after a remount")
+    check_reads_back_in_python_blosc2(frame, after, f"{NDIM} after a chunk edit")
 
 
 def raw_chunk_copy(h, name):
@@ -179,7 +188,9 @@ def raw_chunk_copy(h, name):
     h.unmount(mnt)
     chunks = list(before["chunks"])
     chunks[1] = chunks[2]
-    expect_state(before, frame_state(h, frame), chunks=chunks, what=f"{name} raw copy")
+    after = frame_state(h, frame)
+    expect_state(before, after, chunks=chunks, what=f"{name} raw copy")
+    check_reads_back_in_python_blosc2(frame, after, f"{name} after a raw chunk copy")
 
 
 def scratch_files(h, name):
@@ -212,9 +223,11 @@ def sixteen_layers(h):
     # vim ends the last line with a newline ('fixendofline').
     vim_substitute(os.path.join(mnt, "vlmeta", second), "^", "vim:", backupcopy="auto")
     h.unmount(mnt)
-    expect_state(before, frame_state(h, frame),
+    after = frame_state(h, frame)
+    expect_state(before, after,
                  vlmeta={first: b"sed:" + before["vlmeta"][first], second: b"vim:" + before["vlmeta"][second] + b"\n"},
                  what="16 vlmetalayers")
+    check_reads_back_in_python_blosc2(frame, after, "16 vlmetalayers after sed -i and vim")
 
 
 def create_and_copy(h, sparse):
@@ -234,6 +247,7 @@ def create_and_copy(h, sparse):
     check_equal(info["nchunks"], 5, "nchunks")
     check_equal(info["frame_type"], "sparse" if sparse else "contiguous", "frame type")
     check(json.dumps(info).find("zstd") >= 0, "codec zstd not in --info")
+    check_reads_back_in_python_blosc2(frame, state, "-o create then cp" + (" (sparse)" if sparse else ""))
 
 
 def main():

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include "fixtures.h"
 
@@ -214,7 +215,8 @@ TEST(NpyDescr, ItemSizes) {
     ASSERT_TRUE(got) << dtype;
     EXPECT_EQ(*got, size) << dtype;
   }
-  for (const char* bad : {"", "|S0", "<U", "foo", "[('a', '<i4'", "[('a',)]", "<M8[ns", "Z8"})
+  for (const char* bad : {"", "|S0", "<U", "foo", "[('a', '<i4'", "[('a',)]", "<M8[ns", "Z8", "|O", "<M8[n's]", "[]",
+                          "('<f4', (3,))"})
     EXPECT_FALSE(numpy_dtype_itemsize(bad)) << bad;
 }
 
@@ -226,9 +228,17 @@ TEST(NpyDescr, MismatchFallsBackToVoid) {
   m.dtype = "|u1";  // example_day_month_temp.b2nd
   EXPECT_EQ(npy_descr(m, 4, &mismatch), "|V4");
   EXPECT_TRUE(mismatch);
-  m.dtype.reset();
-  EXPECT_EQ(npy_descr(m, 2, &mismatch), "|V2");
+  m.dtype = "|O";  // object items: np.load would refuse them
+  EXPECT_EQ(npy_descr(m, 8, &mismatch), "|V8");
   EXPECT_TRUE(mismatch);
+  // No dtype: python-blosc2 reads S<typesize>; legacy caterva shows raw items.
+  m.dtype.reset();
+  EXPECT_EQ(npy_descr(m, 2, &mismatch), "|S2");
+  EXPECT_FALSE(mismatch);
+  m.legacy_caterva = true;
+  EXPECT_EQ(npy_descr(m, 2, &mismatch), "|V2");
+  EXPECT_FALSE(mismatch);
+  m.legacy_caterva = false;
   m.dtype = "[('a', '<i4'), ('b', '<f8')]";
   EXPECT_EQ(npy_descr(m, 12, &mismatch), "[('a', '<i4'), ('b', '<f8')]");
   EXPECT_FALSE(mismatch);
@@ -244,6 +254,130 @@ std::string run_python(const std::string& script) {
   int c;
   while (pipe && (c = std::fgetc(pipe.get())) != EOF) out += char(c);
   return out;
+}
+
+// The forms python-blosc2 4.14.1 writes (str(dtype) for kind 'V', dtype.str otherwise),
+// each with the descr numpy's dtype.descr gives (checked with NumPy 2.4).
+TEST(NpyDescr, PythonBlosc2Forms) {
+  const std::vector<std::tuple<std::string, std::string, int64_t>> cases = {
+      {"<f8", "<f8", 8}, {">f4", ">f4", 4}, {"|b1", "|b1", 1}, {"<c16", "<c16", 16}, {"<U6", "<U6", 24},
+      {"|S6", "|S6", 6}, {"<M8[ns]", "<M8[ns]", 8}, {"datetime64[ns]", "datetime64[ns]", 8}, {"|V8", "|V8", 8},
+      // list form, with unprefixed 'S10' and '?' as str(dtype) writes them
+      {"[('a', '<i4'), ('b', '<f8'), ('c', 'S10'), ('d', '?')]",
+       "[('a', '<i4'), ('b', '<f8'), ('c', 'S10'), ('d', '?')]", 23},
+      // subarray fields
+      {"[('x', '<f4', (3,)), ('y', '<i2', (2, 2))]", "[('x', '<f4', (3,)), ('y', '<i2', (2, 2))]", 20},
+      // nested struct, titles
+      {"[('p', [('q', '<i4'), ('r', 'u1')]), ('s', '<f8')]", "[('p', [('q', '<i4'), ('r', 'u1')]), ('s', '<f8')]", 13},
+      {"[(('T', 'a'), '<i4')]", "[(('T', 'a'), '<i4')]", 4},
+      // dict form: padding between and after fields
+      {"{'names': ['a', 'b'], 'formats': ['<i4', '<f8'], 'offsets': [0, 8], 'itemsize': 20}",
+       "[('a', '<i4'), ('', '|V4'), ('b', '<f8'), ('', '|V4')]", 20},
+      // aligned
+      {"{'names': ['a', 'b'], 'formats': ['u1', '<f8'], 'offsets': [0, 8], 'itemsize': 16, 'aligned': True}",
+       "[('a', 'u1'), ('', '|V7'), ('b', '<f8')]", 16},
+      // fields out of offset order, a subarray as a (format, shape) tuple
+      {"{'names': ['a', 'b'], 'formats': [('<f4', (2,)), 'u1'], 'offsets': [4, 0], 'itemsize': 12}",
+       "[('b', 'u1'), ('', '|V3'), ('a', '<f4', (2,))]", 12},
+      // nested list and nested dict formats, titles
+      {"{'names': ['a', 'b'], 'formats': [[('q', '<i4')], 'u1'], 'offsets': [0, 8], 'itemsize': 12}",
+       "[('a', [('q', '<i4')]), ('', '|V4'), ('b', 'u1'), ('', '|V3')]", 12},
+      {"{'names': ['a', 'b'], 'formats': [{'names': ['q'], 'formats': ['<i2'], 'offsets': [2], 'itemsize': 6}, "
+       "'u1'], 'offsets': [0, 8], 'itemsize': 12}",
+       "[('a', [('', '|V2'), ('q', '<i2'), ('', '|V2')]), ('', '|V2'), ('b', 'u1'), ('', '|V3')]", 12},
+      {"{'names': ['a'], 'formats': ['<i4'], 'titles': ['T'], 'offsets': [0], 'itemsize': 4}", "[(('T', 'a'), '<i4')]",
+       4},
+      // names needing escapes, and a non-ASCII name
+      {"[('na\xc3\xafve', '<i4'), (\"it's\", 'u1'), ('tab\\t', 'u1')]",
+       "[('na\xc3\xafve', '<i4'), ('it\\'s', 'u1'), ('tab\\x09', 'u1')]", 6},
+  };
+  for (const auto& [dtype, descr, size] : cases) {
+    auto got = npy_dtype(dtype);
+    ASSERT_TRUE(got) << dtype;
+    EXPECT_EQ(got->descr, descr) << dtype;
+    EXPECT_EQ(got->itemsize, size) << dtype;
+  }
+  // Overlapping fields have no list form; unknown keys are not a dtype.
+  EXPECT_FALSE(npy_dtype("{'names': ['a', 'b'], 'formats': ['<i4', '<i4'], 'offsets': [0, 2], 'itemsize': 8}"));
+  EXPECT_FALSE(npy_dtype("{'names': ['a'], 'formats': ['<i4'], 'shape': 3}"));
+  EXPECT_FALSE(npy_dtype("{'names': ['a'], 'formats': ['<i4'], 'offsets': [0], 'itemsize': 2}"));
+}
+
+// Every converted descr loads in numpy as the dtype python-blosc2 reads from the string.
+TEST(NpyDescr, NumpyReadsConvertedDescrs) {
+  const std::vector<std::string> dtypes = {
+      "{'names': ['a', 'b'], 'formats': ['<i4', '<f8'], 'offsets': [0, 8], 'itemsize': 20}",
+      "{'names': ['a', 'b'], 'formats': ['u1', '<f8'], 'offsets': [0, 8], 'itemsize': 16, 'aligned': True}",
+      "{'names': ['a', 'b'], 'formats': [{'names': ['q'], 'formats': ['<i2'], 'offsets': [2], 'itemsize': 6}, "
+      "'u1'], 'offsets': [0, 8], 'itemsize': 12}",
+      "[('x', '<f4', (3,)), ('y', '<i2', (2, 2)), ('c', 'S10'), ('d', '?')]",
+      "[('na\xc3\xafve', '<i4'), (\"it's\", 'u1')]",
+      "[('\xce\xbb', '<i4')]",
+  };
+  TempDir dir;
+  std::string script = "import ast, numpy as np\n";
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    auto d = npy_dtype(dtypes[i]);
+    ASSERT_TRUE(d) << dtypes[i];
+    auto path = dir.path() / ("a" + std::to_string(i) + ".npy");
+    std::ofstream out(path, std::ios::binary);
+    out << npy_header(d->descr, {2}) << std::string(size_t(d->itemsize) * 2, '\x01');
+    out.close();
+    std::string literal;
+    for (char c : dtypes[i]) literal += c == '"' ? std::string("\\\"") : std::string(1, c);
+    script += "want = np.dtype(ast.literal_eval(\"" + literal + "\"))\n"
+              "a = np.load('" + path.string() + "', mmap_mode='r')\n"
+              "print(a.dtype == want and a.dtype.itemsize == want.itemsize and a.shape == (2,))\n";
+  }
+  std::string expect;
+  for (size_t i = 0; i < dtypes.size(); ++i) expect += "True\n";
+  EXPECT_EQ(run_python(script), expect);
+}
+
+// 16 dimensions: c-blosc2 writes 0x90 + 16 = 0xA0 as the array marker; read by position.
+TEST(B2ndMeta, SixteenDimensions) {
+  NdMeta m;
+  m.ndim = 16;
+  m.shape.assign(16, 2);
+  m.chunkshape.assign(16, 2);
+  m.blockshape.assign(16, 1);
+  m.shape[15] = 3;
+  m.dtype = "<f8";
+  Bytes content = serialize_b2nd_meta(m);
+  EXPECT_EQ(content[0], 0x97);
+  EXPECT_EQ(content[2], 16);
+  EXPECT_EQ(content[3], 0xA0);
+  EXPECT_EQ(content[4 + 16 * 9], 0xA0);
+  NdMeta back = parse_nd_meta(content, false);
+  EXPECT_EQ(back.ndim, 16);
+  EXPECT_EQ(back.shape, m.shape);
+  EXPECT_EQ(back.chunkshape, m.chunkshape);
+  EXPECT_EQ(back.blockshape, m.blockshape);
+  EXPECT_EQ(back.dtype, m.dtype);
+  NdLayout layout(back, 8, 2, 8 * 65536);
+  EXPECT_EQ(layout.nitems(), 3 * 32768);
+  m.ndim = 17;
+  m.shape.push_back(1);
+  m.chunkshape.push_back(1);
+  m.blockshape.push_back(1);
+  EXPECT_THROW(serialize_b2nd_meta(m), FormatError);
+}
+
+// The 5-element caterva form under the name "b2nd" (c-blosc2 test data of 2023-01,
+// example_double_same_cells.b2nd): no dtype_format, no dtype.
+TEST(B2ndMeta, FiveElementFormNamedB2nd) {
+  NdMeta m = make_meta({10, 10}, {5, 5}, {5, 5});
+  m.legacy_caterva = true;
+  m.dtype.reset();
+  Bytes content = serialize_b2nd_meta(m);
+  EXPECT_EQ(content[0], 0x95);
+  NdMeta back = parse_nd_meta(content, false);
+  EXPECT_FALSE(back.legacy_caterva);
+  EXPECT_EQ(back.shape, m.shape);
+  EXPECT_FALSE(back.dtype);
+  bool mismatch = true;
+  EXPECT_EQ(npy_descr(back, 8, &mismatch), "|S8");
+  EXPECT_FALSE(mismatch);
 }
 
 TEST(NpyHeader, MatchesNumpy) {
@@ -269,6 +403,9 @@ TEST(NpyHeader, MatchesNumpy) {
       {"<i8", "'<i8'", {0, 5}, "(0, 5)"},
       {"[('a', '<i4'), ('b', '<f8')]", "[('a', '<i4'), ('b', '<f8')]", {30, 40}, "(30, 40)"},
       {many_fields, py_many, {7}, "(7,)"},
+      {"[('a', 'u1'), ('', '|V7'), ('b', '<f8')]", "[('a', 'u1'), ('', '|V7'), ('b', '<f8')]", {4}, "(4,)"},
+      {"[('na\xc3\xafve', '<i4')]", "[('na\\xefve', '<i4')]", {2}, "(2,)"},
+      {"[('\xce\xbb', '<i4')]", "[('\\u03bb', '<i4')]", {2}, "(2,)"},
   };
   std::string script = "import io, warnings, numpy.lib.format as f\nwarnings.simplefilter('ignore')\n";
   for (const Case& c : cases)
@@ -287,6 +424,7 @@ TEST(NpyHeader, MatchesNumpy) {
     EXPECT_EQ(bytes, testing::hex_to_bytes(lines[i])) << header.substr(0, 120);
   }
   EXPECT_EQ(npy_header(many_fields, {7})[6], 2);  // > 65535 bytes: format 2.0
+  EXPECT_EQ(npy_header("[('\xce\xbb', '<i4')]", {2})[6], 3);  // beyond latin-1: format 3.0
 }
 
 TEST(NpyHeader, NumpyLoadsIt) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <lz4.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -141,6 +142,41 @@ TEST(ChunkCodec, RoundTripCodecFilterTypesizeSplitMatrix) {
           if (::testing::Test::HasFatalFailure()) return;
         }
       }
+}
+
+// python-blosc2 stores <U arrays with SHUFFLE and filters_meta 4: the shuffle element
+// is one UCS-4 character, not the item. The encoder must shuffle by 4 (the blocks come
+// out exactly as for typesize 4) and the decoder unshuffle by 4.
+TEST(ChunkCodec, ShuffleElementSizeFromFiltersMeta) {
+  Bytes data;
+  for (int i = 0; i < 3000; ++i) {  // <U6 items: 24 bytes, 6 little-endian UCS-4 characters
+    for (int c = 0; c < 6; ++c) {
+      const uint32_t ch = c < 1 + i % 6 ? uint32_t('a' + (i * 7 + c) % 26) : 0;
+      for (int b = 0; b < 4; ++b) data.push_back(uint8_t(ch >> (8 * b)));
+    }
+  }
+  CompressParams by_meta;
+  by_meta.codec = Codec::blosclz;
+  by_meta.clevel = 5;
+  by_meta.typesize = 24;
+  by_meta.blocksize = 24 * 192;
+  by_meta.splitmode = SplitMode::never;
+  by_meta.filters = {0, 0, 0, 0, 0, kFilterShuffle};
+  by_meta.filters_meta = {0, 0, 0, 0, 0, 4};
+  CompressParams by_typesize4 = by_meta;
+  by_typesize4.typesize = 4;
+  by_typesize4.filters_meta = {};
+  CompressParams by_item = by_meta;
+  by_item.filters_meta = {};
+  Bytes chunk = encode_chunk(data, by_meta);
+  EXPECT_EQ(parse_chunk_header(chunk).filters_meta[5], 4);
+  EXPECT_EQ(decode_chunk(chunk), data);
+  Bytes four = encode_chunk(data, by_typesize4);
+  ASSERT_EQ(chunk.size(), four.size());
+  EXPECT_TRUE(std::equal(chunk.begin() + 32, chunk.end(), four.begin() + 32)) << "blocks differ from a 4-byte shuffle";
+  Bytes whole = encode_chunk(data, by_item);
+  EXPECT_NE(Bytes(whole.begin() + 32, whole.end()), Bytes(chunk.begin() + 32, chunk.end()));
+  EXPECT_EQ(decode_chunk(whole), data);
 }
 
 TEST(ChunkCodec, RoundTripSizesAndLevels) {
