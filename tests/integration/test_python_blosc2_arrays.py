@@ -14,6 +14,7 @@ import sys
 
 import blosc2
 import numpy as np
+from blosc2 import blosc2_ext
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
@@ -71,15 +72,24 @@ def fix_values(arr, rng):
     return arr
 
 
-def save(h, name, arr, **kwargs):
+def save(h, name, arr, how="empty", **kwargs):
+    """Saves arr with python-blosc2. The two ways store different dtype strings for the
+    same dtype: blosc2.empty(dtype=np.dtype) stores str(dtype) (the dict form for padded
+    structs, '|V5'), blosc2.asarray(ndarray) goes through dtype.descr (padding becomes
+    fields named 'f1' of type 'V4'; 'V5' becomes [('f0', 'V5')])."""
     path = os.path.join(h.new_dir("arrays"), name + ".b2nd")
-    blosc2.asarray(arr, urlpath=path, mode="w", **kwargs)
+    if how == "asarray":
+        blosc2.asarray(arr, urlpath=path, mode="w", **kwargs)
+    else:
+        out = blosc2.empty(arr.shape, dtype=arr.dtype, urlpath=path, mode="w", **kwargs)
+        out[...] = arr
+        del out
     return path
 
 
 def check_npy(h, path, what):
     """array.npy of a mount of path, with and without mmap_mode, equals blosc2.open(path)[:]."""
-    want = blosc2.open(path, mode="r")[:]
+    want = blosc2.open(path, mode="r")[...]
     info = h.info(path)
     check(not info["array"]["dtype_mismatch"], f"{what}: frame.json says dtype_mismatch: {info['array']}")
     mnt = h.mount(path, ["-o", "ro"])
@@ -113,19 +123,26 @@ def simple_dtypes(h):
     for dt in SIMPLE:
         arr = sample(dt, (37, 11), seed=len(dt))
         path = save(h, "simple", arr, chunks=(16, 8), blocks=(5, 3))
-        check_equal(blosc2.open(path).schunk.meta["b2nd"][-1], np.dtype(dt).str, f"{dt}: test setup: dtype stored")
+        check_equal(stored_dtype(path), np.dtype(dt).str, f"{dt}: test setup: dtype stored")
         info = check_npy(h, path, dt)
         check_equal(info["array"]["npy_descr"], np.dtype(dt).str, f"{dt}: npy_descr")
+        if dt == "|V5":  # asarray stores it as a one-field struct
+            path = save(h, "simple", arr, how="asarray", chunks=(16, 8), blocks=(5, 3))
+            check_equal(stored_dtype(path), "[('f0', 'V5')]", "|V5 by asarray: test setup: dtype stored")
+            check_npy(h, path, "|V5 by asarray")
 
 
 def structured_dtypes(h):
     for what, dt in STRUCTURED.items():
         arr = sample(dt, (23, 5), seed=dt.itemsize)
         path = save(h, "struct", arr, chunks=(10, 4), blocks=(3, 2))
-        stored = blosc2.open(path).schunk.meta["b2nd"][-1]
+        stored = stored_dtype(path)
         check_equal(stored, str(dt), f"{what}: test setup: python-blosc2 stores str(dtype)")
         info = check_npy(h, path, f"{what} ({stored})")
         check_equal(info["array"]["itemsize"], dt.itemsize, f"{what}: itemsize")
+        # asarray stores the list form of dtype.descr, padding as named void fields.
+        path = save(h, "struct", arr, how="asarray", chunks=(10, 4), blocks=(3, 2))
+        check_npy(h, path, f"{what} by asarray ({stored_dtype(path)})")
 
 
 def shapes(h):
@@ -147,8 +164,21 @@ def shapes(h):
 
 
 def read_meta_bytes(path):
-    from blosc2 import blosc2_ext
-    return blosc2_ext.meta__getitem__(blosc2.open(path).schunk, "b2nd")
+    """The b2nd metalayer's bytes. The NDArray must outlive its schunk's use:
+    python-blosc2 frees the C array with the Python object."""
+    arr = blosc2.open(path, mode="r")
+    content = blosc2_ext.meta__getitem__(arr.schunk, "b2nd")
+    del arr
+    return content
+
+
+def stored_dtype(path):
+    """The dtype string of the b2nd metalayer (its last element), by position."""
+    meta = read_meta_bytes(path)
+    offset = 4 + meta[2] * 9 + 2 * (1 + meta[2] * 5) + 1
+    check_equal(meta[offset], 0xDB, "test setup: str32 dtype marker")
+    (length,) = struct.unpack(">i", meta[offset + 1:offset + 5])
+    return meta[offset + 5:offset + 5 + length].decode()
 
 
 def five_element_form(h):
@@ -167,7 +197,7 @@ def five_element_form(h):
     check_equal(len(packed), len(meta), "test setup: placeholder length")
     path = os.path.join(h.new_dir("arrays"), "five.b2nd")
     sc = blosc2.SChunk(chunksize=src.schunk.chunksize, urlpath=path, mode="w", contiguous=True,
-                       cparams={"typesize": 8}, meta={"b2nd": placeholder})
+                       cparams={"typesize": 8, "blocksize": src.schunk.blocksize}, meta={"b2nd": placeholder})
     for i in range(src.schunk.nchunks):
         sc.append_data(src.schunk.decompress_chunk(i))
     del sc
@@ -182,7 +212,7 @@ def five_element_form(h):
     info = check_npy(h, path, "5-element b2nd form")
     check_equal(info["array"]["dtype"], None, "frame.json dtype")
     check_equal(info["array"]["npy_descr"], "|S8", "npy_descr without a dtype")
-    check(np.frombuffer(opened[:].tobytes(), "<f8").reshape(shape).tolist() == arr.tolist(),
+    check(np.frombuffer(opened[...].tobytes(), "<f8").reshape(shape).tolist() == arr.tolist(),
           "test setup: the values")
 
 
@@ -192,9 +222,11 @@ def unicode_shuffle_by_four(h):
     reads them wrong."""
     arr = sample("<U6", (50, 7), seed=6)
     path = save(h, "unicode", arr, chunks=(20, 7), blocks=(5, 7))
-    sc = blosc2.open(path).schunk
-    check_equal(list(sc.cparams.filters_meta)[5], 4, "test setup: filters_meta")
-    check_equal(sc.cparams.filters[5], blosc2.Filter.SHUFFLE, "test setup: filters")
+    opened = blosc2.open(path, mode="r")
+    cparams = opened.schunk.cparams
+    del opened
+    check_equal(list(cparams.filters_meta)[5], 4, "test setup: filters_meta")
+    check_equal(cparams.filters[5], blosc2.Filter.SHUFFLE, "test setup: filters")
     info = check_npy(h, path, "<U6")
     check_equal(info["filters_meta"], [0, 0, 0, 0, 0, 4], "frame.json filters_meta")
 
