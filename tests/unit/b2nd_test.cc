@@ -301,6 +301,10 @@ TEST(NpyDescr, PythonBlosc2Forms) {
   EXPECT_FALSE(npy_dtype("{'names': ['a', 'b'], 'formats': ['<i4', '<i4'], 'offsets': [0, 2], 'itemsize': 8}"));
   EXPECT_FALSE(npy_dtype("{'names': ['a'], 'formats': ['<i4'], 'shape': 3}"));
   EXPECT_FALSE(npy_dtype("{'names': ['a'], 'formats': ['<i4'], 'offsets': [0], 'itemsize': 2}"));
+  // Not UTF-8 (a latin-1 byte, an overlong form, an escape giving a surrogate).
+  EXPECT_FALSE(npy_dtype("[('na\xefve', '<i4')]"));
+  EXPECT_FALSE(npy_dtype("[('\xc0\xaf', '<i4')]"));
+  EXPECT_FALSE(npy_dtype("[('\\ud800', '<i4')]"));
 }
 
 // Every converted descr loads in numpy as the dtype python-blosc2 reads from the string.
