@@ -4,9 +4,10 @@ shows the frame's owner, group and read/write bits, so the kernel refuses
 what the frame's permissions refuse, even when the daemon (root) could write.
 
 Real users and a group are created for the test (b2fs_perm_PID_*) and
-removed afterwards on every path; /etc/fuse.conf gets user_allow_other and
-/dev/fuse read-write access for others only while the non-root mount runs,
-and both get back exactly what they had. Needs root."""
+removed afterwards on every path. For the mounts made by a user,
+/etc/fuse.conf gets user_allow_other and /dev/fuse (when others may not use
+it) mode 0666, until the script ends; both get back exactly what they had,
+on every path. Needs root."""
 
 import atexit
 import errno
@@ -15,6 +16,7 @@ import hashlib
 import json
 import os
 import pwd
+import shutil
 import signal
 import subprocess
 import sys
@@ -133,9 +135,10 @@ class System:
             self.fuse_conf = (existed, open(FUSE_CONF, "rb").read() if existed else b"")
             with open(FUSE_CONF, "ab") as f:
                 f.write(b"\nuser_allow_other\n")
-        if self.fuse_dev_mode is None:
-            self.fuse_dev_mode = os.stat(FUSE_DEV).st_mode & 0o7777
-            os.chmod(FUSE_DEV, self.fuse_dev_mode | 0o666)
+        mode = os.stat(FUSE_DEV).st_mode & 0o7777
+        if self.fuse_dev_mode is None and mode & 0o006 != 0o006:
+            self.fuse_dev_mode = mode
+            os.chmod(FUSE_DEV, mode | 0o666)
 
     def restore(self):
         if self.fuse_conf is not None:
@@ -439,6 +442,88 @@ def created_frames(h, s):
                 check_equal(os.stat(os.path.join(frame, n)).st_mode & 0o777, 0o640, f"mode of {n}")
 
 
+def mount_options(mnt):
+    """The options /proc/mounts shows for mount point `mnt`."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 3 and parts[1] == mnt:
+                return parts[3].split(",")
+    raise TestFailure(f"{mnt} is not in /proc/mounts")
+
+
+def fstab_and_unit_paths(h, s):
+    """The ways an administrator mounts: an fstab line (mount(8) runs
+    mount.fuse3, which runs blosc2fs from PATH; here a PATH of this process
+    only, nothing is installed), a user mount from a `user` fstab line (mount(8)
+    runs the helper as that user), and the systemd unit's `blosc2fs -f $OPTIONS
+    FRAME MOUNTPOINT`. Each gets default_permissions and refuses others' writes."""
+    helper = shutil.which("mount.fuse3", path="/usr/sbin:/sbin")
+    check(helper is not None, "mount.fuse3 is missing (the fuse3 package)")
+    bindir = h.new_dir("bin")
+    os.symlink(h.binary, os.path.join(bindir, "blosc2fs"))
+    env = {"PATH": bindir + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/"}
+    refused = [("create vlmeta/evil", "create", [None, "evil"]), ("append to data", "append", [None])]
+
+    def attempts(mnt):
+        return [(n, op, [os.path.join(mnt, "vlmeta", "evil") if op == "create" else os.path.join(mnt, "data")]
+                 + a[1:]) for n, op, a in refused]
+
+    # root: /srv/x.b2frame /mnt/x fuse.blosc2fs rw,users,allow_other,noauto,x-systemd.automount,_netdev 0 0
+    frame = owned_copy(h, CONTIGUOUS, 0, 0, 0o644)
+    before = frame_digest(frame)
+    mnt = h.new_dir()
+    r = subprocess.run([helper, frame, mnt, "-t", "fuse.blosc2fs", "-o",
+                        "rw,users,allow_other,noauto,x-systemd.automount,_netdev"],
+                       env=env, capture_output=True, text=True, timeout=60, cwd="/")
+    check_equal(r.returncode, 0, f"mount.fuse3 ({r.stderr.strip()})")
+    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+    opts = mount_options(mnt)
+    check("default_permissions" in opts and "allow_other" in opts, f"fstab mount options: {opts}")
+    expect_denied(as_user(s.other, attempts(mnt)), "another user on an fstab mount")
+    h.unmount(mnt)
+    check_equal(frame_digest(frame), before, "the frame after an fstab mount")
+
+    # A `user` fstab line mounted by that user.
+    uid, gid = s.uid(s.owner), s.gid(s.owner)
+    mine = owned_copy(h, CONTIGUOUS, uid, gid, 0o644)
+    s.allow_user_mounts()
+    mnt = h.new_dir()
+    os.chown(mnt, uid, gid)
+    r = subprocess.run(["runuser", "-u", s.owner, "--", "env", "PATH=" + env["PATH"], "HOME=/", helper, mine, mnt,
+                        "-t", "fuse.blosc2fs", "-o", "rw,user,allow_other,noauto"],
+                       capture_output=True, text=True, timeout=60, cwd="/")
+    check_equal(r.returncode, 0, f"a user's mount.fuse3 ({r.stderr.strip()})")
+    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+    check("default_permissions" in mount_options(mnt), f"user fstab mount options: {mount_options(mnt)}")
+    expect_denied(as_user(s.other, attempts(mnt)), "another user on a user's fstab mount")
+    expect_allowed(as_user(s.owner, [("create vlmeta/mine", "create", [os.path.join(mnt, "vlmeta", "mine"), "m"])]),
+                   "the owner on its fstab mount")
+    h.unmount(mnt)
+
+    # The systemd unit: blosc2fs -f $OPTIONS ${FRAME} %f, in the foreground.
+    mnt = h.new_dir()
+    daemon = subprocess.Popen([h.binary, "-f", "-o", "allow_other,cache_size=64M", frame, mnt],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: os.path.ismount(mnt) or daemon.poll() is not None, "the unit's mount")
+        check(os.path.ismount(mnt), f"blosc2fs -f exited: {daemon.stderr.read() if daemon.poll() is not None else ''}")
+        h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+        check("default_permissions" in mount_options(mnt), f"unit mount options: {mount_options(mnt)}")
+        expect_denied(as_user(s.other, attempts(mnt)), "another user on the unit's mount")
+        h.unmount(mnt)
+        daemon.wait(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            h.unmount(mnt)
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+    check_equal(frame_digest(frame), before, "the frame after the unit's mount")
+
+
 def main():
     h = Harness("who may do what on a mount")
     h.require_fuse()
@@ -461,6 +546,8 @@ def main():
         h.test("a user's own mount with allow_other: the same for others", non_root_mount, h, s)
         h.test("uid=, gid=, umask= override", overrides, h, s)
         h.test("-o create: mode from the umask", created_frames, h, s)
+        h.test("fstab (root and user mounts through mount.fuse3) and the systemd unit's command",
+               fstab_and_unit_paths, h, s)
     finally:
         h.unmount_all()
         s.restore()
