@@ -89,8 +89,7 @@ void generate_compaction(const Frame& frame, bool sync, uint64_t temp_nonce,
 
   const std::filesystem::path file = frame.path();
   const std::filesystem::path dir = directory_of(file);
-  struct stat st;
-  if (::stat(file.c_str(), &st) != 0) throw_errno(file.string() + ": stat");
+  const FileOwnership owner = ownership_of(file);
   for (const auto& temp : stale_frame_temps(file)) sink({Kind::unlink, temp});
 
   const FrameHeader& fh = frame.header();
@@ -100,7 +99,7 @@ void generate_compaction(const Frame& frame, bool sync, uint64_t temp_nonce,
   auto write = [&](int64_t at, Bytes data) {
     CommitStep step{Kind::write, temp, {}, at, std::move(data)};
     step.create = !created;
-    step.mode = uint32_t(st.st_mode & 07777);
+    step.owner = owner;
     created = true;
     sink(std::move(step));
   };

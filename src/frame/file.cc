@@ -23,6 +23,23 @@ int open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0)
 
 }  // namespace
 
+FileOwnership ownership_of(const std::filesystem::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw_errno(path.string() + ": stat");
+  return FileOwnership{uint32_t(st.st_mode & 07777), int64_t(st.st_uid), int64_t(st.st_gid)};
+}
+
+void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::path& path) {
+  const uid_t uid = owner.uid < 0 ? uid_t(-1) : uid_t(owner.uid);
+  const gid_t gid = owner.gid < 0 ? gid_t(-1) : gid_t(owner.gid);
+  // Best effort by design: a user who may write someone else's frame (a
+  // group member) cannot give the file away, and the commit must not fail
+  // for it; the file then shows who wrote it last, as any editor's would.
+  if ((uid != uid_t(-1) || gid != gid_t(-1)) && ::fchown(fd, uid, gid) != 0 && gid != gid_t(-1))
+    (void)::fchown(fd, uid_t(-1), gid);
+  if (::fchmod(fd, mode_t(owner.mode)) != 0) throw_errno(path.string() + ": chmod");
+}
+
 File File::open_read(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDONLY), path); }
 
 File File::create_new(const std::filesystem::path& path, bool readable) {

@@ -13,6 +13,26 @@
 
 namespace blosc2fs {
 
+// A file's owner, group and permission bits. A file a commit creates in a
+// frame's place (a temporary file renamed over it, a sparse frame's chunk
+// file, the .b2lock sidecar) takes the frame's, so that a mount run by root
+// does not hand a user's frame over to root, and the frame's permissions
+// keep saying who may read and write it.
+struct FileOwnership {
+  uint32_t mode = 0644;  // permission bits (07777)
+  int64_t uid = -1;      // -1: the creating process's
+  int64_t gid = -1;
+  bool operator==(const FileOwnership&) const = default;
+};
+// stat(2) of `path`. Throws IoError.
+FileOwnership ownership_of(const std::filesystem::path& path);
+// Gives the file open as `fd`, which this process just created, `owner`'s
+// owner and group as far as chown(2) lets this process (root always; another
+// user only a group it belongs to, else the file stays its own), then the
+// mode (after chown, which clears set-id bits; and whatever the umask took).
+// Throws IoError when the mode cannot be set.
+void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::path& path);
+
 class File {
  public:
   File() = default;

@@ -65,18 +65,21 @@ void StepExecutor::finish() {
   }
 }
 
-int StepExecutor::file_for(const std::filesystem::path& path, bool create, uint32_t mode) {
+int StepExecutor::file_for(const std::filesystem::path& path, bool create, const FileOwnership& owner) {
   if (!create && cached_fd_ >= 0 && cached_path_ == path) return cached_fd_;
   drop_cached();
   int flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
-  int fd = ::open(path.c_str(), flags, mode_t(mode));
+  int fd = ::open(path.c_str(), flags, mode_t(owner.mode));
   if (fd < 0) throw_errno(path.string() + (create ? ": create" : ": open for writing"));
-  // The umask must not narrow the permissions copied from the file being replaced.
-  if (create && ::fchmod(fd, mode_t(mode)) != 0) {
-    int err = errno;
-    ::close(fd);
-    errno = err;
-    throw_errno(path.string() + ": chmod");
+  // The owner, group and permissions of the file being replaced (the umask
+  // must not narrow them, nor a mount run by root take the frame over).
+  if (create) {
+    try {
+      apply_ownership(fd, owner, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
   }
   cached_fd_ = fd;
   cached_path_ = path;
@@ -87,7 +90,7 @@ void StepExecutor::run(const CommitStep& step) {
   using Kind = CommitStep::Kind;
   switch (step.kind) {
     case Kind::write:
-      write_all(file_for(step.path, step.create, step.mode), step.data, step.offset, step.path);
+      write_all(file_for(step.path, step.create, step.owner), step.data, step.offset, step.path);
       break;
     case Kind::fsync:
       if (cached_fd_ >= 0 && cached_path_ == step.path) {
@@ -301,12 +304,6 @@ void apply_metalayer_writes(Bytes& header, const StagedEdits& edits, const std::
   }
 }
 
-uint32_t permissions_of(const std::filesystem::path& file) {
-  struct stat st;
-  if (::stat(file.c_str(), &st) != 0) throw_errno(file.string() + ": stat");
-  return uint32_t(st.st_mode & 07777);
-}
-
 namespace {
 
 // A frame without data must have its trailer right after the header: c-blosc2
@@ -329,7 +326,7 @@ PlannedCommit plan_rewrite_without_data(const Frame& frame, const StagedEdits& e
   PlannedCommit out;
   CommitStep write{Kind::write, temp, {}, 0, std::move(header)};
   write.create = true;
-  write.mode = permissions_of(file);
+  write.owner = ownership_of(file);
   out.steps.push_back(std::move(write));
   if (sync) out.steps.push_back({Kind::fsync, temp});
   out.switch_step = out.steps.size();

@@ -54,7 +54,7 @@ struct FrameEditor::Impl {
 
   Impl(const std::filesystem::path& p, int64_t off, EditOptions opt)
       : path(p), offset(off), options(opt), sparse(std::filesystem::is_directory(p)),
-        sidecar(LockSidecar::path_for(p, std::filesystem::is_directory(p))) {}
+        sidecar(LockSidecar::path_for(p, sparse), sparse ? p / "chunks.b2frame" : p) {}
 
   std::filesystem::path header_path() const { return sparse ? path / "chunks.b2frame" : path; }
 

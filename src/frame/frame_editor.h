@@ -14,6 +14,7 @@
 
 #include "bytes.h"
 #include "chunk_codec.h"
+#include "file.h"
 #include "frame.h"
 
 namespace blosc2fs {
@@ -29,7 +30,7 @@ struct CommitStep {
   int64_t offset = 0;             // write offset, or truncate length
   Bytes data;                     // write payload
   bool create = false;            // write: create the file (O_CREAT|O_EXCL)
-  uint32_t mode = 0644;           // write with create: permission bits of the new file
+  FileOwnership owner;            // write with create: owner, group and permission bits of the new file
 };
 using CommitPlan = std::vector<CommitStep>;
 // Runs the steps in order with pwrite/fsync/ftruncate/rename/unlink. Throws IoError.

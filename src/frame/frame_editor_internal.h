@@ -77,7 +77,6 @@ std::vector<MetalayerSlot> locate_metalayers(ByteSpan header);
 void patch_fixed_header(Bytes& header, const FrameHeader& fixed);
 // Copies the staged metalayer contents into their places in `header` (EINVAL if a layer changed shape).
 void apply_metalayer_writes(Bytes& header, const StagedEdits& edits, const std::filesystem::path& path);
-uint32_t permissions_of(const std::filesystem::path& file);
 // Tag of the temporary files commits rename over a frame (".NAME.commit-XXXX").
 inline constexpr const char* kCommitTempTag = "commit";
 // Stored length of the index chunk (0 when the frame has no data, so no index).
@@ -127,7 +126,7 @@ class StepExecutor {
   void finish();  // closes the cached descriptor, reporting close errors
 
  private:
-  int file_for(const std::filesystem::path& path, bool create, uint32_t mode);
+  int file_for(const std::filesystem::path& path, bool create, const FileOwnership& owner);
   void drop_cached();
   std::filesystem::path cached_path_;
   int cached_fd_ = -1;

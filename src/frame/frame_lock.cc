@@ -9,6 +9,7 @@
 #include <string>
 
 #include "error.h"
+#include "file.h"
 
 namespace blosc2fs {
 
@@ -28,8 +29,22 @@ LockSidecar::~LockSidecar() {
 
 bool LockSidecar::open(bool create) {
   if (fd_ >= 0) return true;
-  int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
-  int fd = ::open(path_.c_str(), flags, 0666);
+  int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0 && !owner_model_.empty()) {
+      try {
+        FileOwnership owner = ownership_of(owner_model_);
+        owner.mode &= 0666;
+        apply_ownership(fd, owner, path_);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+    } else if (fd < 0 && errno == EEXIST) {  // another process created it meanwhile
+      fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    }
+  }
   if (fd < 0 && (errno == EACCES || errno == EROFS) && !create) {
     // A sidecar we may not write still serves for shared locking (refresh).
     fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);

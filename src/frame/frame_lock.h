@@ -14,7 +14,11 @@ class LockSidecar {
   // `<file>.b2lock` for a contiguous frame, `<dir>/.b2lock` for a sparse one.
   static std::filesystem::path path_for(const std::filesystem::path& frame_path, bool sparse);
 
-  explicit LockSidecar(std::filesystem::path path) : path_(std::move(path)) {}
+  // `owner_model`: the file whose owner, group and read/write bits a sidecar
+  // this creates takes (the frame's header file), so that whoever may write
+  // the frame may also lock it; empty: the creating process's, 0666 & ~umask.
+  explicit LockSidecar(std::filesystem::path path, std::filesystem::path owner_model = {})
+      : path_(std::move(path)), owner_model_(std::move(owner_model)) {}
   ~LockSidecar();
   LockSidecar(const LockSidecar&) = delete;
   LockSidecar& operator=(const LockSidecar&) = delete;
@@ -38,6 +42,7 @@ class LockSidecar {
   void flock_retrying(int operation);
 
   std::filesystem::path path_;
+  std::filesystem::path owner_model_;
   int fd_ = -1;
   bool writable_ = false;
   bool locked_ = false;

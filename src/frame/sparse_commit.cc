@@ -95,6 +95,10 @@ PlannedCommit plan_sparse_commit(const Frame& frame, const StagedEdits& edits, b
   const std::set<int64_t> old_live = live_chunk_ids(frame);
   const std::map<int64_t, int64_t> on_disk = chunk_files_on_disk(dir);
   int64_t next_id = 0;
+  // Chunk files belong to whoever owns chunks.b2frame, readable by whoever
+  // may read it; never executable.
+  FileOwnership chunk_owner = ownership_of(header_path);
+  chunk_owner.mode &= 0666;
   int64_t cbytes = fh.cbytes;
   for (int64_t n = edits.nchunks; n < base; ++n) cbytes -= stored_cbytes(frame, n);
   for (const auto& [n, chunk] : edits.chunks) {
@@ -108,7 +112,7 @@ PlannedCommit plan_sparse_commit(const Frame& frame, const StagedEdits& edits, b
     int64_t id = next_id++;
     CommitStep write{Kind::write, dir / chunk_file_name(id), {}, 0, c.stored};
     write.create = true;
-    write.mode = 0666 & permissions_of(header_path);
+    write.owner = chunk_owner;
     out.steps.push_back(std::move(write));
     if (sync) out.steps.push_back({Kind::fsync, dir / chunk_file_name(id)});
     return id;
@@ -132,7 +136,7 @@ PlannedCommit plan_sparse_commit(const Frame& frame, const StagedEdits& edits, b
   std::filesystem::path temp = temp_name(dir, kSparseHeaderName, kCommitTempTag, edits.temp_nonce);
   CommitStep write{Kind::write, temp, {}, 0, std::move(header)};
   write.create = true;
-  write.mode = permissions_of(header_path);
+  write.owner = ownership_of(header_path);
   out.steps.push_back(std::move(write));
   if (sync) out.steps.push_back({Kind::fsync, temp});
   out.switch_step = out.steps.size();

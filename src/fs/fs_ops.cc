@@ -175,7 +175,10 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 // chmod, chown and utimens are accepted and ignored (cp -a, editors' backups
-// and sed -i set them); a size is an edit.
+// and sed -i set them) once the kernel has allowed them: with
+// default_permissions it checks them against the tree's owner and modes as
+// for any file (chown: root; chmod and explicit times: the owner; touch:
+// whoever may write). A size is an edit.
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   guarded(req, "setattr", ino, [&] {
     FsContext& c = context(req);
@@ -191,20 +194,6 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
     }
     send_later(c, std::move(notes), ino);
     fuse_reply_attr(req, &st, c.timeout);
-  });
-}
-
-void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
-  guarded(req, "access", ino, [&] {
-    FsContext& c = context(req);
-    std::optional<Node> node = c.volume.node(ino);
-    if (!node) throw FsError{ENOENT};
-    if (mask & W_OK) {
-      if (!c.volume.writable()) throw FsError{EROFS};
-      if (!is_directory(node->kind) && !is_writable_file(node->kind)) throw FsError{EACCES};
-    }
-    if ((mask & X_OK) && !is_directory(node->kind)) throw FsError{EACCES};
-    fuse_reply_err(req, 0);
   });
 }
 
@@ -513,7 +502,8 @@ fuse_lowlevel_ops make_operations() {
   ops.forget_multi = op_forget_multi;
   ops.getattr = op_getattr;
   ops.setattr = op_setattr;
-  ops.access = op_access;
+  // No access(): with default_permissions (always on) the kernel answers
+  // access(2) itself, from the modes the tree shows.
   ops.readlink = op_readlink;
   ops.statfs = op_statfs;
   ops.opendir = op_opendir;

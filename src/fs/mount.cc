@@ -84,16 +84,6 @@ void check_mountpoint(const fs::path& path) {
     throw Failure{kExitMountpoint, "mount point " + path.string() + ": " + std::strerror(errno)};
 }
 
-// fuse_opt splits -o lists on commas; a backslash keeps one literal.
-std::string escape_option_value(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == ',' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 struct SessionDeleter {
   void operator()(fuse_session* se) const { fuse_session_destroy(se); }
 };
@@ -134,20 +124,8 @@ class FuseArgs {
   FuseArgs(const Options& o, const fs::path& frame, bool writable) {
     strings_.push_back("blosc2fs");
     if (o.debug) strings_.push_back("-d");
-    bool has_fsname = false, has_subtype = false;
-    for (const std::string& opt : o.fuse_options) {
-      has_fsname |= opt.starts_with("fsname=");
-      has_subtype |= opt.starts_with("subtype=");
-    }
-    std::string list = writable ? "rw" : "ro";
-    if (!has_fsname) list += ",fsname=" + escape_option_value(frame.string());
-    if (!has_subtype) list += ",subtype=blosc2fs";
-    for (const std::string& opt : o.fuse_options) {
-      size_t eq = opt.find('=');
-      list += "," + (eq == std::string::npos ? opt : opt.substr(0, eq + 1) + escape_option_value(opt.substr(eq + 1)));
-    }
     strings_.push_back("-o");
-    strings_.push_back(list);
+    strings_.push_back(fuse_option_list(o, frame.string(), writable));
     for (std::string& s : strings_) argv_.push_back(s.data());
     argv_.push_back(nullptr);
     args_ = FUSE_ARGS_INIT(int(strings_.size()), argv_.data());
@@ -201,7 +179,7 @@ int mount_and_serve(const Options& o) {
   }
   VolumeOptions vo;
   vo.writable = writable;
-  vo.owner = Ownership{o.uid.value_or(getuid()), o.gid.value_or(getgid()), o.umask.value_or(0)};
+  vo.access = AccessOverrides{o.uid, o.gid, o.umask};
   vo.cache_budget = o.cache_size.value_or(default_cache_size());
   vo.preferred_chunksize = o.create.chunksize;
   std::unique_ptr<Volume> volume;

@@ -60,6 +60,10 @@ void KernelNotifier::run() {
       int err = fuse_lowlevel_notify_inval_inode(session_, ino, 0, 0);
       if (err && err != -ENOENT) spdlog::debug("invalidating inode {}: {}", ino, strerror(-err));
     }
+    for (uint64_t ino : job.notes.attributes) {  // a negative offset: the attributes only
+      int err = fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
+      if (err && err != -ENOENT) spdlog::debug("invalidating the attributes of inode {}: {}", ino, strerror(-err));
+    }
     lock.lock();
     if (job.seq) inodes_done_ = job.seq;
     done_.notify_all();

@@ -13,14 +13,18 @@ namespace blosc2fs {
 
 namespace {
 
-// Accepted from fstab / mount.fuse3 and ignored: they concern mount(8) or systemd.
+// Accepted from fstab / mount.fuse3 and ignored: they concern mount(8) or
+// systemd. `user` and `users` say who may run mount(8) for an fstab line
+// (mount.fuse3 drops them, mount(8) may pass user=NAME); they change nothing
+// of who may do what on the mount, which the frame's permissions decide.
 constexpr std::array<std::string_view, 16> kIgnored{
     "noauto", "auto", "nofail", "_netdev", "user", "users", "nouser", "owner",
     "group", "defaults", "dev", "suid", "exec", "nonempty", "relatime", "atime"};
 
 // Handed to libfuse as they are (mount options and kernel flags).
-constexpr std::array<std::string_view, 11> kFuseFlags{
-    "allow_other", "allow_root", "auto_unmount", "default_permissions", "nodev", "nosuid",
+// default_permissions is not among them: it is always on (fuse_option_list).
+constexpr std::array<std::string_view, 10> kFuseFlags{
+    "allow_other", "allow_root", "auto_unmount", "nodev", "nosuid",
     "noexec", "noatime", "nodiratime", "sync", "dirsync"};
 constexpr std::array<std::string_view, 8> kFuseValued{
     "fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext", "rootcontext"};
@@ -198,12 +202,48 @@ void apply_option(Options& o, const std::string& option) {
     o.fuse_options.push_back(option);
   } else if (name == "async") {
     no_value();  // the kernel's default; nothing to pass
+  } else if (name == "default_permissions") {
+    no_value();  // always on: fuse_option_list
   } else {
     throw UsageError("unknown option '" + option + "'");
   }
 }
 
 }  // namespace
+
+namespace {
+
+// fuse_opt splits -o lists on commas; a backslash keeps one literal.
+std::string escape_option_value(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string fuse_option_list(const Options& o, const std::string& fsname, bool writable) {
+  bool has_fsname = false, has_subtype = false;
+  for (const std::string& opt : o.fuse_options) {
+    has_fsname |= opt.starts_with("fsname=");
+    has_subtype |= opt.starts_with("subtype=");
+  }
+  // default_permissions on every mount: the kernel checks each access against
+  // the owner and modes the tree shows (the frame's, tree_access.h). Without
+  // it the kernel checks nothing, and with allow_other any local user could
+  // write through a daemon that may write the frame (often root's).
+  std::string list = writable ? "rw,default_permissions" : "ro,default_permissions";
+  if (!has_fsname) list += ",fsname=" + escape_option_value(fsname);
+  if (!has_subtype) list += ",subtype=blosc2fs";
+  for (const std::string& opt : o.fuse_options) {
+    size_t eq = opt.find('=');
+    list += "," + (eq == std::string::npos ? opt : opt.substr(0, eq + 1) + escape_option_value(opt.substr(eq + 1)));
+  }
+  return list;
+}
 
 uint64_t parse_size(const std::string& text, const std::string& what) {
   auto fail = [&]() -> uint64_t {
@@ -343,16 +383,23 @@ blosc2fs options:
      filters=F[+F...]    none, shuffle, bitshuffle, delta, trunc_prec:BITS, bytedelta,
                          applied in the order given (default shuffle)
      sparse              a sparse frame (a directory)
-  -o uid=N,gid=N         owner shown for every file
+  -o uid=N,gid=N         owner and group shown for every file (default: the
+                         frame's)
   -o umask=OOO           mode bits removed from every file (octal)
   -o max_idle_threads=N  idle worker threads kept (default 10)
   -o max_threads=N       most worker threads
 
 FUSE options passed through: allow_other, allow_root, auto_unmount,
-default_permissions, fsname=, subtype=, max_read=, blksize=, nodev, nosuid,
-noexec, noatime, nodiratime, sync, dirsync, context=...
+fsname=, subtype=, max_read=, blksize=, nodev, nosuid, noexec, noatime,
+nodiratime, sync, dirsync, context=...
 Accepted and ignored (fstab): noauto, auto, nofail, _netdev, user, users, owner,
 defaults, dev, suid, exec, x-*, comment=.
+
+Who may do what: every file and directory shows the frame's owner and group
+and its read bits; write bits where the frame has them and the mount is
+read-write (never on frame.json, index.tsv, array.npy). default_permissions
+is always on: the kernel checks every access against these, so with
+allow_other other users get exactly what the frame's permissions give them.
 
 Writing: files change as frame operations when they are closed (or fsynced):
 vlmeta/ and attrs/ (JSON) layers can be created, written, renamed and removed;

@@ -63,6 +63,11 @@ struct Options {
 // Parses argv. Throws UsageError on anything unusable.
 Options parse_command_line(int argc, const char* const* argv);
 
+// The -o list handed to libfuse: rw or ro, default_permissions (always),
+// fsname= (FSNAME unless given), subtype=blosc2fs (unless given), then the
+// FUSE options given, values escaped for fuse_opt.
+std::string fuse_option_list(const Options& options, const std::string& fsname, bool writable);
+
 // "256M", "2G", "1.5G", "4096": a byte count (K, M, G, T are powers of 1024;
 // an optional trailing "B" or "iB" is accepted). Throws UsageError.
 uint64_t parse_size(const std::string& text, const std::string& what);

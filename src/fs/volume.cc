@@ -35,6 +35,7 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   files_ = std::make_shared<FrameFiles>(frame, cache_);
   overlay_.reset(*files_, overlay_limits(*files_));
   mtime_ns_ = stamp.mtime_ns;
+  frame_access_ = read_frame_access(path_);
   size_at_compaction_check_ = stamp.file_size;
 }
 
@@ -304,13 +305,6 @@ void Volume::forget(uint64_t ino, uint64_t count) {
 
 // --- stat ---
 
-mode_t Volume::mode_of(NodeKind kind) const {
-  mode_t mode;
-  if (is_directory(kind)) mode = options_.writable ? 0755 : 0555;
-  else mode = options_.writable && is_writable_file(kind) ? 0644 : 0444;
-  return mode & ~options_.owner.umask;
-}
-
 int64_t Volume::size_of(const Node& node, uint64_t ino) const {
   auto layer_draft = [&]() -> const Draft* {
     auto it = drafts_.find(ino);
@@ -350,9 +344,14 @@ struct stat Volume::attributes(uint64_t ino) {
   if (!n) throw FsError{ENOENT};
   struct stat st {};
   st.st_ino = ino;
-  st.st_uid = options_.owner.uid;
-  st.st_gid = options_.owner.gid;
-  st.st_mode = (is_directory(n->kind) ? S_IFDIR : S_IFREG) | mode_of(n->kind);
+  NodeAccess access;
+  {
+    std::shared_lock lock(state_mutex_);
+    access = node_access(n->kind, frame_access_, options_.writable, options_.access);
+  }
+  st.st_uid = access.uid;
+  st.st_gid = access.gid;
+  st.st_mode = (is_directory(n->kind) ? S_IFDIR : S_IFREG) | access.mode;
   if (is_directory(n->kind)) {
     st.st_nlink = n->kind == NodeKind::root ? 7 : 2;  // root: ".", its name, 5 subdirectories' ".."
   } else {

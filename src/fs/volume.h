@@ -45,19 +45,14 @@
 #include "json_prefix.h"
 #include "node.h"
 #include "prefetcher.h"
+#include "tree_access.h"
 
 namespace blosc2fs {
 
-// Who owns the files and which mode bits they get (-o uid=, gid=, umask=).
-struct Ownership {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  mode_t umask = 0;
-};
-
 struct VolumeOptions {
   bool writable = false;
-  Ownership owner;
+  // The tree shows the frame's owner, group and permissions (tree_access.h), but for these.
+  AccessOverrides access;
   uint64_t cache_budget = 64 << 20;
   // Size of the chunks data appends make in a frame without a fixed chunksize
   // (a new empty frame: -o create's chunksize=).
@@ -77,8 +72,9 @@ struct VolumeOptions {
 // What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).
 struct KernelNotes {
   std::vector<uint64_t> inodes;
+  std::vector<uint64_t> attributes;  // inodes whose attributes alone changed (owner, mode): pages stay
   std::vector<std::pair<uint64_t, std::string>> entries;  // (parent inode, name)
-  bool empty() const { return inodes.empty() && entries.empty(); }
+  bool empty() const { return inodes.empty() && attributes.empty() && entries.empty(); }
 };
 
 struct DirEntry {
@@ -156,7 +152,8 @@ class Volume {
               unsigned flags, KernelNotes& notes);
 
   // Reloads when another program changed the frame (at most once per
-  // refresh_interval, and only when nothing written is waiting).
+  // refresh_interval, and only when nothing written is waiting); follows a
+  // change of the frame's owner, group or permissions at once.
   void maybe_refresh(KernelNotes& notes);
   // Unmount: commits everything still held, then compacts when due. Logs failures.
   void shutdown();
@@ -193,7 +190,6 @@ class Volume {
   int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
   size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
   void prefetch_chunk(int64_t n);  // on the prefetcher's thread
-  mode_t mode_of(NodeKind kind) const;
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;
   bool hidden(NodeKind dir, const std::string& name) const { return hidden_.count({dir, name}) > 0; }
@@ -243,6 +239,10 @@ class Volume {
   // What the disk holds now, to notice other writers on read-only mounts
   // (writable ones ask the editor).
   FrameStamp read_disk_stamp() const;
+  // Shows the frame's owner and permissions anew when they changed (chmod,
+  // chown, a file replaced by another program): the kernel re-reads the
+  // attributes of every inode it holds, and checks access against them.
+  void refresh_access(KernelNotes& notes);
   // JSON text -> the msgpack bytes attrs/ stores; FsError(EINVAL) after a log line.
   Bytes attrs_to_msgpack(const std::string& what, ByteSpan text) const;
 
@@ -269,6 +269,7 @@ class Volume {
   std::map<uint64_t, int> writers_;       // open writable files per inode
   std::set<NameKey> hidden_;              // real names moved onto scratch names
   int64_t mtime_ns_ = 0;
+  FrameAccess frame_access_;
   FrameStamp disk_stamp_;
   int64_t commits_since_compaction_check_ = 0;
   bool committed_any_ = false;

@@ -367,6 +367,7 @@ void Volume::maybe_refresh(KernelNotes& notes) {
     if (now - last_refresh_check_ < options_.refresh_interval) return;
     last_refresh_check_ = now;
   }
+  refresh_access(notes);
   std::unique_lock<std::mutex> commit(commit_mutex_, std::try_to_lock);
   if (!commit.owns_lock()) return;  // a commit is running: it reloads anyway
   {
@@ -391,6 +392,30 @@ void Volume::maybe_refresh(KernelNotes& notes) {
   }
   std::lock_guard lock(kernel_mutex_);
   all_changed_at_ = ++clock_;
+}
+
+void Volume::refresh_access(KernelNotes& notes) {
+  FrameAccess now;
+  try {
+    now = read_frame_access(path_);
+  } catch (const std::exception& e) {
+    spdlog::debug("{}: cannot check its owner and permissions: {}", path_.string(), e.what());
+    return;
+  }
+  {
+    std::shared_lock lock(state_mutex_);
+    if (now == frame_access_) return;
+  }
+  {
+    std::unique_lock lock(state_mutex_);
+    frame_access_ = now;
+  }
+  spdlog::info("{}: owner, group or permissions changed (uid {}, gid {}, mode {:o}): the tree follows",
+               path_.string(), now.uid, now.gid, unsigned(now.read | now.write));
+  std::lock_guard lock(kernel_mutex_);
+  for (uint64_t ino = kRootIno; ino <= kRootIno + std::size(kRootChildren); ++ino) notes.attributes.push_back(ino);
+  for (const auto& [ino, count] : lookups_)
+    if (ino > kRootIno + std::size(kRootChildren)) notes.attributes.push_back(ino);
 }
 
 // --- compaction and unmount ---

@@ -537,6 +537,62 @@ TEST(FrameEditor, CompactionKeepsContentAndDropsUnusedBytes) {
     EXPECT_EQ(e.path().filename().string().find(".compact-"), std::string::npos);
 }
 
+// A commit that creates files in the frame's place (the rewrite of a frame
+// without data, compaction, a sparse frame's chunk files and chunks.b2frame,
+// a created .b2lock) gives them the frame's owner, group and permissions: a
+// mount run by root must not hand a user's frame over to root.
+TEST(FrameEditor, FilesACommitCreatesKeepTheFramesOwner) {
+  ASSERT_EQ(::geteuid(), 0u) << "cannot run: needs root to give the frame another owner (chown)";
+  static constexpr uid_t kUid = 54321;
+  static constexpr gid_t kGid = 54322;
+  auto expect_owner = [](const fs::path& file, mode_t mode) {
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_uid, kUid) << file;
+    EXPECT_EQ(st.st_gid, kGid) << file;
+    EXPECT_EQ(st.st_mode & 07777, mode) << file;
+  };
+  auto give_away = [](const fs::path& file, mode_t mode) {
+    ASSERT_EQ(::chown(file.c_str(), kUid, kGid), 0) << file;
+    ASSERT_EQ(::chmod(file.c_str(), mode), 0) << file;
+  };
+  TempDir tmp;
+  {  // without data: rewritten whole and renamed over the frame
+    fs::path p = copy_fixture(tmp, "empty-with-vlmeta.b2frame");
+    give_away(p, 0640);
+    EditOptions locking;
+    locking.create_lock_sidecar = true;
+    FrameEditor ed(p, 0, locking);
+    ed.set_vlmetalayer("added", to_bytes("x"));
+    ed.commit();
+    expect_owner(p, 0640);
+    expect_owner(fs::path(p.string() + ".b2lock"), 0640);
+  }
+  {  // compaction: a clean copy renamed over the frame
+    fs::path p = copy_fixture(tmp, "mutated-cframe-i4.b2frame");
+    give_away(p, 0604);
+    EditOptions opt;
+    opt.compact_min_bytes = 1000;
+    opt.compact_fraction = 0.2;
+    FrameEditor ed(p, 0, opt);
+    for (uint32_t i = 0; i < 4; ++i) {
+      ed.replace_chunk(i, make_data(20000, 70 + i));
+      ed.commit();
+    }
+    ASSERT_TRUE(ed.compaction_due());
+    ed.compact();
+    expect_owner(p, 0604);
+  }
+  {  // sparse: new chunk files, chunks.b2frame renamed
+    fs::path p = copy_fixture(tmp, "sframe-zstd-f4.b2frame");
+    for (const auto& entry : fs::directory_iterator(p)) give_away(entry.path(), 0660);
+    FrameEditor ed(p);
+    ed.replace_chunk(0, make_data(size_t(ed.frame().header().chunksize), 9));
+    ed.commit();
+    for (const auto& entry : fs::directory_iterator(p)) expect_owner(entry.path(), 0660);
+  }
+}
+
 TEST(FrameEditor, RefreshSeesAnotherEditor) {
   TempDir tmp;
   fs::path p = copy_fixture(tmp, "frame_simple-lz4.b2frame");

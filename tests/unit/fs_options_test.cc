@@ -83,9 +83,38 @@ TEST(FsOptions, FstabOptionsAreAcceptedAndIgnored) {
 TEST(FsOptions, FuseOptionsPassThrough) {
   Options o = parse({"-o", "allow_other,default_permissions,fsname=my\\,frame,subtype=b2,max_read=131072,nodev,nosuid,noexec",
                      "a", "b"});
-  std::vector<std::string> want{"allow_other", "default_permissions", "fsname=my,frame", "subtype=b2",
+  // default_permissions is accepted but not passed on: fuse_option_list always adds it.
+  std::vector<std::string> want{"allow_other", "fsname=my,frame", "subtype=b2",
                                 "max_read=131072", "nodev", "nosuid", "noexec"};
   EXPECT_EQ(o.fuse_options, want);
+  EXPECT_EQ(fuse_option_list(o, "/f", true), "rw,default_permissions,allow_other,fsname=my\\,frame,subtype=b2,"
+                                             "max_read=131072,nodev,nosuid,noexec");
+  EXPECT_THROW(parse({"-o", "default_permissions=1", "a", "b"}), UsageError);
+}
+
+// Every mount gets default_permissions, whatever the options: from the command
+// line, from an fstab line as mount.fuse3 passes it (it drops user and users
+// and adds dev,suid; mount(8) may pass user=NAME for a user mount), from the
+// systemd units' OPTIONS=.
+TEST(FsOptions, DefaultPermissionsOnEveryMount) {
+  EXPECT_EQ(fuse_option_list(parse({"a", "b"}), "/data/x,y.b2frame", true),
+            "rw,default_permissions,fsname=/data/x\\,y.b2frame,subtype=blosc2fs");
+  EXPECT_EQ(fuse_option_list(parse({"-o", "ro", "a", "b"}), "/f", false), "ro,default_permissions,fsname=/f,subtype=blosc2fs");
+  for (const char* fstab : {"rw,allow_other,dev,suid", "ro,noauto,x-systemd.automount,user,allow_other",
+                            "users,noexec,nosuid,nodev,allow_other", "rw,user=alice,dev,suid,allow_other",
+                            "allow_other,uid=0,gid=0,umask=022", "default_permissions,allow_other"}) {
+    Options o = parse({"/srv/x.b2frame", "/mnt/x", "-o", fstab});
+    const std::string list = fuse_option_list(o, "/srv/x.b2frame", true);
+    EXPECT_TRUE(list.starts_with("rw,default_permissions,")) << fstab << " -> " << list;
+    EXPECT_NE(list.find(",allow_other"), std::string::npos) << fstab << " -> " << list;
+    EXPECT_EQ(list.find("user"), std::string::npos) << fstab << " -> " << list;
+    EXPECT_EQ(list.find("default_permissions", list.find("default_permissions") + 1), std::string::npos)
+        << "twice: " << list;
+  }
+  // As the systemd unit runs it: blosc2fs -f $OPTIONS FRAME MOUNTPOINT.
+  Options unit = parse({"-f", "-o", "allow_other,cache_size=1G", "/data/x.b2frame", "/mnt/x"});
+  EXPECT_EQ(fuse_option_list(unit, "/data/x.b2frame", true),
+            "rw,default_permissions,fsname=/data/x.b2frame,subtype=blosc2fs,allow_other");
 }
 
 TEST(FsOptions, Sizes) {

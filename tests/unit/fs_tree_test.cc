@@ -59,7 +59,7 @@ TEST_P(FsTreeFixture, MatchesExpectations) {
   const std::string name = GetParam();
   const nlohmann::json expect = load_expect(name);
   VolumeOptions options;
-  options.owner = Ownership{1234, 5678, 022};
+  options.access = AccessOverrides{1234, 5678, 022};
   Volume volume(frame_path(name), options);
   const int64_t nchunks = expect["nchunks"];
   ASSERT_EQ(volume.nchunks(), nchunks);
