@@ -129,9 +129,21 @@ Json untuple(const Json& value) {
   return value;
 }
 
-Json chunk_ranges(const std::vector<bool>& bits) {
+// frame.json lists at most this many ranges of chunks (index.tsv has every chunk).
+constexpr size_t kMaxRangesListed = 10000;
+// A proxy cache of more chunks than this is not tracked chunk by chunk (one bit
+// each, from a frame that can claim 2^28 chunks in a few hundred bytes): none
+// of its chunks counts as fetched. Real caches are far smaller.
+constexpr int64_t kMaxProxyChunks = int64_t(1) << 24;
+
+Json chunk_ranges(const std::vector<bool>& bits, bool* truncated) {
   Json out = Json::array();
+  *truncated = false;
   for (size_t i = 0; i < bits.size();) {
+    if (out.size() == kMaxRangesListed) {
+      *truncated = true;
+      break;
+    }
     if (!bits[i]) {
       ++i;
       continue;
@@ -193,12 +205,14 @@ void detect_proxy(const Frame& frame, KindDocs& docs, FrameKind& kind) {
   const int64_t n = frame.nchunks();
   ProxyState state;
   state.source = proxy_source_line(source);
-  state.chunk_fetched.assign(size_t(n), false);
-  state.chunk_partly.assign(size_t(n), false);
+  state.chunk_fetched.assign(size_t(std::min(n, kMaxProxyChunks)), false);
+  state.chunk_partly.assign(size_t(std::min(n, kMaxProxyChunks)), false);
   const auto chunk_map = bitmap_bytes(docs.vlmeta("proxy-fetched"));
   const auto block_map = bitmap_bytes(docs.vlmeta("proxy-fetched-blocks"));
   const std::optional<Json> bpc = docs.vlmeta("proxy-fetched-bpc");
-  if (docs.has_vlmeta("proxy-dirty")) {
+  if (n > kMaxProxyChunks) {
+    state.bitmap = "not tracked: more than " + std::to_string(kMaxProxyChunks) + " chunks";
+  } else if (docs.has_vlmeta("proxy-dirty")) {
     // A process died while changing the cache: python-blosc2 forgets every
     // fetch, so nothing here is known to be data.
     state.bitmap = "proxy-dirty";
@@ -237,8 +251,10 @@ void detect_proxy(const Frame& frame, KindDocs& docs, FrameKind& kind) {
   d["fetched_from"] = state.bitmap;
   d["blocks_per_chunk"] = state.blocks_per_chunk;
   d["nchunks_fetched"] = int64_t(std::count(state.chunk_fetched.begin(), state.chunk_fetched.end(), true));
-  d["chunks_fetched"] = chunk_ranges(state.chunk_fetched);
-  d["chunks_partly_fetched"] = chunk_ranges(state.chunk_partly);
+  bool truncated = false, partly_truncated = false;
+  d["chunks_fetched"] = chunk_ranges(state.chunk_fetched, &truncated);
+  d["chunks_partly_fetched"] = chunk_ranges(state.chunk_partly, &partly_truncated);
+  if (truncated || partly_truncated) d["ranges_truncated_at"] = kMaxRangesListed;
   kind.details = std::move(d);
   kind.proxy = std::move(state);
 }
