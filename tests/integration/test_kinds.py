@@ -315,6 +315,49 @@ def stores(h):
         h.unmount(mnt)
 
 
+def many_items_paged(h):
+    """An ObjectArray of many chunks (items.jsonl is made 16 chunks at a time):
+    reads at any offset give the bytes of the whole text."""
+    path = os.path.join(h.new_dir("src"), "many.b2f")
+    oa = blosc2.ObjectArray(urlpath=path, mode="w")
+    values = [{"i": i, "s": "x" * (i % 37), "t": (i, None)} for i in range(700)]
+    oa.extend(values)
+    del oa
+    want = [as_json(v) for v in blosc2.open(path)]
+    mnt = h.mount(path, ["-o", "ro"])
+    name = os.path.join(mnt, "items.jsonl")
+    whole = read_file(name)
+    check_equal([json.loads(line) for line in whole.decode().splitlines()], want, "items.jsonl of 700 items")
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+    try:
+        for offset in (0, 1, 999, 4096, len(whole) // 2, len(whole) - 3):
+            got = os.pread(fd, 5000, offset)
+            check(got == whole[offset:offset + 5000], f"pread at {offset}")
+    finally:
+        os.close(fd)
+
+
+def ctable(h):
+    d = h.new_dir("src")
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Row:
+        a: int = blosc2.field(blosc2.int64())
+        b: float = blosc2.field(blosc2.float64())
+
+    t = blosc2.CTable(Row, urlpath=os.path.join(d, "t.b2d"), mode="w")
+    t.append((1, 2.0))
+    t.append((3, 4.5))
+    t.close()
+    back = blosc2.open(os.path.join(d, "t.b2d"))
+    mnt = h.mount(os.path.join(d, "t.b2d", "_meta.b2f"), ["-o", "ro"])
+    doc = frame_json(mnt)
+    check_equal(doc["kind"], "ctable", "kind of _meta")
+    check_equal(doc["kind_details"]["part"], "meta", "part")
+    check_equal([c["name"] for c in doc["kind_details"]["schema"]["columns"]], list(back.col_names), "columns")
+
+
 def plain(h):
     d = h.new_dir("src")
     s = blosc2.SChunk(chunksize=64, data=bytes(range(200)), urlpath=os.path.join(d, "s.b2frame"), mode="w")
@@ -344,6 +387,8 @@ def main():
     h.test("proxy cache: unfetched chunks fail with EIO and one log line", proxy_cache, h)
     h.test("proxy cache: secrets redacted in frame.json", proxy_secrets, h)
     h.test("stores: embed.b2e named", stores, h)
+    h.test("ObjectArray of many chunks: items.jsonl read at any offset", many_items_paged, h)
+    h.test("CTable: its _meta part named, schema decoded", ctable, h)
     h.test("plain SChunk and NDArray", plain, h)
     h.finish()
 
