@@ -101,6 +101,7 @@ def batcharray(h):
     check_equal(doc["kind_details"]["batch_lengths"], lengths, "batch_lengths")
     check_equal(doc["kind_details"]["nitems"], sum(lengths), "nitems")
     check_equal(doc["kind_details"]["items_per_block"], 2, "items_per_block")
+    check_equal(doc["vlblocks"], True, "the batches are VL-block chunks")
     check_equal(items_of(mnt), want, "items.jsonl against what python-blosc2 reads")
 
 
@@ -272,6 +273,7 @@ def proxy_cache(h):
             proc.wait(timeout=30)
     lines = [line for line in open(log_path).read().splitlines() if "never fetched" in line]
     check(lines, "a log line says the chunk was never fetched")
+    check_equal(len([line for line in lines if "chunks/00000002" in line]), 1, "log lines for one failed read")
     check(all(src.urlpath in line for line in lines), f"the log lines name the source: {lines[:2]}")
 
 
