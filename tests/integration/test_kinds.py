@@ -277,6 +277,21 @@ def proxy_cache(h):
     check(all(src.urlpath in line for line in lines), f"the log lines name the source: {lines[:2]}")
 
 
+def proxy_fully_fetched(h):
+    """Once every chunk was fetched, array.npy and data are the source's."""
+    d = h.new_dir("src")
+    src = blosc2.asarray(np.arange(60, dtype=np.float32).reshape(6, 10), chunks=(2, 10), blocks=(1, 10),
+                         urlpath=os.path.join(d, "src.b2nd"), mode="w")
+    cache = os.path.join(d, "cache.b2nd")
+    p = blosc2.Proxy(src, urlpath=cache, mode="w")
+    p[:]
+    del p
+    mnt = h.mount(cache, ["-o", "ro"])
+    check_equal(frame_json(mnt)["kind_details"]["chunks_fetched"], [[0, 2]], "chunks_fetched")
+    got = np.load(io.BytesIO(read_file(os.path.join(mnt, "array.npy"))))
+    check(np.array_equal(got, src[:]), "array.npy of a fully fetched cache is the source")
+
+
 def proxy_secrets(h):
     """A Caterva2 proxy cache as python-blosc2 wrote them with the auth token in
     its urlpath tuple (older versions; now None): frame.json redacts it."""
@@ -387,6 +402,7 @@ def main():
     h.test("LazyUDF carriers, legacy and current: no array.npy", lazyudf, h)
     h.test("pack_tensor / save_array: array.npy", pack_tensor, h)
     h.test("proxy cache: unfetched chunks fail with EIO and one log line", proxy_cache, h)
+    h.test("proxy cache fully fetched: array.npy is the source", proxy_fully_fetched, h)
     h.test("proxy cache: secrets redacted in frame.json", proxy_secrets, h)
     h.test("stores: embed.b2e named", stores, h)
     h.test("ObjectArray of many chunks: items.jsonl read at any offset", many_items_paged, h)
