@@ -10,6 +10,7 @@
 #include "error.h"
 #include "frame.h"
 #include "frame_json.h"
+#include "kind.h"
 #include "fuzz_script.h"
 
 namespace {
@@ -40,6 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // rows of the first and last few only, as the mount makes them, a page at a time.
     (void)index_tsv_rows(*frame, 0, 64);
     (void)index_tsv_rows(*frame, frame->nchunks() - 64, 64);
+    // The kind's views: items of the first chunks, a proxy's fetched column.
+    const FrameKind kind = detect_frame_kind(*frame);
+    if (kind.proxy) (void)index_tsv_rows(*frame, 0, 64, &*kind.proxy);
+    for (ItemsLayout layout : {ItemsLayout::one_per_chunk, ItemsLayout::block_arrays}) {
+      for (int64_t n = 0; n < frame->nchunks() && n < 4; ++n) {
+        try {
+          if (frame->chunk_nbytes(n) <= kMaxFuzzNbytes) (void)items_jsonl_rows(*frame, layout, n, 1);
+        } catch (const FormatError&) {
+        } catch (const IoError&) {
+        }
+      }
+    }
     for (const auto& layer : frame->vlmetalayers()) {
       try {
         (void)frame->vlmetalayer_content(layer);

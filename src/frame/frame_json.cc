@@ -109,7 +109,8 @@ Json metalayer_json(const Metalayer& m) {
       j["error"] = utf8(e.what());
     }
   }
-  if (auto value = msgpack_to_json(m.content)) j["content"] = std::move(*value);
+  // A proxy cache's source may hold an auth token (README "Kinds").
+  if (auto value = msgpack_to_json(m.content)) j["content"] = m.name == "proxy-source" ? redact_secrets(*value) : std::move(*value);
   else j["content"] = Json::object({{"hex", to_hex(m.content)}});
   return j;
 }
@@ -141,11 +142,13 @@ Json array_json(const Frame& frame, const Metalayer& m) {
 
 }  // namespace
 
-Json frame_to_json(const Frame& frame) {
+Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
   const FrameHeader& h = frame.header();
+  const FrameKind kind = known_kind ? *known_kind : detect_frame_kind(frame);
   Json j = Json::object();
   j["format_version"] = h.version();
   j["frame_type"] = h.sparse() ? "sparse" : "contiguous";
+  j["kind"] = kind.name;
   j["path"] = utf8(frame.path().string());
   j["header_len"] = h.header_len;
   j["frame_len"] = h.frame_len;
@@ -190,19 +193,26 @@ Json frame_to_json(const Frame& frame) {
 
   const Metalayer* nd = frame.find_metalayer("b2nd");
   if (!nd) nd = frame.find_metalayer("caterva");
-  if (nd) j["array"] = array_json(frame, *nd);
+  // A lazy carrier's b2nd metalayer describes what it would compute, not its chunks.
+  if (nd && !kind.no_array) j["array"] = array_json(frame, *nd);
+  j["kind_details"] = kind.details;
   return j;
 }
 
-std::string frame_json_text(const Frame& frame) {
-  return frame_to_json(frame).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+std::string frame_json_text(const Frame& frame, const FrameKind* kind) {
+  return frame_to_json(frame, kind).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string index_tsv_header() { return "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\n"; }
+std::string index_tsv_header(const ProxyState* proxy) {
+  return proxy ? "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\tfetched\n"
+               : "chunk\tindex_entry\tspecial\tnbytes\tcbytes\tcodec\tfilters\n";
+}
 
-std::string index_tsv_text(const Frame& frame) { return index_tsv_header() + index_tsv_rows(frame, 0, frame.nchunks()); }
+std::string index_tsv_text(const Frame& frame, const ProxyState* proxy) {
+  return index_tsv_header(proxy) + index_tsv_rows(frame, 0, frame.nchunks(), proxy);
+}
 
-std::string index_tsv_rows(const Frame& frame, int64_t first, int64_t count) {
+std::string index_tsv_rows(const Frame& frame, int64_t first, int64_t count, const ProxyState* proxy) {
   std::string out;
   const int64_t begin = std::clamp<int64_t>(first, 0, frame.nchunks());
   const int64_t end = std::clamp<int64_t>(first + std::max<int64_t>(count, 0), begin, frame.nchunks());
@@ -216,10 +226,15 @@ std::string index_tsv_rows(const Frame& frame, int64_t first, int64_t count) {
       out += '\t';
       out += special_name(info.special);
       out += '\t' + std::to_string(info.nbytes) + '\t' + std::to_string(info.cbytes) + '\t' + info.codec + '\t' +
-             info.filters + '\n';
+             info.filters;
     } catch (const std::exception&) {
-      out += "\terror\terror\terror\terror\terror\n";
+      out += "\terror\terror\terror\terror\terror";
     }
+    if (proxy) {
+      const bool partly = size_t(i) < proxy->chunk_partly.size() && proxy->chunk_partly[size_t(i)];
+      out += proxy->fetched(i) ? "\tyes" : partly ? "\tpartly" : "\tno";
+    }
+    out += '\n';
   }
   return out;
 }

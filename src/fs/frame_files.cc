@@ -75,9 +75,10 @@ class ViewDecoder : public ChunkDecoder {
 
 }  // namespace
 
-void FrameChunkLoader::set_frame(std::shared_ptr<const Frame> frame) {
+void FrameChunkLoader::set_frame(std::shared_ptr<const Frame> frame, std::shared_ptr<const ProxyState> proxy) {
   std::lock_guard lock(mutex_);
   frame_ = std::move(frame);
+  proxy_ = std::move(proxy);
 }
 
 std::shared_ptr<const Frame> FrameChunkLoader::current() const {
@@ -102,6 +103,14 @@ PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
 }
 
 std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stored) {
+  {
+    std::lock_guard lock(mutex_);
+    // A proxy cache's chunks that were never fetched hold zeros or nothing, not
+    // the remote data: chunks/N, data and array.npy fail there (raw/ is the
+    // stored chunk and stays readable).
+    if (proxy_ && !proxy_->fetched(n))
+      throw IoError(chunk_label(n) + "not data: this proxy cache never fetched it from " + proxy_->source, EIO);
+  }
   try {
     auto decoder = std::make_unique<ViewDecoder>(stored);
     decoder->set_label(chunk_label(n));
@@ -116,10 +125,34 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
   }
 }
 
+namespace {
+
+// items.jsonl pages: few chunks each, since one chunk can hold many or large items.
+constexpr int64_t kItemChunksPerPage = 16;
+
+std::shared_ptr<const ProxyState> proxy_of(const FrameKind& kind) {
+  return kind.proxy ? std::make_shared<const ProxyState>(*kind.proxy) : nullptr;
+}
+
+}  // namespace
+
 FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
-    : frame_(std::move(frame)), cache_(cache), nchunks_(frame_->nchunks()), index_tsv_(frame_) {
+    : frame_(std::move(frame)),
+      cache_(cache),
+      nchunks_(frame_->nchunks()),
+      kind_(detect_frame_kind(*frame_)),
+      proxy_(proxy_of(kind_)),
+      index_tsv_(frame_, proxy_) {
   load_layers();
-  load_array();
+  if (kind_.no_array) spdlog::info("no array.npy: this frame is a {} carrier, its chunks hold no data", kind_.name);
+  else if (kind_.tensor) load_tensor();
+  else load_array();
+  if (kind_.items != ItemsLayout::none) {
+    std::shared_ptr<const Frame> f = frame_;
+    const ItemsLayout layout = kind_.items;
+    items_.emplace("items.jsonl", std::string(), nchunks_, kItemChunksPerPage,
+                   [f, layout](int64_t first, int64_t count) { return items_jsonl_rows(*f, layout, first, count); });
+  }
 }
 
 FrameFiles::~FrameFiles() = default;
@@ -194,9 +227,15 @@ void FrameFiles::load_array() {
   }
 }
 
+void FrameFiles::load_tensor() {
+  const TensorView& t = *kind_.tensor;
+  npy_header_ = npy_header(t.npy_descr, t.shape);
+  tensor_ = true;
+}
+
 const std::string& FrameFiles::frame_json() {
   std::lock_guard lock(text_mutex_);
-  if (!frame_json_) frame_json_ = frame_json_text(*frame_);
+  if (!frame_json_) frame_json_ = frame_json_text(*frame_, &kind_);
   return *frame_json_;
 }
 
@@ -237,6 +276,7 @@ const LayerFile* FrameFiles::find_vlmeta(std::string_view name) const {
 }
 
 int64_t FrameFiles::array_size() const {
+  if (tensor_) return int64_t(npy_header_.size()) + frame_->header().nbytes;
   return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
 }
 
@@ -255,7 +295,40 @@ Bytes FrameFiles::load(int64_t n) {
   return Bytes(bytes.begin(), bytes.end());
 }
 
+// The bytes of a pack_tensor SChunk's data are the array in C order.
+size_t FrameFiles::read_tensor_bytes(int64_t offset, MutableByteSpan out) {
+  size_t done = 0;
+  // The chunk holding `offset`: the last whose data starts at or before it.
+  int64_t lo = 0, hi = nchunks_ - 1;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (chunk_offset(mid) <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  for (int64_t n = lo; n < nchunks_ && done < out.size(); ++n) {
+    const int64_t from = offset + int64_t(done) - chunk_offset(n);
+    const int64_t size = chunk_size(n);
+    if (from < 0 || from >= size) continue;
+    const size_t copied = cache_.read(n, from, out.subspan(done, size_t(std::min<int64_t>(size - from, int64_t(out.size() - done)))));
+    if (copied == 0) break;
+    done += copied;
+  }
+  return done;
+}
+
 size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
+  if (tensor_ && offset >= 0) {
+    const int64_t header_len = int64_t(npy_header_.size());
+    const int64_t total = array_size();
+    if (offset >= total) return 0;
+    const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), total - offset));
+    size_t done = 0;
+    if (offset < header_len) done = copy_from(as_bytes(npy_header_), offset, out.first(want));
+    if (done == want) return done;
+    const size_t body = read_tensor_bytes(offset + int64_t(done) - header_len, out.subspan(done, want - done));
+    if (done + body != want) throw FormatError("array.npy: the chunks hold fewer bytes than the frame says");
+    return want;
+  }
   if (!layout_ || offset < 0) return 0;
   const int64_t header_len = int64_t(npy_header_.size());
   const int64_t total = header_len + layout_->array_bytes();

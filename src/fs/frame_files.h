@@ -16,7 +16,9 @@
 #include "chunk_overlay.h"
 #include "frame.h"
 #include "index_tsv_file.h"
+#include "kind.h"
 #include "node.h"
+#include "paged_text.h"
 
 namespace blosc2fs {
 
@@ -24,7 +26,8 @@ namespace blosc2fs {
 // switches it to the new frame after each commit (under its exclusive lock).
 class FrameChunkLoader : public ChunkLoader {
  public:
-  void set_frame(std::shared_ptr<const Frame> frame);
+  // `proxy`: a proxy cache's fetched chunks; the others decode as EIO (README "Kinds").
+  void set_frame(std::shared_ptr<const Frame> frame, std::shared_ptr<const ProxyState> proxy = nullptr);
   PooledBuffer load(int64_t n, BufferPool& pool) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
 
@@ -32,6 +35,7 @@ class FrameChunkLoader : public ChunkLoader {
   std::shared_ptr<const Frame> current() const;
   mutable std::mutex mutex_;
   std::shared_ptr<const Frame> frame_;
+  std::shared_ptr<const ProxyState> proxy_;
 };
 
 // A metalayer or vlmetalayer shown as a file.
@@ -64,7 +68,10 @@ class FrameFiles : public ChunkSource {
   const std::vector<LayerFile>& vlmetas() const { return vlmetas_; }
   const LayerFile* find_meta(std::string_view name) const;
   const LayerFile* find_vlmeta(std::string_view name) const;
-  bool has_array() const { return layout_.has_value(); }
+  // What python-blosc2 saved (README "Kinds").
+  const FrameKind& kind() const { return kind_; }
+  const std::shared_ptr<const ProxyState>& proxy() const { return proxy_; }
+  bool has_array() const { return layout_.has_value() || tensor_; }
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
 
@@ -77,6 +84,9 @@ class FrameFiles : public ChunkSource {
   // Throw FormatError when the frame cannot be described.
   const std::string& frame_json();
   IndexTsvFile& index_tsv() { return index_tsv_; }
+  // items.jsonl of an ObjectArray, BatchArray or ListArray stored with msgpack.
+  bool has_items() const { return items_.has_value(); }
+  PagedText& items() { return *items_; }
 
   // ChunkSource: the committed chunks.
   int64_t nchunks() const override { return nchunks_; }
@@ -90,18 +100,24 @@ class FrameFiles : public ChunkSource {
  private:
   void load_layers();
   void load_array();
+  void load_tensor();
+  size_t read_tensor_bytes(int64_t offset, MutableByteSpan out);
 
   std::shared_ptr<const Frame> frame_;
   ChunkCache& cache_;
   int64_t nchunks_ = 0;
   std::vector<LayerFile> metas_;
   std::vector<LayerFile> vlmetas_;
+  const FrameKind kind_;
+  const std::shared_ptr<const ProxyState> proxy_;
   std::optional<NdLayout> layout_;
+  bool tensor_ = false;  // array.npy is npy_header_ + the data of a pack_tensor SChunk
   std::string npy_header_;
 
   std::mutex text_mutex_;
   std::optional<std::string> frame_json_;
   IndexTsvFile index_tsv_;
+  std::optional<PagedText> items_;
 };
 
 }  // namespace blosc2fs

@@ -31,8 +31,8 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   disk_stamp_ = stamp;
   if (frame->nchunks() > kMaxChunksShown)
     throw FormatError("the frame claims " + std::to_string(frame->nchunks()) + " chunks, more than can be shown");
-  loader_.set_frame(frame);
   files_ = std::make_shared<FrameFiles>(frame, cache_);
+  loader_.set_frame(frame, files_->proxy());
   overlay_.reset(*files_, overlay_limits(*files_));
   mtime_ns_ = stamp.mtime_ns;
   frame_access_ = read_frame_access(path_);
@@ -91,6 +91,7 @@ bool Volume::exists(const Node& node) const {
   };
   switch (node.kind) {
     case NodeKind::array_npy: return files_->has_array();
+    case NodeKind::items_jsonl: return files_->has_items();
     case NodeKind::chunk: return node.index >= 0 && node.index < overlay_.count();
     case NodeKind::raw_chunk: {
       if (node.index >= 0 && node.index < files_->nchunks()) return true;
@@ -315,6 +316,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     case NodeKind::index_tsv: return files_->index_tsv().size();
     case NodeKind::data: return overlay_.data_size(*files_);
     case NodeKind::array_npy: return files_->array_size();
+    case NodeKind::items_jsonl: return files_->has_items() ? files_->items().size() : 0;
     case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
     case NodeKind::chunk:
       if (overlay_.holds(node.index)) return overlay_.chunk_size(*files_, node.index);
@@ -427,6 +429,7 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
     case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);
     case NodeKind::array_npy: return files_->read_array(offset, out);
+    case NodeKind::items_jsonl: return files_->has_items() ? files_->items().read(offset, out) : 0;
     case NodeKind::chunk: return overlay_.read_chunk(*files_, node.index, offset, out);
     case NodeKind::raw_chunk: return files_->read_raw(node.index, offset, out);
     case NodeKind::meta: {

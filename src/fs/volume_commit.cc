@@ -73,6 +73,11 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
                                KernelNotes& notes) {
   note_inode(notes, fixed_file(NodeKind::frame_json)->ino);
   note_inode(notes, fixed_file(NodeKind::index_tsv)->ino);
+  note_inode(notes, fixed_file(NodeKind::items_jsonl)->ino);  // made from the chunks and the kind's tags
+  if (before.has_items() != after.has_items()) {
+    note_inode(notes, kRootIno);
+    if (!after.has_items()) note_entry(notes, NodeKind::root, "items.jsonl");
+  }
   const int64_t old_count = before.nchunks(), new_count = after.nchunks();
   const bool chunks_changed = changes.all || !changes.chunks.empty() || changes.from != INT64_MAX ||
                               old_count != new_count;
@@ -158,7 +163,7 @@ void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std:
   }
   std::unique_lock lock(state_mutex_);
   std::shared_ptr<FrameFiles> before = files_;
-  loader_.set_frame(frame);
+  loader_.set_frame(frame, files->proxy());
   files_ = files;
   disk_stamp_ = stamp;
   mtime_ns_ = stamp.mtime_ns;
