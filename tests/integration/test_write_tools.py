@@ -58,6 +58,7 @@ def vlmeta_shell_tools(h, name):
     expect_state(before, after, vlmeta={"greet": b"hel", "catted": b"copied with cp\n", "copied": b"a\tb",
                                         "preserved": b"copied with cp -a\n"}, what=name)
     check(json.dumps(after["info"]["metalayers"]) == json.dumps(before["info"]["metalayers"]), "metalayers in --info")
+    return frame, after
 
 
 def attrs_tools(h, name):
@@ -359,6 +360,12 @@ def other_writers_frame_tools(h, name):
     expect_blosc2_reads(frame, frame_state(h, frame), name)
 
 
+def other_writers_layer_tools(h, name):
+    """The vlmeta/ shell tools on a copy of a frame another writer made, read back by python-blosc2."""
+    frame, after = vlmeta_shell_tools(h, name)
+    expect_blosc2_reads(frame, after, name)
+
+
 def main():
     h = Harness("writing through the mount", watchdog_seconds=180)
     h.require_fuse()
@@ -383,6 +390,9 @@ def main():
     for name in (REORDERED, MUTATED_200):
         h.test(f"dd into chunks/N, >> data, new chunks/N, truncate data; python-blosc2 reads it back ({name})",
                other_writers_frame_tools, h, name)
+        h.test(f"echo, printf, cat, python, truncate, cp, mv, rm in vlmeta/; python-blosc2 reads it back ({name})",
+               other_writers_layer_tools, h, name)
+        h.test(f"scratch files never enter the frame ({name})", scratch_files, h, name)
     h.test("meta/: same-length edits with python and vim", metalayer_tools, h)
     h.test("N-d array: chunk edit shows in array.npy; vlmeta and attrs edits", ndim_chunk_edit, h)
     h.test("a frame at 16 vlmetalayers: sed -i and vim still edit layers", sixteen_layers, h)
