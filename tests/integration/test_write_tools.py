@@ -289,6 +289,27 @@ def make_sparse_short_middle(h):
     return path
 
 
+def special_short_chunk_first(h):
+    """A zeros chunk that is short, moved first by python-blosc2's reorder_offsets:
+    stored as a special index entry, so no header gives its size; blosc2fs infers it
+    from nbytes (c-blosc2 itself sizes a special entry that is not last as the chunksize)."""
+    import blosc2
+    import numpy as np
+    path = os.path.join(h.new_dir("special-short"), "zeros-first.b2frame")
+    schunk = blosc2.SChunk(chunksize=4096, urlpath=path, mode="w", cparams={"typesize": 4})
+    full = [np.arange(i * 1024, (i + 1) * 1024, dtype=np.int32).tobytes() for i in range(1, 4)]
+    for chunk in full:
+        schunk.append_data(chunk)
+    schunk.append_data(bytes(400))
+    schunk.reorder_offsets([3, 0, 1, 2])
+    del schunk
+    want = [bytes(400)] + full
+    state = frame_state(h, path)
+    check_equal([len(c) for c in state["chunks"]], [len(c) for c in want], "chunk sizes")
+    check(state["chunks"] == want, "chunks differ")
+    check(state["info"]["chunksize"] == 4096, "chunksize")
+
+
 def short_chunk_tools(h, frame):
     """Overwrite, rewrite the short chunk, append to and truncate data of a frame
     whose short chunk is not the last; the frame c-blosc2 reads afterwards is
@@ -387,6 +408,8 @@ def main():
            lambda: short_chunk_tools(h, h.copy_fixture(REORDERED)))
     h.test("short chunk in the middle of a python-blosc2 sparse frame: same tools, python-blosc2 reads it back",
            lambda: short_chunk_tools(h, make_sparse_short_middle(h)))
+    h.test("a short zeros chunk (special index entry) moved first by python-blosc2 reads as its own size",
+           special_short_chunk_first, h)
     for name in (REORDERED, MUTATED_200):
         h.test(f"dd into chunks/N, >> data, new chunks/N, truncate data; python-blosc2 reads it back ({name})",
                other_writers_frame_tools, h, name)
