@@ -2,6 +2,7 @@
 // reorder and insert make them): reading, and every edit keeping them frames
 // that read the same way, on contiguous and sparse frames.
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -72,8 +73,18 @@ void expect_frame(const fs::path& path, const std::vector<Bytes>& chunks, int32_
     at += int64_t(chunks[size_t(n)].size());
   }
   EXPECT_EQ(frame->chunk_data_offset(frame->nchunks()), at);
-  const std::string tsv = index_tsv_text(*frame);
-  EXPECT_EQ(tsv.find("error"), std::string::npos) << tsv;
+  // index.tsv: one row per chunk, its nbytes column the chunk's size.
+  std::istringstream tsv(index_tsv_text(*frame));
+  std::string row;
+  std::getline(tsv, row);  // the header
+  for (size_t n = 0; std::getline(tsv, row); ++n) {
+    std::vector<std::string> cells;
+    std::istringstream fields(row);
+    for (std::string cell; std::getline(fields, cell, '\t');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 7u) << row;
+    ASSERT_LT(n, chunks.size());
+    EXPECT_EQ(cells[3], std::to_string(chunks[n].size())) << row;
+  }
   if (chunksize > 0) {
     // What c-blosc2 needs to read it the same way: nchunks from nbytes, and
     // special index entries only where it sizes them right.
