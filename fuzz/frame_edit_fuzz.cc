@@ -15,7 +15,6 @@
 
 #include "chunk_codec.h"
 #include "error.h"
-#include "file.h"
 #include "frame.h"
 #include "frame_editor.h"
 #include "frame_writer.h"
@@ -114,15 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     model.vlmetas["a"] = fuzz::script_data(5, 3);
     writer.close();
   }
-  if (short_first) {
-    const fs::path header = params.sparse ? path / "chunks.b2frame" : path;
-    File file = File::open_read_write(header);
-    uint8_t flags = frame_general_flags(fixed_chunksize, false);
-    uint8_t size[4];
-    store_be32(size, uint32_t(fixed_chunksize));
-    file.write_at(25, ByteSpan(&flags, 1));
-    file.write_at(58, ByteSpan(size, 4));
-  }
+  if (short_first) fuzz::set_fixed_chunksize(path, params.sparse, fixed_chunksize);
   EditOptions options;
   options.sync = false;
   auto editor = std::make_unique<FrameEditor>(path, 0, options);
