@@ -46,6 +46,23 @@ void verify(const fs::path& path, const Model& model) {
     std::map<std::string, Bytes> vlmetas;
     for (const Vlmetalayer& layer : frame->vlmetalayers()) vlmetas[layer.name] = frame->vlmetalayer_content(layer);
     if (vlmetas != model.vlmetas) fail("vlmetalayers differ");
+    // What c-blosc2 needs to read a fixed-chunksize frame the same way: the
+    // count from nbytes, and special entries only where it sizes them right
+    // (the last one gets the remainder, the others the chunksize).
+    const FrameHeader& h = frame->header();
+    if (h.chunksize > 0) {
+      if (frame->nchunks() != (h.nbytes + h.chunksize - 1) / h.chunksize) fail("nchunks does not follow from nbytes");
+      const int64_t short_at = frame->short_chunk();
+      for (int64_t n = 0; n < frame->nchunks(); ++n) {
+        if (frame->index_entry(n).special == Special::none) continue;
+        const bool last = n == frame->nchunks() - 1;
+        if (last ? short_at >= 0 && short_at != n : n == short_at)
+          fail("special index entry at chunk " + std::to_string(n) + " that c-blosc2 would size wrong");
+      }
+    } else if (h.chunksize == 0) {
+      for (int64_t n = 0; n < frame->nchunks(); ++n)
+        if (frame->index_entry(n).special != Special::none) fail("special index entry in a variable frame (B2)");
+    }
   } catch (const std::exception& e) {
     fail(std::string("committed frame does not read back: ") + e.what());
   }
@@ -78,17 +95,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.cparams.typesize = kTypesizes[(setup >> 4) % std::size(kTypesizes)];
   params.chunksize = (setup & 0x40) ? 0 : int32_t(256 * (1 + shape % 4));
   Model model;
+  // Bit 7 with a fixed chunksize: the first chunk is the short one, as
+  // c-blosc2's reorder leaves it (written with variable chunks, then the
+  // header's chunksize and version set).
+  const int32_t fixed_chunksize = params.chunksize;
+  const bool short_first = fixed_chunksize > 0 && (setup & 0x80);
+  if (short_first) params.chunksize = 0;
   {
     FrameWriter writer(path, params);
-    const size_t first = params.chunksize ? size_t(params.chunksize) : 200;
+    const size_t first = fixed_chunksize ? size_t(fixed_chunksize) : 200;
     for (uint8_t seed : {uint8_t(2), uint8_t(shape % 3)}) {
-      writer.append(fuzz::script_data(first, seed));
-      model.chunks.push_back(fuzz::script_data(first, seed));
+      const size_t n = short_first && model.chunks.empty() ? first / 2 : first;
+      writer.append(fuzz::script_data(n, seed));
+      model.chunks.push_back(fuzz::script_data(n, seed));
     }
     writer.set_vlmetalayer("a", fuzz::script_data(5, 3));
     model.vlmetas["a"] = fuzz::script_data(5, 3);
     writer.close();
   }
+  if (short_first) fuzz::set_fixed_chunksize(path, params.sparse, fixed_chunksize);
   EditOptions options;
   options.sync = false;
   auto editor = std::make_unique<FrameEditor>(path, 0, options);

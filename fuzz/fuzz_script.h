@@ -14,6 +14,8 @@
 #include <system_error>
 
 #include "bytes.h"
+#include "file.h"
+#include "frame_writer.h"
 
 namespace blosc2fs::fuzz {
 
@@ -46,6 +48,18 @@ inline Bytes script_data(size_t size, uint8_t seed) {
 
 // This process's own directory for one input's files: emptied for each input
 // (fresh_scratch_dir), removed at exit.
+// Turns a frame written with variable chunks into one of a fixed chunksize
+// (header chunksize and version), the way c-blosc2's reorder leaves a frame
+// whose short chunk is not the last.
+inline void set_fixed_chunksize(const std::filesystem::path& frame, bool sparse, int32_t chunksize) {
+  const File file = File::open_read_write(sparse ? frame / "chunks.b2frame" : frame);
+  const uint8_t flags = frame_general_flags(chunksize, false);
+  uint8_t size[4];
+  store_be32(size, uint32_t(chunksize));
+  file.write_at(25, ByteSpan(&flags, 1));
+  file.write_at(58, ByteSpan(size, 4));
+}
+
 inline const std::filesystem::path& scratch_dir_path() {
   // Never destroyed: the exit handler runs after the destructors of statics.
   static const std::filesystem::path* const dir = [] {

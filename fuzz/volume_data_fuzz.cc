@@ -72,16 +72,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.cparams.typesize = (setup & 2) ? 4 : 1;
   params.chunksize = (setup & 4) ? 0 : int32_t(64 * (1 + (setup >> 3) % 4) * params.cparams.typesize);
   Bytes model;
+  const size_t nchunks = (setup >> 5) % 4;
+  // Bit 7 with a fixed chunksize and two chunks or more: the first chunk is
+  // the short one, as c-blosc2's reorder leaves it.
+  const int32_t fixed_chunksize = params.chunksize;
+  const bool short_first = fixed_chunksize > 0 && nchunks >= 2 && (setup & 0x80);
+  if (short_first) params.chunksize = 0;
   {
     FrameWriter writer(path, params);
-    const size_t nchunks = (setup >> 5) % 4;
     for (size_t n = 0; n < nchunks; ++n) {
-      Bytes chunk = fuzz::script_data(params.chunksize ? size_t(params.chunksize) : 100 * (n + 1), uint8_t(n + 2));
+      size_t length = fixed_chunksize ? size_t(fixed_chunksize) : 100 * (n + 1);
+      if (short_first && n == 0) length = length / 2 + 1;
+      Bytes chunk = fuzz::script_data(length, uint8_t(n + 2));
       writer.append(chunk);
       model.insert(model.end(), chunk.begin(), chunk.end());
     }
     writer.close();
   }
+  if (short_first) fuzz::set_fixed_chunksize(path, params.sparse, fixed_chunksize);
   VolumeOptions options;
   options.writable = true;
   options.edit.sync = false;

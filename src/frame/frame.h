@@ -142,9 +142,14 @@ class Frame {
   Bytes vlmetalayer_content(const Vlmetalayer& layer) const;
 
   IndexEntry index_entry(int64_t n) const;   // n < nchunks(), else throws std::out_of_range
-  // Uncompressed size of chunk n, from its header or, for special index
-  // entries, from chunksize (the last chunk gets nbytes % chunksize).
+  // Uncompressed size of chunk n: with a fixed chunksize, chunksize except for
+  // short_chunk(), which holds nbytes % chunksize; with variable chunks, from
+  // its header.
   int32_t chunk_nbytes(int64_t n) const;
+  // Fixed chunksize: the one chunk shorter than chunksize, wherever it sits
+  // (c-blosc2's reorder and insert can move it from the end); -1 when none or
+  // when the chunksize is variable.
+  int64_t short_chunk() const;
   // The largest chunk_nbytes known without reading more chunk headers than the
   // sizes scan does (0 when none is known): one pass, not a call per chunk.
   int32_t largest_chunk_nbytes() const;

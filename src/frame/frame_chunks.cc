@@ -31,8 +31,49 @@ void Frame::Impl::check_chunk_number(int64_t n) const {
 }
 
 int32_t Frame::Impl::fixed_chunk_nbytes(int64_t n) const {
-  if (n + 1 < nchunks) return header.chunksize;
-  return int32_t(header.nbytes - (nchunks - 1) * int64_t(header.chunksize));
+  const int32_t rest = int32_t(header.nbytes % header.chunksize);
+  if (rest == 0 || n != short_chunk_index()) return header.chunksize;
+  return rest;
+}
+
+int32_t Frame::Impl::stored_nbytes_or_unknown(int64_t n) const {
+  if (raw_entry(n) < 0) return -1;
+  try {
+    return stored_chunk_header(n).nbytes;
+  } catch (const FormatError&) {
+  } catch (const IoError&) {
+  }
+  return -1;
+}
+
+// nchunks = ceil(nbytes / chunksize), so when chunksize does not divide nbytes
+// exactly one chunk holds the remainder. c-blosc2 sizes a special index entry
+// by position (the last one gets the remainder), so a special or unreadable
+// last chunk is taken as the short one without looking further; likewise a
+// uniform index (every chunk the same entry, possibly millions). Otherwise the
+// short chunk is the first stored chunk whose header says fewer bytes, or,
+// when no header does, the one chunk whose size no header tells.
+void Frame::Impl::locate_short_chunk() const {
+  short_chunk = -1;
+  if (nchunks == 0 || header.nbytes % header.chunksize == 0) return;
+  const int64_t last = nchunks - 1;
+  short_chunk = last;
+  if (index_uniform) return;
+  const int32_t last_size = stored_nbytes_or_unknown(last);
+  if (last_size < 0 || last_size < header.chunksize) return;
+  int64_t unknown = 0, unknown_at = -1;
+  for (int64_t n = 0; n < last; ++n) {
+    const int32_t size = stored_nbytes_or_unknown(n);
+    if (size >= 0 && size < header.chunksize) {
+      short_chunk = n;
+      return;
+    }
+    if (size < 0) {
+      ++unknown;
+      unknown_at = n;
+    }
+  }
+  if (unknown == 1) short_chunk = unknown_at;
 }
 
 std::filesystem::path Frame::Impl::chunk_file(int64_t id) const { return path / sframe_chunk_filename(id); }
@@ -142,7 +183,12 @@ int32_t Frame::Impl::nbytes_of(int64_t n) const {
 }
 
 int64_t Frame::Impl::data_offset_of(int64_t n) const {
-  if (fixed_chunksize()) return std::min(n * int64_t(header.chunksize), header.nbytes);
+  if (fixed_chunksize()) {
+    const int64_t cs = header.chunksize;
+    const int64_t short_at = short_chunk_index();
+    if (short_at < 0 || n <= short_at) return std::min(n * cs, header.nbytes);
+    return std::min((n - 1) * cs + header.nbytes % cs, header.nbytes);
+  }
   ensure_sizes();
   int64_t start = -1;
   if (index_uniform)
@@ -214,6 +260,8 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
 }
 
 bool Frame::index_is_uniform() const { return impl_->index_uniform; }
+
+int64_t Frame::short_chunk() const { return impl_->fixed_chunksize() ? impl_->short_chunk_index() : -1; }
 
 int32_t Frame::largest_chunk_nbytes() const {
   if (impl_->fixed_chunksize()) return impl_->header.chunksize;

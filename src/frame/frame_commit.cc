@@ -251,9 +251,9 @@ FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size
       nbytes += chunk.nbytes;
     }
     h.nbytes = nbytes;
-    h.chunksize = edits.chunksize;
+    h.chunksize = edits.header_chunksize();
   }
-  h.general_flags = frame_general_flags(edits.chunksize, edits.vlblocks);
+  h.general_flags = frame_general_flags(edits.header_chunksize(), edits.vlblocks);
   h.has_vlmetalayers = nvlmetalayers > 0;
   return h;
 }
@@ -261,17 +261,43 @@ FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size
 std::vector<int64_t> next_index(const Frame& frame, const StagedEdits& edits,
                                 const std::function<int64_t(int64_t, const StagedChunk&)>& place) {
   std::vector<int64_t> index(size_t(edits.nchunks));
+  const int32_t typesize = frame.header().typesize;
+  auto stored_special = [&](int64_t n, Special kind, int32_t nbytes) {
+    StagedChunk c;
+    c.stored = repeat_value_chunk(kind, nbytes, typesize);
+    c.nbytes = nbytes;
+    return place(n, c);
+  };
   auto edit = edits.chunks.begin();
   for (int64_t n = 0; n < edits.nchunks; ++n) {
     if (edit != edits.chunks.end() && edit->first == n) {
       const StagedChunk& c = edit->second;
-      index[size_t(n)] = c.stored.empty() ? special_index_entry(c.entry_special) : place(n, c);
+      if (!c.stored.empty()) index[size_t(n)] = place(n, c);
+      else if (edits.needs_stored_chunk(n)) index[size_t(n)] = stored_special(n, c.entry_special, c.nbytes);
+      else index[size_t(n)] = special_index_entry(c.entry_special);
       ++edit;
     } else {
-      index[size_t(n)] = frame.index_entry(n).raw;
+      const IndexEntry e = frame.index_entry(n);
+      if (e.raw < 0 && e.special != Special::none && edits.needs_stored_chunk(n))
+        index[size_t(n)] = stored_special(n, e.special, frame.chunk_nbytes(n));
+      else
+        index[size_t(n)] = e.raw;
     }
   }
   return index;
+}
+
+Bytes repeat_value_chunk(Special kind, int32_t nbytes, int32_t typesize) {
+  if (kind == Special::nan) {
+    if ((typesize != 4 && typesize != 8) || nbytes % typesize != 0)
+      throw FormatError("a NaN chunk needs typesize 4 or 8 and a whole number of items");
+    Bytes value(size_t(typesize), 0);
+    if (typesize == 4) store_le32(value.data(), 0x7FC00000u);
+    else store_le64(value.data(), 0x7FF8000000000000ull);
+    return make_special_chunk(Special::value, nbytes, typesize, value);
+  }
+  const int32_t vts = typesize >= 1 && typesize <= 255 && nbytes % typesize == 0 ? typesize : 1;
+  return make_special_chunk(Special::value, nbytes, vts, Bytes(size_t(vts), 0));
 }
 
 uint64_t random_nonce() {

@@ -155,12 +155,39 @@ struct FrameEditor::Impl {
       fail(path, "chunk " + std::to_string(n) + ": " + std::to_string(nbytes) + " bytes exceed the chunksize " +
                      std::to_string(cs), EINVAL);
     const bool last = n == count - 1 || append;
-    if (!last && nbytes != cs)
-      fail(path, "chunk " + std::to_string(n) + ": only the last chunk may be shorter than the chunksize " +
-                     std::to_string(cs), EINVAL);
+    // The frame's one short chunk keeps any size up to chunksize wherever it
+    // sits (c-blosc2's reorder and insert move it from the end).
+    if (!last && nbytes != cs && n != frame->short_chunk())
+      fail(path, "chunk " + std::to_string(n) + ": only the last chunk (or the one chunk already shorter) may be "
+                     "shorter than the chunksize " + std::to_string(cs), EINVAL);
     if (append && count > 0 && staged_chunk_nbytes(count - 1) != cs)
       fail(path, "cannot append: the last chunk is shorter than the chunksize " + std::to_string(cs), EINVAL);
     return cs;
+  }
+
+  // After each chunk edit: how many chunks end up shorter than the fixed
+  // chunksize, given that the committed chunks are all full but the frame's
+  // short chunk. One: the frame keeps its chunksize, wherever that chunk sits.
+  // Two (a truncation or an append behind a short chunk that is not the last):
+  // the frame becomes variable, as c-blosc2's insert and update make it.
+  void settle_short_chunks() {
+    staged.becomes_variable = false;
+    staged.short_chunk = -1;
+    const int32_t cs = staged.chunksize;
+    if (cs <= 0) return;
+    int64_t shorts = 0, first_short = -1;
+    const int64_t committed_short = frame->header().chunksize == cs ? frame->short_chunk() : -1;
+    if (committed_short >= 0 && committed_short < staged.nchunks && !staged.chunks.count(committed_short)) {
+      shorts = 1;
+      first_short = committed_short;
+    }
+    for (const auto& [n, chunk] : staged.chunks) {
+      if (chunk.nbytes >= cs) continue;
+      ++shorts;
+      if (first_short < 0 || n < first_short) first_short = n;
+    }
+    if (shorts >= 2) staged.becomes_variable = true;
+    else staged.short_chunk = first_short;
   }
 
   // Stores zeros/NaN/uninit chunks the way c-blosc2 reads back everywhere:
@@ -180,17 +207,11 @@ struct FrameEditor::Impl {
       c.entry_special = kind;
       return c;
     }
-    if (kind == Special::nan) {
-      int32_t nts = h.typesize == 4 || h.typesize == 8 ? h.typesize : 0;
-      if (nts == 0 || nbytes % nts != 0) fail(path, "NaN chunk with an unusable typesize", EINVAL);
-      Bytes value(size_t(nts), 0);
-      if (nts == 4) store_le32(value.data(), 0x7FC00000u);
-      else store_le64(value.data(), 0x7FF8000000000000ull);
-      c.stored = make_special_chunk(Special::value, nbytes, nts, value);
-      return c;
+    try {
+      c.stored = editor::repeat_value_chunk(kind, nbytes, kind == Special::nan ? h.typesize : ts);
+    } catch (const FormatError&) {
+      fail(path, "NaN chunk with an unusable typesize", EINVAL);
     }
-    int32_t vts = ts >= 1 && ts <= 255 && nbytes % ts == 0 ? ts : 1;
-    c.stored = make_special_chunk(Special::value, nbytes, vts, Bytes(size_t(vts), 0));
     return c;
   }
 
@@ -225,6 +246,10 @@ struct FrameEditor::Impl {
       if (params_error) std::rethrow_exception(params_error);
       return encode_chunk(data, params);
     });
+    struct Settle {  // also when a put fails: those before it stay staged
+      Impl& impl;
+      ~Settle() { impl.settle_short_chunks(); }
+    } settle{*this};
     for (size_t i = 0; i < puts.size(); ++i) {
       const int64_t n = puts[i].n < 0 ? staged.nchunks : puts[i].n;
       if (puts[i].n >= staged.nchunks) fail(path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
@@ -266,6 +291,7 @@ struct FrameEditor::Impl {
                      (h.vlblocks() ? " has VL blocks but the frame's chunks do not" : " lacks the frame's VL blocks"),
            EINVAL);
     stage_chunk(n, finalize(Bytes(chunk.begin(), chunk.end()), h.nbytes, cs_after), cs_after, h.vlblocks());
+    settle_short_chunks();
   }
 
   // After another writer changed the frame: reload and keep the staged edits
@@ -276,6 +302,7 @@ struct FrameEditor::Impl {
     if (staged.chunks_dirty &&
         (frame->nchunks() != staged_base_nchunks || frame->header().chunksize != staged_base_chunksize))
       fail(path, "changed by another writer since the chunk edits were staged", ESTALE);
+    if (staged.chunks_dirty) settle_short_chunks();  // the short chunk may have moved
     if (!staged.chunks_dirty) {
       staged.nchunks = frame->nchunks();
       staged.chunksize = frame->header().chunksize;
@@ -399,6 +426,7 @@ void FrameEditor::truncate_chunks(int64_t nchunks) {
   m.staged.chunks.erase(m.staged.chunks.lower_bound(nchunks), m.staged.chunks.end());
   m.staged.nchunks = nchunks;
   m.staged.chunks_dirty = true;
+  m.settle_short_chunks();
 }
 
 bool FrameEditor::has_staged_edits() const { return !impl_->staged.empty(); }

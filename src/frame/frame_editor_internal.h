@@ -40,11 +40,26 @@ struct StagedEdits {
   std::map<int64_t, StagedChunk> chunks;
   bool chunks_dirty = false;
   int64_t nchunks = 0;     // logical chunk count after the edits
-  int32_t chunksize = 0;   // header chunksize after the edits
+  int32_t chunksize = 0;   // the fixed chunksize the edits keep to (0 variable, -1 unset)
+  // Set by the editor after each chunk edit (FrameEditor::Impl::settle_short_chunks):
+  // two chunks end up shorter than a fixed chunksize, so the header says 0
+  // (variable), as c-blosc2's own insert and update do, and every special index
+  // entry is stored as a repeat-value chunk instead (bug B2).
+  bool becomes_variable = false;
+  // The one chunk shorter than the fixed chunksize after the edits (-1: none).
+  // When it is not the last, it and the last chunk are stored physically:
+  // c-blosc2 sizes special index entries by position (the last one gets the
+  // remainder, others chunksize).
+  int64_t short_chunk = -1;
   bool vlblocks = false;   // whether the frame's chunks are VL-block chunks after the edits
   uint64_t temp_nonce = 0; // names this commit's temporary files, so a plan is reproducible
 
   bool empty() const { return vlmeta_ops.empty() && metalayer_writes.empty() && !chunks_dirty; }
+  int32_t header_chunksize() const { return becomes_variable ? 0 : chunksize; }
+  // Whether chunk n must be a stored chunk rather than a special index entry.
+  bool needs_stored_chunk(int64_t n) const {
+    return becomes_variable || (short_chunk >= 0 && short_chunk != nchunks - 1 && (n == short_chunk || n == nchunks - 1));
+  }
 };
 
 // A plan plus the step whose completion makes the new state live (the header
@@ -84,12 +99,18 @@ int64_t index_chunk_cbytes(const Frame& frame);
 
 // ---- encoding ----
 
+// A zeros/nan/uninit chunk of nbytes as a repeat-value chunk, which c-blosc2
+// reads on every path (bug B3): NaN needs typesize 4 or 8 (FormatError
+// otherwise); uninit is stored as zeros, which is how it reads.
+Bytes repeat_value_chunk(Special kind, int32_t nbytes, int32_t typesize);
+
 std::vector<Vlmetalayer> apply_vlmeta_ops(std::vector<Vlmetalayer> layers, const std::vector<VlmetaOp>& ops);
 
 // The fixed header after the edits, minus frame_len and cbytes (callers set them).
 FrameHeader next_fixed_header(const Frame& frame, const StagedEdits& edits, size_t nvlmetalayers);
 // Index entries after the edits; new physical chunks get entries from `place`,
-// called in logical order with each staged chunk that has stored bytes.
+// called in logical order with each staged chunk that has stored bytes and with
+// each special entry that edits.needs_stored_chunk() turns into a repeat-value chunk.
 std::vector<int64_t> next_index(const Frame& frame, const StagedEdits& edits,
                                 const std::function<int64_t(int64_t n, const StagedChunk&)>& place);
 

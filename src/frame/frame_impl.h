@@ -37,6 +37,13 @@ struct Frame::Impl {
   mutable int32_t uniform_nbytes = -1;
   mutable int32_t largest_nbytes = 0;   // the largest size known
 
+  // Fixed-chunksize frames only: the one chunk shorter than chunksize (-1: none),
+  // found on first need. c-blosc2's reorder and insert can put it anywhere; it
+  // is the last one unless the last chunk's own header says otherwise, so only
+  // such frames pay for a scan of chunk headers.
+  mutable std::once_flag short_once;
+  mutable int64_t short_chunk = -1;
+
   // Where a stored chunk lives: the frame file itself (cframe) or its own chunk
   // file (sframe), with how many bytes the chunk may occupy there.
   struct Location {
@@ -56,6 +63,12 @@ struct Frame::Impl {
   void check_chunk_number(int64_t n) const;
   bool fixed_chunksize() const { return header.chunksize > 0; }
   int32_t fixed_chunk_nbytes(int64_t n) const;
+  void locate_short_chunk() const;
+  int64_t short_chunk_index() const {
+    std::call_once(short_once, [this] { locate_short_chunk(); });
+    return short_chunk;
+  }
+  int32_t stored_nbytes_or_unknown(int64_t n) const;  // -1: a special entry or an unreadable header
   void compute_sizes() const;
   void compute_uniform_sizes() const;
   void ensure_sizes() const { std::call_once(sizes_once, [this] { compute_sizes(); }); }

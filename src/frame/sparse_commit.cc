@@ -101,11 +101,10 @@ PlannedCommit plan_sparse_commit(const Frame& frame, const StagedEdits& edits, b
   chunk_owner.mode &= 0666;
   int64_t cbytes = fh.cbytes;
   for (int64_t n = edits.nchunks; n < base; ++n) cbytes -= stored_cbytes(frame, n);
-  for (const auto& [n, chunk] : edits.chunks) {
+  for (const auto& [n, chunk] : edits.chunks)
     if (n < base) cbytes -= stored_cbytes(frame, n);
-    cbytes += int64_t(chunk.stored.size());
-  }
   std::vector<int64_t> index = next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
+    cbytes += int64_t(c.stored.size());
     while (old_live.count(next_id) || on_disk.count(next_id)) ++next_id;
     if (next_id > int64_t(UINT32_MAX))
       throw IoError(dir.string() + ": no free chunk-file number below 2^32", ENOSPC);

@@ -95,18 +95,27 @@ class Harness:
     def frames_dir(self):
         return os.path.join(self.fixtures, "frames")
 
+    def fixture_root(self, name):
+        """fixtures/ or fixtures-extra/, whichever holds frame `name` (same layout)."""
+        if os.path.lexists(os.path.join(self.fixtures, "frames", name)):
+            return self.fixtures
+        return self.fixtures_extra
+
     def frame(self, name):
-        return os.path.join(self.fixtures, "frames", name)
+        return os.path.join(self.fixture_root(name), "frames", name)
 
     def expect(self, name):
-        with open(os.path.join(self.fixtures, "expect", name + ".expect.json")) as f:
+        with open(os.path.join(self.fixture_root(name), "expect", name + ".expect.json")) as f:
             return json.load(f)
 
     def expect_file(self, name, suffix):
-        return os.path.join(self.fixtures, "expect", name + suffix)
+        return os.path.join(self.fixture_root(name), "expect", name + suffix)
 
     def frame_names(self):
         return sorted(os.listdir(self.frames_dir()))
+
+    def extra_frame_names(self):
+        return sorted(os.listdir(os.path.join(self.fixtures_extra, "frames")))
 
     def copy_fixture(self, name, directory=None):
         """A writable copy of fixture frame `name` (file or sparse directory) in
@@ -174,7 +183,7 @@ class Harness:
         (copy_fixture)."""
         mnt = mountpoint or self.new_dir()
         options = list(options)
-        if os.path.abspath(frame).startswith(self.fixtures + os.sep):
+        if any(os.path.abspath(frame).startswith(root + os.sep) for root in (self.fixtures, self.fixtures_extra)):
             options += ["-o", "ro"]
         r = self.run(options + [frame, mnt], timeout=timeout)
         if r.returncode != 0:

@@ -61,6 +61,7 @@ def vlmeta_shell_tools(h, name):
                                         "preserved": b"copied with cp -a\n"}, what=name)
     check(json.dumps(after["info"]["metalayers"]) == json.dumps(before["info"]["metalayers"]), "metalayers in --info")
     check_reads_back_in_python_blosc2(frame, after, f"{name} after vlmeta/ edits")
+    return frame, after
 
 
 def attrs_tools(h, name):
@@ -127,8 +128,8 @@ def metalayer_tools(h):
     check_reads_back_in_python_blosc2(frame, after, "after meta/ edits")
 
 
-def chunk_tools(h, name):
-    frame = h.copy_fixture(name)
+def chunk_tools(h, name, frame=None):
+    frame = frame or h.copy_fixture(name)
     before = frame_state(h, frame)
     chunks = [bytearray(c) for c in before["chunks"]]
     chunksize = before["info"]["chunksize"]
@@ -151,8 +152,14 @@ def chunk_tools(h, name):
     # truncate: drops and shortens chunks.
     size = sum(map(len, chunks)) - chunksize - chunksize // 2
     sh(f"truncate -s {size} data", cwd=mnt)
-    flat = b"".join(chunks)[:size]
-    chunks = [flat[i:i + chunksize] for i in range(0, size, chunksize)]
+    kept, at = [], 0
+    for c in chunks:  # cut where the chunks are (a short chunk may sit anywhere)
+        if at >= size:
+            break
+        kept.append(c[:size - at])
+        at += len(c)
+    chunks = kept
+    flat = b"".join(chunks)
     check_equal(read_file(os.path.join(mnt, "data")), flat, "data after truncate")
     h.unmount(mnt)
     after = frame_state(h, frame)
@@ -250,6 +257,150 @@ def create_and_copy(h, sparse):
     check_reads_back_in_python_blosc2(frame, state, "-o create then cp" + (" (sparse)" if sparse else ""))
 
 
+# Frames other writers made whose chunks are not all in order of size: the short
+# chunk first (c-blosc2's reorder), and 2.0.0's updated, inserted, deleted and
+# reordered chunks.
+REORDERED, MUTATED_200 = "reordered-short-first-lz4-i4.b2frame", "v2.0.0-lz4hc-shuffle-i8-mutated.b2frame"
+
+
+def blosc2_state(path):
+    """What c-blosc2 (python-blosc2) reads from the frame: chunks one by one and
+    the vlmetalayers' raw bytes (not every layer is one msgpack value)."""
+    import blosc2
+    schunk = blosc2.open(path, mode="r")
+    vlmeta = schunk.vlmeta
+    raw = super(type(vlmeta), vlmeta)
+    return {"chunks": [bytes(schunk.decompress_chunk(i)) for i in range(schunk.nchunks)],
+            "nbytes": schunk.nbytes, "chunksize": schunk.chunksize,
+            "vlmeta": {name: bytes(raw.get_vlmeta(name)) for name in vlmeta.keys()}}
+
+
+def expect_blosc2_reads(frame, state, what):
+    """python-blosc2 reads back exactly what the mount shows."""
+    got = blosc2_state(frame)
+    check_equal(len(got["chunks"]), len(state["chunks"]), f"{what}: python-blosc2 nchunks")
+    for i, (a, b) in enumerate(zip(got["chunks"], state["chunks"])):
+        check(a == b, f"{what}: python-blosc2 reads chunk {i} differently ({len(a)} vs {len(b)} bytes)")
+    check_equal(got["nbytes"], len(state["data"]), f"{what}: python-blosc2 nbytes")
+    check_equal(got["vlmeta"], state["vlmeta"], f"{what}: python-blosc2 vlmetalayers")
+    return got
+
+
+def make_sparse_short_middle(h):
+    """A sparse frame made by python-blosc2 whose short chunk sits in the middle:
+    five chunks appended, the short last one moved to index 2 by reorder_offsets."""
+    import blosc2
+    import numpy as np
+    path = os.path.join(h.new_dir("sparse-short"), "short-middle.b2frame")
+    schunk = blosc2.SChunk(chunksize=4096, urlpath=path, contiguous=False, mode="w",
+                           cparams={"typesize": 4, "codec": blosc2.Codec.LZ4})
+    for i in range(4):
+        schunk.append_data(np.arange(i * 1024, (i + 1) * 1024, dtype=np.int32).tobytes())
+    schunk.append_data(np.arange(100, dtype=np.int32).tobytes() * 1)
+    schunk.reorder_offsets([0, 1, 4, 2, 3])
+    schunk.vlmeta["origin"] = "python-blosc2 reorder_offsets"
+    del schunk
+    return path
+
+
+def special_short_chunk_first(h):
+    """A zeros chunk that is short, moved first by python-blosc2's reorder_offsets:
+    stored as a special index entry, so no header gives its size; blosc2fs infers it
+    from nbytes (c-blosc2 itself sizes a special entry that is not last as the chunksize)."""
+    import blosc2
+    import numpy as np
+    path = os.path.join(h.new_dir("special-short"), "zeros-first.b2frame")
+    schunk = blosc2.SChunk(chunksize=4096, urlpath=path, mode="w", cparams={"typesize": 4})
+    full = [np.arange(i * 1024, (i + 1) * 1024, dtype=np.int32).tobytes() for i in range(1, 4)]
+    for chunk in full:
+        schunk.append_data(chunk)
+    schunk.append_data(bytes(400))
+    schunk.reorder_offsets([3, 0, 1, 2])
+    del schunk
+    want = [bytes(400)] + full
+    state = frame_state(h, path)
+    check_equal([len(c) for c in state["chunks"]], [len(c) for c in want], "chunk sizes")
+    check(state["chunks"] == want, "chunks differ")
+    check(state["info"]["chunksize"] == 4096, "chunksize")
+
+
+def short_chunk_tools(h, frame):
+    """Overwrite, rewrite the short chunk, append to and truncate data of a frame
+    whose short chunk is not the last; the frame c-blosc2 reads afterwards is
+    what the mount showed at each step."""
+    before = frame_state(h, frame)
+    chunks = [bytearray(c) for c in before["chunks"]]
+    chunksize = before["info"]["chunksize"]
+    short = [i for i, c in enumerate(chunks) if len(c) < chunksize]
+    check(len(short) == 1 and short[0] < len(chunks) - 1, f"test setup: one short chunk, not last ({short})")
+    k = short[0]
+    expect_blosc2_reads(frame, before, "the frame as made")
+    mnt = h.mount(frame)
+    # dd into the short chunk, and into data across its end.
+    patch = source_file(h, "patch", b"PATCHED" * 5)
+    sh(f"dd if={patch} of=chunks/{k:08d} bs=5 seek=2 conv=notrunc status=none", cwd=mnt)
+    chunks[k][10:45] = b"PATCHED" * 5
+    start = sum(map(len, chunks[:k])) + len(chunks[k]) - 7
+    sh(f"dd if={patch} of=data bs=1 seek={start} conv=notrunc status=none", cwd=mnt)
+    flat = bytearray(b"".join(chunks))
+    flat[start:start + 35] = b"PATCHED" * 5
+    at = 0
+    for c in chunks:
+        c[:] = flat[at:at + len(c)]
+        at += len(c)
+    check(read_file(os.path.join(mnt, "data")) == bytes(flat), "data after dd")
+    # The short chunk rewritten whole with cp (same size, new bytes).
+    new_short = bytes((i * 13 + 5) % 256 for i in range(len(chunks[k])))
+    sh(f"cp {source_file(h, 'short', new_short)} chunks/{k:08d}", cwd=mnt)
+    chunks[k] = bytearray(new_short)
+    check_equal(os.stat(os.path.join(mnt, "data")).st_size, sum(map(len, chunks)), "data size after cp")
+    h.unmount(mnt)
+    mid = frame_state(h, frame)
+    expect_state(before, mid, chunks=[bytes(c) for c in chunks], what="dd and cp")
+    check_equal(mid["info"]["chunksize"], chunksize, "chunksize after same-size edits")
+    expect_blosc2_reads(frame, mid, "after dd and cp")
+
+    # >> data: a whole chunk and a bit more; the bit is a second short chunk, so
+    # the frame becomes one of variable chunks (README "Short chunks anywhere").
+    mnt = h.mount(frame)
+    extra = bytes((i * 31 + 7) % 251 for i in range(chunksize + 100))
+    sh(f"cat {source_file(h, 'extra', extra)} >> data", cwd=mnt)
+    chunks += [bytearray(extra[:chunksize]), bytearray(extra[chunksize:])]
+    check_equal(os.stat(os.path.join(mnt, "data")).st_size, sum(map(len, chunks)), "data size after >>")
+    sh("echo appended by echo >> data", cwd=mnt)
+    chunks[-1] += b"appended by echo\n"
+    h.unmount(mnt)
+    after = frame_state(h, frame)
+    expect_state(before, after, chunks=[bytes(c) for c in chunks], what=">> data")
+    check_equal(after["info"]["chunksize"], 0, "chunksize once two chunks are short")
+    expect_blosc2_reads(frame, after, "after >> data")
+
+    # truncate: into the chunk after the short one.
+    mnt = h.mount(frame)
+    size = sum(map(len, chunks[:k + 1])) + 1000
+    sh(f"truncate -s {size} data", cwd=mnt)
+    chunks = chunks[:k + 1] + [chunks[k + 1][:1000]]
+    check(read_file(os.path.join(mnt, "data")) == b"".join(chunks), "data after truncate")
+    h.unmount(mnt)
+    after = frame_state(h, frame)
+    expect_state(before, after, chunks=[bytes(c) for c in chunks], what="truncate data")
+    expect_blosc2_reads(frame, after, "after truncate")
+
+
+def other_writers_frame_tools(h, name):
+    """The chunk tools on a copy of a frame another writer made, and python-blosc2
+    reads the result back as the mount showed it."""
+    frame = h.copy_fixture(name)
+    chunk_tools(h, name, frame)
+    expect_blosc2_reads(frame, frame_state(h, frame), name)
+
+
+def other_writers_layer_tools(h, name):
+    """The vlmeta/ shell tools on a copy of a frame another writer made, read back by python-blosc2."""
+    frame, after = vlmeta_shell_tools(h, name)
+    expect_blosc2_reads(frame, after, name)
+
+
 def main():
     h = Harness("writing through the mount", watchdog_seconds=180)
     h.require_fuse()
@@ -267,6 +418,18 @@ def main():
     for name in (CONTIGUOUS, SPARSE):
         h.test(f"dd into chunks/N, >> data, new chunks/N, truncate data ({name})", chunk_tools, h, name)
         h.test(f"cp raw/N.chunk over another ({name})", raw_chunk_copy, h, name)
+    h.test(f"short chunk first: dd, cp chunks/N, >> data, truncate; python-blosc2 reads it back ({REORDERED})",
+           lambda: short_chunk_tools(h, h.copy_fixture(REORDERED)))
+    h.test("short chunk in the middle of a python-blosc2 sparse frame: same tools, python-blosc2 reads it back",
+           lambda: short_chunk_tools(h, make_sparse_short_middle(h)))
+    h.test("a short zeros chunk (special index entry) moved first by python-blosc2 reads as its own size",
+           special_short_chunk_first, h)
+    for name in (REORDERED, MUTATED_200):
+        h.test(f"dd into chunks/N, >> data, new chunks/N, truncate data; python-blosc2 reads it back ({name})",
+               other_writers_frame_tools, h, name)
+        h.test(f"echo, printf, cat, python, truncate, cp, mv, rm in vlmeta/; python-blosc2 reads it back ({name})",
+               other_writers_layer_tools, h, name)
+        h.test(f"scratch files never enter the frame ({name})", scratch_files, h, name)
     h.test("meta/: same-length edits with python and vim", metalayer_tools, h)
     h.test("N-d array: chunk edit shows in array.npy; vlmeta and attrs edits", ndim_chunk_edit, h)
     h.test("a frame at 16 vlmetalayers: sed -i and vim still edit layers", sixteen_layers, h)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "b2nd.h"
@@ -22,11 +23,49 @@ using testing::gunzip_file;
 using testing::hex_to_bytes;
 using testing::load_expect;
 
-class FixtureFrame : public ::testing::TestWithParam<std::string> {};
+// A frame of fixtures/ or fixtures-extra/ (same layout and expectation schema).
+struct FixtureParam {
+  std::filesystem::path root;
+  std::string name;
+  bool extra = false;
+  std::filesystem::path frame() const { return root / "frames" / name; }
+  std::filesystem::path expect_file(const std::string& suffix) const { return root / "expect" / (name + suffix); }
+};
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s;
-  for (char c : info.param) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+// Frames of fixtures-extra this library does not open yet (the pre-2.0 layouts
+// of ../shared/docs/legacy-layouts.md). Each must still fail to open, so the
+// list is emptied as soon as they do.
+const std::set<std::string> kExtraNotYetSupported = {
+    "python-caterva-example.cat",
+    "v2.0.0-beta.1-lz4-shuffle-f4.b2frame",
+    "v2.0.0-beta.1-zstd-bitshuffle-f8-meta.b2frame",
+    "v2.0.0-beta.2-zstd-bitshuffle-f8-meta-usermeta.b2frame",
+    "v2.0.0.beta.5-lz4hc-shuffle-i8-usermeta.b2frame",
+    "v2.0.0.beta.5-zlib-delta-shuffle-i4-meta.b2frame",
+};
+
+std::vector<FixtureParam> all_fixture_frames() {
+  std::vector<FixtureParam> out;
+  for (const std::string& name : fixture_frame_names()) out.push_back({fixtures_dir(), name, false});
+  for (const std::string& name : testing::fixture_extra_frame_names())
+    out.push_back({testing::fixtures_extra_dir(), name, true});
+  return out;
+}
+
+class FixtureFrame : public ::testing::TestWithParam<FixtureParam> {
+ protected:
+  // False (with the test failed) for a listed frame that opens after all.
+  bool supported() const {
+    const FixtureParam& p = GetParam();
+    if (!p.extra || !kExtraNotYetSupported.count(p.name)) return true;
+    EXPECT_ANY_THROW(Frame::open(p.frame())) << p.name << " opens now: take it off kExtraNotYetSupported";
+    return false;
+  }
+};
+
+std::string param_name(const ::testing::TestParamInfo<FixtureParam>& info) {
+  std::string s = info.param.extra ? "extra_" : "";
+  for (char c : info.param.name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s;
 }
 
@@ -64,9 +103,10 @@ Bytes reference_array(const NdMeta& m, const Bytes& data, int ts, int64_t chunk_
 }
 
 TEST_P(FixtureFrame, MatchesExpectations) {
-  const std::string name = GetParam();
-  auto expect = load_expect(name);
-  auto frame = Frame::open(frame_path(name));
+  if (!supported()) return;
+  const FixtureParam& fixture = GetParam();
+  auto expect = load_expect(fixture.root, fixture.name);
+  auto frame = Frame::open(fixture.frame());
   const FrameHeader& h = frame->header();
   EXPECT_EQ(frame->sparse(), expect["kind"] == "sframe");
   EXPECT_EQ(h.typesize, expect["typesize"].get<int>());
@@ -77,7 +117,14 @@ TEST_P(FixtureFrame, MatchesExpectations) {
   EXPECT_EQ(h.cbytes, expect["cbytes"].get<int64_t>());
   EXPECT_EQ(h.compcode(), expect["compcode"].get<int>());
   EXPECT_EQ(h.clevel(), expect["clevel"].get<int>());
-  EXPECT_EQ(int(h.splitmode()), expect["splitmode"].get<int>());
+  if (expect["splitmode"].get<int>() == 0) {
+    // Releases before 2.6 had no split mode (fixtures-extra/README.md): 2.0.0
+    // wrote 0 in byte 0x1C, which c-blosc2 3.x, like us, reads as ALWAYS.
+    EXPECT_EQ(h.other_flags & 0x03, 0);
+    EXPECT_EQ(h.splitmode(), SplitMode::always);
+  } else {
+    EXPECT_EQ(int(h.splitmode()), expect["splitmode"].get<int>());
+  }
   for (int i = 0; i < kMaxFilters; ++i) {
     EXPECT_EQ(h.filters[i], expect["filters"][i].get<int>()) << "slot " << i;
     EXPECT_EQ(h.filters_meta[i], expect["filters_meta"][i].get<int>()) << "slot " << i;
@@ -111,7 +158,7 @@ TEST_P(FixtureFrame, MatchesExpectations) {
     data.insert(data.end(), chunk.begin(), chunk.end());
   }
   EXPECT_EQ(frame->chunk_data_offset(frame->nchunks()), int64_t(data.size()));
-  auto data_gz = fixtures_dir() / "expect" / (name + ".data.gz");
+  auto data_gz = fixture.expect_file(".data.gz");
   if (frame->nchunks() > 0) {
     ASSERT_TRUE(std::filesystem::exists(data_gz));
     Bytes expected = gunzip_file(data_gz);
@@ -155,7 +202,7 @@ TEST_P(FixtureFrame, MatchesExpectations) {
     }
     NdLayout layout(meta, h.typesize, frame->nchunks(), h.chunksize);
     Bytes reference = reference_array(meta, data, h.typesize, layout.chunk_bytes());
-    auto array_gz = fixtures_dir() / "expect" / (name + ".array.gz");
+    auto array_gz = fixture.expect_file(".array.gz");
     if (std::filesystem::exists(array_gz)) {
       EXPECT_TRUE(gunzip_file(array_gz) == reference);
     }
@@ -192,9 +239,10 @@ TEST_P(FixtureFrame, MatchesExpectations) {
 }
 
 TEST_P(FixtureFrame, HeaderAndTrailerSerializeByteIdentically) {
-  const std::string name = GetParam();
-  auto frame = Frame::open(frame_path(name));
-  auto file = frame->sparse() ? frame_path(name) / "chunks.b2frame" : frame_path(name);
+  if (!supported()) return;
+  const FixtureParam& fixture = GetParam();
+  auto frame = Frame::open(fixture.frame());
+  auto file = frame->sparse() ? fixture.frame() / "chunks.b2frame" : fixture.frame();
   Bytes bytes = testing::read_file(file);
   const FrameHeader& h = frame->header();
   Bytes header(bytes.begin(), bytes.begin() + h.header_len);
@@ -204,7 +252,7 @@ TEST_P(FixtureFrame, HeaderAndTrailerSerializeByteIdentically) {
   EXPECT_EQ(serialize_frame_trailer(parse_frame_trailer(trailer)), trailer);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, FixtureFrame, ::testing::ValuesIn(fixture_frame_names()), param_name);
+INSTANTIATE_TEST_SUITE_P(All, FixtureFrame, ::testing::ValuesIn(all_fixture_frames()), param_name);
 
 TEST(FrameOpen, EmbeddedAtAnOffsetWithTrailingJunk) {
   testing::TempDir dir;

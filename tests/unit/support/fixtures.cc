@@ -22,13 +22,17 @@ std::filesystem::path hostile_frame_path(const std::string& name) {
   return std::filesystem::path(BLOSC2FS_TEST_DATA) / name;
 }
 
-std::vector<std::string> fixture_frame_names() {
+static std::vector<std::string> frame_names_in(const std::filesystem::path& root) {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(fixtures_dir() / "frames"))
+  for (const auto& entry : std::filesystem::directory_iterator(root / "frames"))
     names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
+
+std::vector<std::string> fixture_frame_names() { return frame_names_in(fixtures_dir()); }
+
+std::vector<std::string> fixture_extra_frame_names() { return frame_names_in(fixtures_extra_dir()); }
 
 Bytes read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -36,8 +40,10 @@ Bytes read_file(const std::filesystem::path& path) {
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-nlohmann::json load_expect(const std::string& name) {
-  Bytes text = read_file(fixtures_dir() / "expect" / (name + ".expect.json"));
+nlohmann::json load_expect(const std::string& name) { return load_expect(fixtures_dir(), name); }
+
+nlohmann::json load_expect(const std::filesystem::path& root, const std::string& name) {
+  Bytes text = read_file(root / "expect" / (name + ".expect.json"));
   return nlohmann::json::parse(text.begin(), text.end());
 }
 

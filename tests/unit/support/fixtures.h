@@ -21,6 +21,10 @@ std::filesystem::path hostile_frame_path(const std::string& name);
 std::vector<std::string> fixture_frame_names();
 // fixtures/expect/NAME.expect.json
 nlohmann::json load_expect(const std::string& name);
+// Every frame in fixtures-extra/frames, sorted by name.
+std::vector<std::string> fixture_extra_frame_names();
+// ROOT/expect/NAME.expect.json, ROOT being fixtures_dir() or fixtures_extra_dir().
+nlohmann::json load_expect(const std::filesystem::path& root, const std::string& name);
 // Decompressed contents of a .gz file (exists() false -> empty, check with has_*).
 Bytes gunzip_file(const std::filesystem::path& path);
 Bytes read_file(const std::filesystem::path& path);
