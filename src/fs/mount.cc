@@ -22,6 +22,7 @@
 #include "fs_ops.h"
 #include "log.h"
 #include "sd_notify.h"
+#include "store.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -43,10 +44,10 @@ std::shared_ptr<const Frame> open_frame(const fs::path& path) {
   } catch (const IoError& e) {
     std::error_code ec;
     if (e.error_number() == ENOENT && fs::is_directory(path, ec))
-      throw Failure{kExitFrameInvalid, "not a sparse Blosc2 frame: " + std::string(e.what())};
+      throw Failure{kExitFrameInvalid, "not a sparse Blosc2 frame nor a .b2d store: " + std::string(e.what())};
     throw Failure{kExitFrameMissing, e.what()};
   } catch (const FormatError& e) {
-    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame: ") + e.what()};
+    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame nor a .b2z/.b2e store: ") + e.what()};
   }
 }
 
@@ -163,7 +164,24 @@ class FuseArgs {
   fuse_args args_{};
 };
 
+// A python-blosc2 store: store.json; exit status 3 when it cannot be read.
+int run_store_info(const Options& o, const fs::path& path) {
+  try {
+    std::unique_ptr<Store> store = Store::open(path);
+    std::string text = store_json_text(*store);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    return kExitFrameMissing;
+  } catch (const FormatError& e) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    return kExitFrameInvalid;
+  }
+}
+
 int run_info(const Options& o) {
+  if (detect_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
   try {
     std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
     std::string text = frame_json_text(*frame);
@@ -191,6 +209,12 @@ int mount_and_serve(const Options& o) {
     if (!o.create.create) throw Failure{kExitFrameMissing, "no such file or directory (use -o create to create it)"};
     create_empty_frame(o, frame_path);
   }
+  // A .b2e EmbedStore is itself a frame and mounts as one; a .b2d or .b2z store
+  // has no single frame to serve.
+  if (std::optional<StoreFormat> store = detect_store(frame_path); store && *store != StoreFormat::b2e)
+    throw Failure{kExitFrameInvalid, std::string("a python-blosc2 .") + store_format_name(*store) +
+                                         " store: this build does not mount stores; `blosc2fs --info " +
+                                         o.frame.string() + "` prints its store.json"};
   open_frame(frame_path);  // a frame that cannot be read refuses the mount with its own exit status
   check_mountpoint(mountpoint);
 
