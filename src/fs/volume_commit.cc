@@ -30,11 +30,13 @@ bool chunk_inode(uint64_t ino) { return ino >= kChunkBase; }
 // --- loading the committed state ---
 
 FrameStamp Volume::read_disk_stamp() const {
+  if (options_.frame_source) return {};  // nothing on disk of its own to watch
   std::error_code ec;
   return read_frame_stamp(std::filesystem::is_directory(path_, ec) ? path_ / "chunks.b2frame" : path_);
 }
 
 std::pair<std::shared_ptr<const Frame>, FrameStamp> Volume::open_committed_frame() const {
+  if (options_.frame_source) return {options_.frame_source(), FrameStamp{}};
   // Under c-blosc2's lock when the frame has one, so a cooperating writer is
   // never seen half-way.
   std::error_code ec;

@@ -1,0 +1,386 @@
+#include "store_tree.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "fs_error.h"
+#include "read_pieces.h"
+#include "store_key.h"
+
+namespace blosc2fs {
+
+namespace {
+
+// A remote C2Array reference has no frame: its directory holds frame.json only.
+constexpr uint64_t kRemoteJsonLocal = 2;
+
+std::string remote_json(const StoreLeaf& leaf) {
+  Json j = Json::object();
+  j["kind"] = "c2array";
+  j["key"] = leaf.key;
+  j["urlbase"] = leaf.where.urlbase;
+  j["path"] = leaf.where.remote_path;
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open)
+    : store_(std::move(store)), leaf_options_(std::move(leaf_options)), max_open_(std::max<size_t>(max_open, 1)) {
+  leaf_options_.writable = false;
+  struct stat st {};
+  if (::stat(store_->path().c_str(), &st) == 0) store_time_ = st.st_mtim;
+  if (store_->leaves().size() > kMaxLeaves)
+    throw FormatError(store_->path().string() + ": " + std::to_string(store_->leaves().size()) +
+                      " keys, more than the " + std::to_string(kMaxLeaves) + " a mount can number");
+  // The groups, from the keys' components (keys are sorted, so "/a" comes before "/a/b").
+  std::vector<std::map<std::string, Child>> children(1);
+  groups_.push_back(Group{"/", {}});
+  for (const StoreLeaf& leaf : store_->leaves()) {
+    std::vector<std::string> parts = key_components(leaf.key);
+    size_t g = 0;
+    bool usable = true;
+    for (size_t i = 0; i + 1 < parts.size() && usable; ++i) {
+      auto it = children[g].find(parts[i]);
+      if (it == children[g].end()) {
+        groups_.push_back(Group{groups_[g].path + (g == 0 ? "" : "/") + parts[i], {}});
+        children.emplace_back();
+        it = children[g].emplace(parts[i], Child{parts[i], false, groups_.size() - 1}).first;
+      } else if (it->second.leaf) {
+        usable = false;  // a DictStore may hold "/a" and "/a/b": "/a" is a frame's directory
+      }
+      g = it->second.index;
+    }
+    const std::string& name = parts.back();
+    if (!usable || children[g].count(name) || (g == 0 && name == "store.json")) {
+      spdlog::warn("{}: key {} is not shown: its name is taken by another key or by store.json",
+                   store_->path().string(), leaf.key);
+      continue;
+    }
+    children[g].emplace(name, Child{name, true, leaves_.size()});
+    Leaf l;
+    l.store_leaf = &leaf;
+    leaves_.push_back(std::move(l));
+  }
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (auto& [name, child] : children[g]) groups_[g].children.push_back(child);
+  for (const std::string& line : store_->skipped()) spdlog::warn("{}: skipped {}", store_->path().string(), line);
+}
+
+StoreTree::~StoreTree() = default;
+
+size_t StoreTree::open_volumes() const {
+  std::lock_guard lock(mutex_);
+  return lru_.size();
+}
+
+bool StoreTree::underlying_statfs(struct statvfs& out) const { return ::statvfs(store_->path().c_str(), &out) == 0; }
+
+uint64_t StoreTree::child_ino(const Child& child) const {
+  return child.leaf ? global(child.index + 1, kRootIno) : kGroupBase + child.index;
+}
+
+const StoreTree::Group* StoreTree::group_of(uint64_t ino) const {
+  if (ino == kRootIno) return &groups_[0];
+  if (ino >= kGroupBase && ino - kGroupBase < groups_.size()) return &groups_[ino - kGroupBase];
+  return nullptr;
+}
+
+StoreTree::Leaf& StoreTree::leaf_of(uint64_t slot) {
+  if (slot == 0 || slot > leaves_.size()) throw FsError{ENOENT};
+  return leaves_[slot - 1];
+}
+
+std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
+  std::lock_guard lock(mutex_);
+  Leaf& leaf = leaf_of(slot);
+  if (leaf.store_leaf->where.type == LeafLocation::Type::remote) throw FsError{ENOENT};
+  if (leaf.volume) {
+    lru_.splice(lru_.begin(), lru_, leaf.lru);
+    return leaf.volume;
+  }
+  VolumeOptions options = leaf_options_;
+  std::filesystem::path file = store_->leaf_file(*leaf.store_leaf);
+  if (file.empty()) {
+    const StoreLeaf* sl = leaf.store_leaf;
+    const Store* store = store_.get();
+    options.frame_source = [store, sl] { return store->open_leaf(*sl); };
+    file = store_->path();
+  }
+  leaf.volume = std::make_shared<Volume>(file, options);
+  lru_.push_front(slot - 1);
+  leaf.lru = lru_.begin();
+  // Close the least recently used beyond the bound, skipping pinned ones.
+  for (auto it = lru_.end(); lru_.size() > max_open_ && it != lru_.begin();) {
+    --it;
+    Leaf& old = leaves_[*it];
+    if (old.pins > 0 || *it == slot - 1) continue;
+    old.volume.reset();
+    it = lru_.erase(it);
+  }
+  return leaf.volume;
+}
+
+std::shared_ptr<Volume> StoreTree::open_volume_if_open(uint64_t slot) {
+  std::lock_guard lock(mutex_);
+  if (slot == 0 || slot > leaves_.size()) return nullptr;
+  return leaves_[slot - 1].volume;
+}
+
+void StoreTree::translate(uint64_t slot, KernelNotes& notes) const {
+  for (uint64_t& ino : notes.inodes) ino = global(slot, ino);
+  for (auto& [parent, name] : notes.entries) parent = global(slot, parent);
+}
+
+const std::string& StoreTree::store_json() {
+  std::lock_guard lock(mutex_);
+  if (!store_json_made_) {
+    store_json_ = store_json_text(*store_);
+    store_json_made_ = true;
+  }
+  return store_json_;
+}
+
+struct stat StoreTree::directory_attributes(uint64_t ino) const {
+  struct stat st {};
+  st.st_ino = ino;
+  st.st_uid = leaf_options_.owner.uid;
+  st.st_gid = leaf_options_.owner.gid;
+  st.st_mode = S_IFDIR | (0555 & ~leaf_options_.owner.umask);
+  st.st_nlink = 2;
+  st.st_atim = st.st_mtim = st.st_ctim = store_time_;
+  return st;
+}
+
+std::optional<Node> StoreTree::node(uint64_t ino) const {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0) {
+    if (group_of(ino)) return Node{NodeKind::root};
+    if (ino == kStoreJsonIno) return Node{NodeKind::frame_json};
+    return std::nullopt;
+  }
+  if (slot > leaves_.size()) return std::nullopt;
+  if (local == kRootIno) return Node{NodeKind::root};
+  if (leaves_[slot - 1].store_leaf->where.type == LeafLocation::Type::remote)
+    return local == kRemoteJsonLocal ? std::optional<Node>(Node{NodeKind::frame_json}) : std::nullopt;
+  return const_cast<StoreTree*>(this)->volume(slot)->node(local);
+}
+
+std::optional<uint64_t> StoreTree::lookup(uint64_t parent, std::string_view name) {
+  const uint64_t slot = slot_of(parent), local = local_of(parent);
+  if (slot == 0) {
+    const Group* g = group_of(parent);
+    if (!g) throw FsError{ENOENT};
+    if (parent == kRootIno && name == "store.json") return kStoreJsonIno;
+    auto it = std::lower_bound(g->children.begin(), g->children.end(), name,
+                               [](const Child& c, std::string_view n) { return c.name < n; });
+    if (it == g->children.end() || it->name != name) return std::nullopt;
+    return child_ino(*it);
+  }
+  Leaf& leaf = leaf_of(slot);
+  if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
+    if (local == kRootIno && name == "frame.json") return global(slot, kRemoteJsonLocal);
+    return std::nullopt;
+  }
+  std::optional<uint64_t> child = volume(slot)->lookup(local, name);
+  if (!child) return std::nullopt;
+  return global(slot, *child);
+}
+
+std::optional<DirEntry> StoreTree::entry(uint64_t dir, int64_t cookie) {
+  const uint64_t slot = slot_of(dir), local = local_of(dir);
+  if (slot == 0) {
+    const Group* g = group_of(dir);
+    if (!g) throw FsError{ENOENT};
+    int64_t first = 0;
+    if (dir == kRootIno) {
+      if (cookie <= 0) return DirEntry{"store.json", kStoreJsonIno, false, 1};
+      first = 1;
+    }
+    const int64_t i = std::max<int64_t>(cookie, first) - first;
+    if (i >= int64_t(g->children.size())) return std::nullopt;
+    const Child& c = g->children[size_t(i)];
+    return DirEntry{c.name, child_ino(c), true, first + i + 1};
+  }
+  Leaf& leaf = leaf_of(slot);
+  if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
+    if (cookie <= 0 && local == kRootIno) return DirEntry{"frame.json", global(slot, kRemoteJsonLocal), false, 1};
+    return std::nullopt;
+  }
+  std::optional<DirEntry> e = volume(slot)->entry(local, cookie);
+  if (e) e->ino = global(slot, e->ino);
+  return e;
+}
+
+struct stat StoreTree::attributes(uint64_t ino) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0) {
+    if (group_of(ino)) return directory_attributes(ino);
+    if (ino != kStoreJsonIno) throw FsError{ENOENT};
+    struct stat st = directory_attributes(ino);
+    st.st_mode = S_IFREG | (0444 & ~leaf_options_.owner.umask);
+    st.st_nlink = 1;
+    st.st_size = off_t(store_json().size());
+    st.st_blocks = (st.st_size + 511) / 512;
+    return st;
+  }
+  Leaf& leaf = leaf_of(slot);
+  if (local == kRootIno) return directory_attributes(ino);
+  if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
+    if (local != kRemoteJsonLocal) throw FsError{ENOENT};
+    struct stat st = directory_attributes(ino);
+    st.st_mode = S_IFREG | (0444 & ~leaf_options_.owner.umask);
+    st.st_nlink = 1;
+    st.st_size = off_t(remote_json(*leaf.store_leaf).size());
+    return st;
+  }
+  struct stat st = volume(slot)->attributes(local);
+  st.st_ino = ino;
+  return st;
+}
+
+std::string StoreTree::path_of(uint64_t ino) const {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0) {
+    if (const Group* g = group_of(ino)) return g->path;
+    return ino == kStoreJsonIno ? "store.json" : "inode " + std::to_string(ino);
+  }
+  if (slot > leaves_.size()) return "inode " + std::to_string(ino);
+  const std::string& key = leaves_[slot - 1].store_leaf->key;
+  if (local == kRootIno) return key;
+  std::shared_ptr<Volume> v = const_cast<StoreTree*>(this)->open_volume_if_open(slot);
+  return key + "/" + (v ? v->path_of(local) : "inode " + std::to_string(local));
+}
+
+void StoreTree::remember(uint64_t ino) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0 || slot > leaves_.size() || local == kRootIno) return;
+  std::shared_ptr<Volume> v;
+  {
+    std::lock_guard lock(mutex_);
+    Leaf& leaf = leaves_[slot - 1];
+    if (pins_volume(local) && leaf.volume) ++leaf.pins;
+    v = leaf.volume;
+  }
+  if (v) v->remember(local);
+}
+
+void StoreTree::forget(uint64_t ino, uint64_t count) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0 || slot > leaves_.size() || local == kRootIno) return;
+  std::shared_ptr<Volume> v;
+  {
+    std::lock_guard lock(mutex_);
+    Leaf& leaf = leaves_[slot - 1];
+    if (pins_volume(local) && leaf.volume) leaf.pins -= std::min(leaf.pins, count);
+    v = leaf.volume;
+  }
+  if (v) v->forget(local, count);
+}
+
+std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
+                                          KernelNotes& notes) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  const bool remote_json =
+      slot != 0 && local == kRemoteJsonLocal && leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote;
+  if (slot == 0 || remote_json) {
+    if (!node(ino)) throw FsError{ENOENT};
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{EROFS};
+    keep_cache = true;
+    direct_io = false;
+    auto file = std::make_unique<OpenFile>();
+    file->ino = ino;
+    return file;
+  }
+  std::shared_ptr<Volume> v = volume(slot);
+  std::unique_ptr<OpenFile> file = v->open(local, flags, keep_cache, direct_io, notes);
+  translate(slot, notes);
+  {
+    std::lock_guard lock(mutex_);
+    ++leaves_[slot - 1].pins;  // the handle belongs to this Volume: it stays open
+  }
+  file->ino = ino;
+  return file;
+}
+
+bool StoreTree::cache_still_valid(uint64_t ino) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0 || local == kRootIno || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
+    return true;  // the store's own tree does not change while mounted
+  return volume(slot)->cache_still_valid(local);
+}
+
+void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  auto copy_text = [&](const std::string& text) {
+    MutableByteSpan dst = out.add_copy(size);
+    out.trim_copy(copy_from(as_bytes(text), offset, dst));
+  };
+  if (slot == 0) {
+    if (ino != kStoreJsonIno) throw FsError{group_of(ino) ? EISDIR : ENOENT};
+    return copy_text(store_json());
+  }
+  Leaf& leaf = leaf_of(slot);
+  if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
+    if (local != kRemoteJsonLocal) throw FsError{local == kRootIno ? EISDIR : ENOENT};
+    return copy_text(remote_json(*leaf.store_leaf));
+  }
+  volume(slot)->read_pieces(local, offset, size, out);
+}
+
+void StoreTree::write(OpenFile&, int64_t, ByteSpan, KernelNotes&) { throw FsError{EROFS}; }
+
+void StoreTree::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
+  const uint64_t slot = slot_of(file.ino);
+  std::shared_ptr<Volume> v = slot == 0 ? nullptr : open_volume_if_open(slot);
+  if (!v) return;
+  const uint64_t ino = file.ino;
+  file.ino = local_of(ino);
+  try {
+    v->flush(file, notes, fsync);
+  } catch (...) {
+    file.ino = ino;
+    translate(slot, notes);
+    throw;
+  }
+  file.ino = ino;
+  translate(slot, notes);
+}
+
+void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
+  const uint64_t slot = slot_of(file->ino);
+  std::shared_ptr<Volume> v = slot == 0 ? nullptr : open_volume_if_open(slot);
+  if (!v) return;
+  {
+    std::lock_guard lock(mutex_);
+    Leaf& leaf = leaves_[slot - 1];
+    if (leaf.pins) --leaf.pins;
+  }
+  file->ino = local_of(file->ino);
+  v->release(std::move(file), notes);
+  translate(slot, notes);
+}
+
+struct stat StoreTree::setattr(uint64_t ino, OpenFile*, std::optional<int64_t> size, KernelNotes&) {
+  if (size) throw FsError{EROFS};
+  return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
+}
+
+std::pair<uint64_t, std::unique_ptr<OpenFile>> StoreTree::create(uint64_t, std::string_view, int, KernelNotes&) {
+  throw FsError{EROFS};
+}
+
+void StoreTree::unlink(uint64_t, std::string_view, KernelNotes&) { throw FsError{EROFS}; }
+
+void StoreTree::rename(uint64_t, std::string_view, uint64_t, std::string_view, unsigned, KernelNotes&) {
+  throw FsError{EROFS};
+}
+
+void StoreTree::maybe_refresh(KernelNotes&) {}
+
+}  // namespace blosc2fs

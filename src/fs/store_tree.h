@@ -1,0 +1,111 @@
+// A python-blosc2 store mounted as a tree: each key's groups are directories,
+// each leaf a directory holding the single-frame tree of its frame (a Volume,
+// opened on first use; at most `max_open` stay open, the least recently used
+// closed first), and store.json at the root.
+//
+// Inode numbers: the top 20 bits say which Volume (0 = the store's own tree),
+// the low 44 bits are that Volume's own inode number (its root, 1, being the
+// leaf's directory), so every Volume keeps the numbering of a single-frame
+// mount. The store's own tree: 1 the root, 2 store.json, kGroupBase + g group g.
+// A Volume is closed only when the kernel holds no reference to one of its
+// named inodes (layers: their numbers are handed out in order of first sight,
+// so a reopened Volume could give them other numbers) and no file of it is open.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store.h"
+#include "volume.h"
+
+namespace blosc2fs {
+
+class StoreTree : public MountTree {
+ public:
+  static constexpr int kSlotShift = 44;
+  static constexpr uint64_t kLocalMask = (uint64_t(1) << kSlotShift) - 1;
+  static constexpr uint64_t kStoreJsonIno = 2;
+  static constexpr uint64_t kGroupBase = 16;
+  static constexpr size_t kMaxLeaves = (size_t(1) << 20) - 2;
+
+  // `leaf_options`: what each leaf's Volume gets (read-only; its cache budget).
+  StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open);
+  ~StoreTree() override;
+
+  const Store& store() const { return *store_; }
+  size_t open_volumes() const;
+
+  bool writable() const override { return false; }
+  int64_t nchunks() const override { return int64_t(leaves_.size()); }
+  bool underlying_statfs(struct statvfs& out) const override;
+  std::optional<Node> node(uint64_t ino) const override;
+  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) override;
+  std::optional<DirEntry> entry(uint64_t dir, int64_t cookie) override;
+  struct stat attributes(uint64_t ino) override;
+  std::string path_of(uint64_t ino) const override;
+  void remember(uint64_t ino) override;
+  void forget(uint64_t ino, uint64_t count) override;
+  std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
+                                 KernelNotes& notes) override;
+  bool cache_still_valid(uint64_t ino) override;
+  void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) override;
+  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) override;
+  void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) override;
+  void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) override;
+  struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) override;
+  std::pair<uint64_t, std::unique_ptr<OpenFile>> create(uint64_t parent, std::string_view name, int flags,
+                                                        KernelNotes& notes) override;
+  void unlink(uint64_t parent, std::string_view name, KernelNotes& notes) override;
+  void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags,
+              KernelNotes& notes) override;
+  void maybe_refresh(KernelNotes& notes) override;
+
+ private:
+  struct Child {
+    std::string name;
+    bool leaf = false;
+    size_t index = 0;  // group or leaf index
+  };
+  struct Group {
+    std::string path;             // "/" or "/a/b", for log lines
+    std::vector<Child> children;  // sorted by name
+  };
+  struct Leaf {
+    const StoreLeaf* store_leaf = nullptr;
+    std::shared_ptr<Volume> volume;                // null while closed
+    std::list<size_t>::iterator lru;               // valid while open
+    uint64_t pins = 0;                             // kernel references to named inodes, and open files
+  };
+
+  static uint64_t slot_of(uint64_t ino) { return ino >> kSlotShift; }
+  static uint64_t local_of(uint64_t ino) { return ino & kLocalMask; }
+  static uint64_t global(uint64_t slot, uint64_t local) { return slot << kSlotShift | local; }
+  static bool pins_volume(uint64_t local) { return local >= kNamedBase && local < kChunkBase; }
+  uint64_t child_ino(const Child& child) const;
+  const Group* group_of(uint64_t ino) const;
+  // The leaf's Volume, opened when closed; closes the least recently used
+  // unpinned ones beyond max_open_.
+  std::shared_ptr<Volume> volume(uint64_t slot);
+  std::shared_ptr<Volume> open_volume_if_open(uint64_t slot);
+  Leaf& leaf_of(uint64_t slot);
+  void translate(uint64_t slot, KernelNotes& notes) const;
+  const std::string& store_json();
+  struct stat directory_attributes(uint64_t ino) const;
+
+  std::unique_ptr<Store> store_;
+  VolumeOptions leaf_options_;
+  size_t max_open_;
+  struct timespec store_time_ {};
+  std::vector<Group> groups_;  // 0 = root
+
+  mutable std::mutex mutex_;  // leaves_' volumes, pins and the LRU; store_json_
+  std::vector<Leaf> leaves_;  // slot = index + 1
+  std::list<size_t> lru_;     // open leaves, most recently used first
+  std::string store_json_;
+  bool store_json_made_ = false;
+};
+
+}  // namespace blosc2fs
