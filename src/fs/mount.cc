@@ -228,13 +228,21 @@ int mount_and_serve(const Options& o) {
       throw Failure{kExitFrameMissing, e.what()};
     }
     check_mountpoint(mountpoint);
-    if (o.read_only == false) spdlog::warn("{}: stores mount read-only", frame_path.string());
+    // Only a .b2d has leaves that are frame files of their own, editable in place.
+    writable = *format == StoreFormat::b2d && o.read_only != true;
+    if (writable && ::access(frame_path.c_str(), W_OK) != 0) {
+      writable = false;
+      spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
+    }
+    if (*format != StoreFormat::b2d && o.read_only == false)
+      spdlog::warn("{}: a .{} store is read-only (nobody edits it in place): mounting read-only", frame_path.string(),
+                   store_format_name(*format));
     // Each open leaf gets an equal share of the cache budget.
     VolumeOptions vo;
     vo.owner = owner;
     vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
     try {
-      store = std::make_unique<StoreTree>(std::move(opened), vo, kMaxOpenLeaves);
+      store = std::make_unique<StoreTree>(std::move(opened), vo, kMaxOpenLeaves, writable);
     } catch (const FormatError& e) {
       throw Failure{kExitFrameInvalid, e.what()};
     }
@@ -310,6 +318,7 @@ int mount_and_serve(const Options& o) {
     volume->shutdown();  // what is still written and not committed, and a compaction when due
     spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
   } else {
+    store->shutdown();  // what open leaves still hold
     spdlog::info("unmounting {}", mountpoint.string());
   }
   if (ret < 0) {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fs_error.h"
+#include "frame_lock.h"
 #include "read_pieces.h"
 #include "store_key.h"
 
@@ -30,8 +31,11 @@ std::string remote_json(const StoreLeaf& leaf) {
 
 }  // namespace
 
-StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open)
-    : store_(std::move(store)), leaf_options_(std::move(leaf_options)), max_open_(std::max<size_t>(max_open, 1)) {
+StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open, bool writable)
+    : store_(std::move(store)),
+      leaf_options_(std::move(leaf_options)),
+      max_open_(std::max<size_t>(max_open, 1)),
+      writable_(writable && store_->format() == StoreFormat::b2d) {
   leaf_options_.writable = false;
   struct stat st {};
   if (::stat(store_->path().c_str(), &st) == 0) store_time_ = st.st_mtim;
@@ -111,8 +115,18 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
     const Store* store = store_.get();
     options.frame_source = [store, sl] { return store->open_leaf(*sl); };
     file = store_->path();
+  } else if (writable_) {
+    options.writable = true;
+    options.store_lock = LockSidecar::path_for(store_->path() / "embed.b2e", false);
   }
-  leaf.volume = std::make_shared<Volume>(file, options);
+  try {
+    leaf.volume = std::make_shared<Volume>(file, options);
+  } catch (const IoError& e) {
+    if (!options.writable) throw;
+    spdlog::warn("{}: cannot be opened for writing ({}): read-only", file.string(), e.what());
+    options.writable = false;
+    leaf.volume = std::make_shared<Volume>(file, options);
+  }
   lru_.push_front(slot - 1);
   leaf.lru = lru_.begin();
   // Close the least recently used beyond the bound, skipping pinned ones.
@@ -120,6 +134,7 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
     --it;
     Leaf& old = leaves_[*it];
     if (old.pins > 0 || *it == slot - 1) continue;
+    if (old.volume->writable()) old.volume->shutdown();  // a compaction when due
     old.volume.reset();
     it = lru_.erase(it);
   }
@@ -298,6 +313,7 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
     return file;
   }
   std::shared_ptr<Volume> v = volume(slot);
+  if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) && !v->writable()) refuse_write(slot);
   std::unique_ptr<OpenFile> file = v->open(local, flags, keep_cache, direct_io, notes);
   translate(slot, notes);
   {
@@ -333,7 +349,38 @@ void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPiece
   volume(slot)->read_pieces(local, offset, size, out);
 }
 
-void StoreTree::write(OpenFile&, int64_t, ByteSpan, KernelNotes&) { throw FsError{EROFS}; }
+void StoreTree::refuse_write(uint64_t slot) const {
+  if (!writable_) throw FsError{EROFS};
+  const StoreLeaf& leaf = *leaves_[slot - 1].store_leaf;
+  const char* what = leaf.where.type == LeafLocation::Type::embedded ? "embedded in embed.b2e"
+                     : leaf.where.type == LeafLocation::Type::remote ? "a remote reference"
+                                                                      : "not a frame file of its own";
+  spdlog::warn("{}: key {} is {}: read-only", store_->path().string(), leaf.key, what);
+  throw FsError{EROFS};
+}
+
+std::shared_ptr<Volume> StoreTree::pinned_volume(uint64_t slot) {
+  std::shared_ptr<Volume> v = slot == 0 ? nullptr : open_volume_if_open(slot);
+  if (!v) throw FsError{EBADF};
+  return v;
+}
+
+void StoreTree::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
+  const uint64_t slot = slot_of(file.ino), ino = file.ino;
+  if (slot == 0) throw FsError{EROFS};
+  std::shared_ptr<Volume> v = pinned_volume(slot);
+  if (!v->writable()) refuse_write(slot);
+  file.ino = local_of(ino);
+  try {
+    v->write(file, offset, data, notes);
+  } catch (...) {
+    file.ino = ino;
+    translate(slot, notes);
+    throw;
+  }
+  file.ino = ino;
+  translate(slot, notes);
+}
 
 void StoreTree::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   const uint64_t slot = slot_of(file.ino);
@@ -366,21 +413,92 @@ void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   translate(slot, notes);
 }
 
-struct stat StoreTree::setattr(uint64_t ino, OpenFile*, std::optional<int64_t> size, KernelNotes&) {
-  if (size) throw FsError{EROFS};
-  return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
+struct stat StoreTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
+  const uint64_t slot = slot_of(ino), local = local_of(ino);
+  if (slot == 0 || local == kRootIno || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote) {
+    if (size) throw FsError{EROFS};
+    return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
+  }
+  std::shared_ptr<Volume> v = volume(slot);
+  if (size && !v->writable()) refuse_write(slot);
+  if (file) file->ino = local;
+  struct stat st;
+  try {
+    st = v->setattr(local, file, size, notes);
+  } catch (...) {
+    if (file) file->ino = ino;
+    translate(slot, notes);
+    throw;
+  }
+  if (file) file->ino = ino;
+  translate(slot, notes);
+  st.st_ino = ino;
+  return st;
 }
 
-std::pair<uint64_t, std::unique_ptr<OpenFile>> StoreTree::create(uint64_t, std::string_view, int, KernelNotes&) {
-  throw FsError{EROFS};
+std::pair<uint64_t, std::unique_ptr<OpenFile>> StoreTree::create(uint64_t parent, std::string_view name, int flags,
+                                                                 KernelNotes& notes) {
+  const uint64_t slot = slot_of(parent), local = local_of(parent);
+  if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
+    throw FsError{writable_ ? EPERM : EROFS};  // keys are not made through the mount
+  std::shared_ptr<Volume> v = volume(slot);
+  if (!v->writable()) refuse_write(slot);
+  auto [child, file] = v->create(local, name, flags, notes);
+  translate(slot, notes);
+  {
+    std::lock_guard lock(mutex_);
+    ++leaves_[slot - 1].pins;
+  }
+  file->ino = global(slot, child);
+  return {global(slot, child), std::move(file)};
 }
 
-void StoreTree::unlink(uint64_t, std::string_view, KernelNotes&) { throw FsError{EROFS}; }
-
-void StoreTree::rename(uint64_t, std::string_view, uint64_t, std::string_view, unsigned, KernelNotes&) {
-  throw FsError{EROFS};
+void StoreTree::unlink(uint64_t parent, std::string_view name, KernelNotes& notes) {
+  const uint64_t slot = slot_of(parent), local = local_of(parent);
+  if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
+    throw FsError{writable_ ? EPERM : EROFS};
+  std::shared_ptr<Volume> v = volume(slot);
+  if (!v->writable()) refuse_write(slot);
+  v->unlink(local, name, notes);
+  translate(slot, notes);
 }
 
-void StoreTree::maybe_refresh(KernelNotes&) {}
+void StoreTree::rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+                       unsigned flags, KernelNotes& notes) {
+  const uint64_t slot = slot_of(parent);
+  if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
+    throw FsError{writable_ ? EPERM : EROFS};
+  if (slot_of(new_parent) != slot) throw FsError{EXDEV};
+  std::shared_ptr<Volume> v = volume(slot);
+  if (!v->writable()) refuse_write(slot);
+  v->rename(local_of(parent), name, local_of(new_parent), new_name, flags, notes);
+  translate(slot, notes);
+}
+
+void StoreTree::maybe_refresh(KernelNotes& notes) {
+  if (!writable_) return;  // read-only leaves of a read-only mount are read when opened
+  std::vector<std::pair<uint64_t, std::shared_ptr<Volume>>> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i : lru_) open.emplace_back(i + 1, leaves_[i].volume);
+  }
+  for (auto& [slot, v] : open) {
+    KernelNotes mine;
+    v->maybe_refresh(mine);
+    translate(slot, mine);
+    notes.inodes.insert(notes.inodes.end(), mine.inodes.begin(), mine.inodes.end());
+    notes.entries.insert(notes.entries.end(), mine.entries.begin(), mine.entries.end());
+  }
+}
+
+void StoreTree::shutdown() {
+  std::vector<std::shared_ptr<Volume>> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i : lru_) open.push_back(leaves_[i].volume);
+  }
+  for (auto& v : open)
+    if (v->writable()) v->shutdown();
+}
 
 }  // namespace blosc2fs

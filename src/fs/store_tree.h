@@ -31,14 +31,18 @@ class StoreTree : public MountTree {
   static constexpr uint64_t kGroupBase = 16;
   static constexpr size_t kMaxLeaves = (size_t(1) << 20) - 2;
 
-  // `leaf_options`: what each leaf's Volume gets (read-only; its cache budget).
-  StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open);
+  // `leaf_options`: what each leaf's Volume gets (its cache budget, owner).
+  // `writable`: the leaves that are frame files of a .b2d are edited like a
+  // mounted frame, under the store's lock; every other leaf is read-only.
+  StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open, bool writable = false);
   ~StoreTree() override;
 
   const Store& store() const { return *store_; }
   size_t open_volumes() const;
 
-  bool writable() const override { return false; }
+  bool writable() const override { return writable_; }
+  // Unmount: every open leaf commits what it still holds.
+  void shutdown();
   int64_t nchunks() const override { return int64_t(leaves_.size()); }
   bool underlying_statfs(struct statvfs& out) const override;
   std::optional<Node> node(uint64_t ino) const override;
@@ -94,10 +98,14 @@ class StoreTree : public MountTree {
   void translate(uint64_t slot, KernelNotes& notes) const;
   const std::string& store_json();
   struct stat directory_attributes(uint64_t ino) const;
+  // EROFS, after one log line, for a write to a leaf that cannot be changed in place.
+  [[noreturn]] void refuse_write(uint64_t slot) const;
+  std::shared_ptr<Volume> pinned_volume(uint64_t slot);
 
   std::unique_ptr<Store> store_;
   VolumeOptions leaf_options_;
   size_t max_open_;
+  bool writable_;
   struct timespec store_time_ {};
   std::vector<Group> groups_;  // 0 = root
 

@@ -75,6 +75,10 @@ struct VolumeOptions {
   // Where the frame comes from when it is not a file of its own (a zip member,
   // a frame embedded in a store): the mount is then read-only and unchanging.
   std::function<std::shared_ptr<const Frame>()> frame_source;
+  // A lock sidecar held exclusively around every commit and compaction besides
+  // the frame's own: a python-blosc2 .b2d store's (its embed.b2e's), which
+  // python-blosc2 holds around every change of the store.
+  std::filesystem::path store_lock;
 };
 
 // What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).

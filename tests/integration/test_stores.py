@@ -18,6 +18,7 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, TestFailure, check, check_equal  # noqa: E402
+from writes import sh, vim_substitute  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
@@ -299,7 +300,8 @@ def mounted_trees(h):
         make_store(path, kind, threshold)
         stores.append(path)
     for path in stores:
-        mnt = h.mount(path)
+        # A .b2z is always read-only; a .b2d here with -o ro (its writes: b2d_leaf_writes).
+        mnt = h.mount(path, ["-o", "ro"] if path.endswith(".b2d") else [])
         try:
             ds = blosc2.DictStore(path, mode="r")
             keys = sorted(ds.keys())
@@ -352,6 +354,43 @@ def many_leaves_stay_bounded(h):
         h.unmount(mnt)
 
 
+def b2d_leaf_writes(h):
+    """A .b2d's frame-file leaves are edited like a mounted frame; python-blosc2
+    reads the edits back through its store API. Embedded leaves are read-only."""
+    path = os.path.join(h.new_dir("writes"), "w.b2d")
+    with blosc2.TreeStore(path, mode="w", threshold=0) as s:
+        a = blosc2.asarray(np.arange(8, dtype="f8"))
+        a.vlmeta["units"] = "m"
+        s["/grp/arr"] = a
+        s["/sc"] = blosc2.SChunk(chunksize=64, data=b"0123456789abcdef" * 4)
+    with blosc2.TreeStore(path, mode="a", threshold=2**20) as s:
+        s["/small"] = np.arange(3)  # embedded
+    mnt = h.mount(path)
+    try:
+        attrs = os.path.join(mnt, "grp", "arr", "attrs", "units")
+        sh("sed -i 's/\"m\"/\"km\"/' units", cwd=os.path.dirname(attrs))
+        vim_substitute(attrs, "km", "mm", backupcopy="auto")
+        with open(os.path.join(mnt, "grp", "arr", "attrs", "note"), "w") as f:
+            f.write('{"by": "blosc2fs"}')
+        with open(os.path.join(mnt, "sc", "data"), "ab") as f:
+            f.write(b"appended through the mount")
+        try:
+            with open(os.path.join(mnt, "small", "attrs", "x"), "w") as f:
+                f.write("1")
+            raise TestFailure("writing an embedded leaf succeeded")
+        except OSError as e:
+            check_equal(e.errno, errno.EROFS, "errno of writing an embedded leaf")
+    finally:
+        h.unmount(mnt)
+    s = blosc2.TreeStore(path, mode="r")
+    arr = s["/grp/arr"]
+    check_equal(arr.vlmeta["units"], "mm", "units after sed -i and vim")
+    check_equal(arr.vlmeta["note"], {"by": "blosc2fs"}, "a new attribute")
+    check(np.array_equal(arr[:], np.arange(8, dtype="f8")), "array data unchanged")
+    sc = s["/sc"]
+    check_equal(bytes(sc[:]), b"0123456789abcdef" * 4 + b"appended through the mount", "SChunk data after append")
+
+
 def not_a_store(h):
     d = h.new_dir("notstore")
     mnt = h.new_dir("mnt")
@@ -379,6 +418,7 @@ def main():
     h.test("a mounted EmbedStore", mounted_embed_store, h)
     h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)
     h.test("a path that is no frame and no store says what it is not", not_a_store, h)
+    h.test(".b2d leaves edited with sed -i, vim, appends; python-blosc2 reads them", b2d_leaf_writes, h)
     h.finish()
 
 
