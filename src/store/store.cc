@@ -169,13 +169,15 @@ std::unique_ptr<Store> Store::open(const fs::path& path) {
       store->embed_where_.relative_path = kEmbedName;
       std::vector<std::string> files;
       size_t seen = 0;
+      const std::string prefix = path.generic_string() + (path.generic_string().ends_with('/') ? "" : "/");
       std::error_code ec;
       for (fs::recursive_directory_iterator it(path, fs::directory_options::none, ec), end; !ec && it != end;
            it.increment(ec)) {
         if (++seen > kMaxDirectoryEntries)
           throw FormatError(path.string() + ": more than " + std::to_string(kMaxDirectoryEntries) + " entries");
-        std::string relative = fs::relative(it->path(), path, ec).generic_string();
-        if (ec) break;
+        // The iterator's paths start with `path`: cut it off (fs::relative would stat every component).
+        const std::string full = it->path().generic_string();
+        std::string relative = full.substr(std::min(full.size(), prefix.size()));
         // Symbolic links are not followed: a link could lead out of the store.
         if (it->is_symlink(ec)) {
           if (has_leaf_suffix(relative)) store->skipped_.push_back("'" + relative + "': a symbolic link");
