@@ -11,9 +11,12 @@ import ast
 import errno
 import json
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -391,6 +394,75 @@ def b2d_leaf_writes(h):
     check_equal(bytes(sc[:]), b"0123456789abcdef" * 4 + b"appended through the mount", "SChunk data after append")
 
 
+STORE_EDIT_LOOP = r"""
+import os, sys
+mnt = sys.argv[1]
+attrs = os.path.join(mnt, "grp", "arr", "attrs", "n")
+data = os.path.join(mnt, "sc", "data")
+i = 0
+while True:
+    try:
+        with open(attrs, "w") as f:
+            f.write(str(i))
+        with open(data, "ab") as f:
+            f.write(bytes([i % 251]) * 100)
+    except OSError:
+        break
+    i += 1
+"""
+
+
+def b2d_kill_during_edits(h):
+    """SIGKILL of the daemon while attrs and data of .b2d leaves are being edited:
+    python-blosc2 opens the store afterwards and reads every key."""
+    rng = random.Random(20261123)
+    appended = 0
+    for round_number in range(6):
+        path = os.path.join(h.new_dir("kill"), "k.b2d")
+        with blosc2.TreeStore(path, mode="w", threshold=0) as s:
+            s["/grp/arr"] = np.arange(8, dtype="f8")
+            s["/sc"] = blosc2.SChunk(chunksize=1000, data=b"x" * 1000)
+        mnt = h.new_dir()
+        daemon = subprocess.Popen([h.binary, "-f", path, mnt], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        editor = None
+        try:
+            deadline = time.time() + 30
+            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
+                time.sleep(0.01)
+            check(os.path.ismount(mnt), f"round {round_number}: the mount did not appear")
+            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+            editor = subprocess.Popen([sys.executable, "-c", STORE_EDIT_LOOP, mnt], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.1, 0.8))
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait(timeout=30)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait(timeout=30)
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True, timeout=30)
+            h.mounts.pop(mnt, None)
+            if editor is not None:
+                try:
+                    editor.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    editor.kill()
+                    editor.wait(timeout=30)
+        s = blosc2.TreeStore(path, mode="r")
+        check_equal(sorted(s.keys()), ["/grp", "/grp/arr", "/sc"], f"round {round_number}: keys")
+        check(np.array_equal(s["/grp/arr"][:], np.arange(8, dtype="f8")), f"round {round_number}: array")
+        data = bytes(s["/sc"][:])
+        check(data.startswith(b"x" * 1000) and (len(data) - 1000) % 100 == 0,
+              f"round {round_number}: SChunk of {len(data)} bytes")
+        appended += (len(data) - 1000) // 100
+        arr = s["/grp/arr"]
+        vl = arr.vlmeta
+        if "n" in vl.keys():
+            check(isinstance(vl["n"], int), f"round {round_number}: attrs n is {vl['n']!r}")
+    check(appended > 6, f"only {appended} appends were committed before the kills: the test tests little")
+
+
 def not_a_store(h):
     d = h.new_dir("notstore")
     mnt = h.new_dir("mnt")
@@ -419,6 +491,7 @@ def main():
     h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)
     h.test("a path that is no frame and no store says what it is not", not_a_store, h)
     h.test(".b2d leaves edited with sed -i, vim, appends; python-blosc2 reads them", b2d_leaf_writes, h)
+    h.test("kill -9 during .b2d leaf edits leaves a store python-blosc2 opens", b2d_kill_during_edits, h)
     h.finish()
 
 
