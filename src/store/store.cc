@@ -277,6 +277,10 @@ void Store::copy_embedded(int64_t offset, int64_t length, int fd) const {
   }
   int64_t written = 0;
   for (int64_t c = lo; c < n && written < length; ++c) {
+    // python-blosc2's embed stores have 8 KiB chunks; a claim of gigabytes is not decoded.
+    if (embed.chunk_nbytes(c) > kMaxEmbeddedFrame)
+      throw FormatError(path_.string() + ": embed store chunk " + std::to_string(c) + " claims " +
+                        std::to_string(embed.chunk_nbytes(c)) + " bytes");
     int64_t start = embed.chunk_data_offset(c);
     Bytes chunk = embed.read_chunk(c);
     int64_t from = offset + written - start;
