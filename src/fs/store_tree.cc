@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include <spdlog/spdlog.h>
@@ -73,10 +74,96 @@ StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, s
   }
   for (size_t g = 0; g < groups_.size(); ++g)
     for (auto& [name, child] : children[g]) groups_[g].children.push_back(child);
+  groups_[0].files.push_back(TreeFile{"store.json", kStoreJsonIno, 0, false});
+  add_tables();
   for (const std::string& line : store_->skipped()) spdlog::warn("{}: skipped {}", store_->path().string(), line);
 }
 
 StoreTree::~StoreTree() = default;
+
+void StoreTree::add_tables() {
+  for (const Leaf& leaf : leaves_) {
+    const std::string& key = leaf.store_leaf->key;
+    if (!key.ends_with("/_meta")) continue;
+    const std::string prefix = key.substr(0, key.size() - 6);
+    // The group directory of the table: the root, or the group at `prefix`.
+    const Group* group = &groups_[0];
+    size_t g = 0;
+    if (!prefix.empty()) {
+      for (const std::string& part : key_components(prefix)) {
+        auto it = std::find_if(group->children.begin(), group->children.end(),
+                               [&](const Child& c) { return c.name == part; });
+        if (it == group->children.end() || it->leaf) {
+          group = nullptr;
+          break;
+        }
+        g = it->index;
+        group = &groups_[g];
+      }
+    }
+    if (!group) continue;
+    try {
+      std::shared_ptr<const Frame> meta = store_->open_leaf(*leaf.store_leaf);
+      const Vlmetalayer* kind = meta->find_vlmetalayer("kind");
+      std::optional<Json> value = kind ? msgpack_to_json(meta->vlmetalayer_content(*kind)) : std::nullopt;
+      if (!value || *value != "ctable") continue;
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: {}: {}", store_->path().string(), key, e.what());
+      continue;
+    }
+    auto table = std::make_unique<Table>();
+    try {
+      table->csv = std::make_unique<TableCsv>(*store_, prefix);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: table {} has no table.csv: {}", store_->path().string(), prefix.empty() ? "/" : prefix,
+                   e.what());
+      continue;
+    }
+    const size_t t = tables_.size();
+    tables_.push_back(std::move(table));
+    for (bool csv : {true, false}) {
+      TreeFile f{csv ? "table.csv" : "schema.json", kFileBase + files_.size(), t, csv};
+      files_.push_back(f);
+      groups_[g].files.push_back(f);
+    }
+  }
+}
+
+const StoreTree::TreeFile* StoreTree::file_of(uint64_t ino) const {
+  if (ino == kStoreJsonIno) return &groups_[0].files[0];
+  if (ino >= kFileBase && ino - kFileBase < files_.size()) return &files_[ino - kFileBase];
+  return nullptr;
+}
+
+void StoreTree::read_table_csv(Table& table, int64_t offset, size_t size, ReadPieces& out) {
+  constexpr size_t kStep = size_t(1) << 20;
+  std::lock_guard lock(table.mutex);
+  if (!table.started || offset < table.base) {
+    table.base = 0;
+    table.text = table.csv->header();
+    table.row = 0;
+    table.started = true;
+  }
+  const int64_t end = offset + int64_t(size);
+  while (table.base + int64_t(table.text.size()) < end && table.row < table.csv->physical_rows()) {
+    // Text wholly before the read is dropped as it is made: a read far ahead holds no more than a step.
+    if (table.base + int64_t(table.text.size()) <= offset) {
+      table.base += int64_t(table.text.size());
+      table.text.clear();
+    }
+    const size_t want = std::min<size_t>(size_t(end - table.base), table.text.size() + kStep);
+    table.row = table.csv->append_rows(table.row, want, table.text);
+  }
+  if (offset > table.base) {
+    const size_t drop = std::min<size_t>(table.text.size(), size_t(offset - table.base));
+    table.text.erase(0, drop);
+    table.base += int64_t(drop);
+  }
+  if (offset != table.base) return;  // past the end
+  const size_t n = std::min(size, table.text.size());
+  MutableByteSpan dst = out.add_copy(n);
+  std::memcpy(dst.data(), table.text.data(), n);
+}
 
 size_t StoreTree::open_volumes() const {
   std::lock_guard lock(mutex_);
@@ -176,7 +263,7 @@ std::optional<Node> StoreTree::node(uint64_t ino) const {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0) {
     if (group_of(ino)) return Node{NodeKind::root};
-    if (ino == kStoreJsonIno) return Node{NodeKind::frame_json};
+    if (file_of(ino)) return Node{NodeKind::frame_json};
     return std::nullopt;
   }
   if (slot > leaves_.size()) return std::nullopt;
@@ -191,7 +278,8 @@ std::optional<uint64_t> StoreTree::lookup(uint64_t parent, std::string_view name
   if (slot == 0) {
     const Group* g = group_of(parent);
     if (!g) throw FsError{ENOENT};
-    if (parent == kRootIno && name == "store.json") return kStoreJsonIno;
+    for (const TreeFile& f : g->files)
+      if (f.name == name) return f.ino;
     auto it = std::lower_bound(g->children.begin(), g->children.end(), name,
                                [](const Child& c, std::string_view n) { return c.name < n; });
     if (it == g->children.end() || it->name != name) return std::nullopt;
@@ -212,10 +300,10 @@ std::optional<DirEntry> StoreTree::entry(uint64_t dir, int64_t cookie) {
   if (slot == 0) {
     const Group* g = group_of(dir);
     if (!g) throw FsError{ENOENT};
-    int64_t first = 0;
-    if (dir == kRootIno) {
-      if (cookie <= 0) return DirEntry{"store.json", kStoreJsonIno, false, 1};
-      first = 1;
+    const int64_t first = int64_t(g->files.size());
+    if (cookie < first) {
+      const TreeFile& f = g->files[size_t(std::max<int64_t>(cookie, 0))];
+      return DirEntry{f.name, f.ino, false, std::max<int64_t>(cookie, 0) + 1};
     }
     const int64_t i = std::max<int64_t>(cookie, first) - first;
     if (i >= int64_t(g->children.size())) return std::nullopt;
@@ -236,11 +324,14 @@ struct stat StoreTree::attributes(uint64_t ino) {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0) {
     if (group_of(ino)) return directory_attributes(ino);
-    if (ino != kStoreJsonIno) throw FsError{ENOENT};
+    const TreeFile* f = file_of(ino);
+    if (!f) throw FsError{ENOENT};
     struct stat st = directory_attributes(ino);
     st.st_mode = S_IFREG | (0444 & ~leaf_options_.owner.umask);
     st.st_nlink = 1;
-    st.st_size = off_t(store_json().size());
+    if (ino == kStoreJsonIno) st.st_size = off_t(store_json().size());
+    else if (!f->csv) st.st_size = off_t(tables_[f->table]->csv->schema_json().size());
+    // table.csv: size 0, read with direct I/O until its end (it is made as it is read).
     st.st_blocks = (st.st_size + 511) / 512;
     return st;
   }
@@ -263,7 +354,8 @@ std::string StoreTree::path_of(uint64_t ino) const {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0) {
     if (const Group* g = group_of(ino)) return g->path;
-    return ino == kStoreJsonIno ? "store.json" : "inode " + std::to_string(ino);
+    if (const TreeFile* f = file_of(ino)) return f->name;
+    return "inode " + std::to_string(ino);
   }
   if (slot > leaves_.size()) return "inode " + std::to_string(ino);
   const std::string& key = leaves_[slot - 1].store_leaf->key;
@@ -306,8 +398,9 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
   if (slot == 0 || remote_json) {
     if (!node(ino)) throw FsError{ENOENT};
     if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{EROFS};
-    keep_cache = true;
-    direct_io = false;
+    const TreeFile* f = slot == 0 ? file_of(ino) : nullptr;
+    direct_io = f && f->csv;
+    keep_cache = !direct_io;
     auto file = std::make_unique<OpenFile>();
     file->ino = ino;
     return file;
@@ -338,8 +431,12 @@ void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPiece
     out.trim_copy(copy_from(as_bytes(text), offset, dst));
   };
   if (slot == 0) {
-    if (ino != kStoreJsonIno) throw FsError{group_of(ino) ? EISDIR : ENOENT};
-    return copy_text(store_json());
+    const TreeFile* f = file_of(ino);
+    if (!f) throw FsError{group_of(ino) ? EISDIR : ENOENT};
+    if (ino == kStoreJsonIno) return copy_text(store_json());
+    Table& table = *tables_[f->table];
+    if (!f->csv) return copy_text(table.csv->schema_json());
+    return read_table_csv(table, offset, size, out);
   }
   Leaf& leaf = leaf_of(slot);
   if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {

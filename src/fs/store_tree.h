@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "store.h"
+#include "table_csv.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -29,6 +30,7 @@ class StoreTree : public MountTree {
   static constexpr uint64_t kLocalMask = (uint64_t(1) << kSlotShift) - 1;
   static constexpr uint64_t kStoreJsonIno = 2;
   static constexpr uint64_t kGroupBase = 16;
+  static constexpr uint64_t kFileBase = uint64_t(1) << 32;  // files of groups: table.csv, schema.json
   static constexpr size_t kMaxLeaves = (size_t(1) << 20) - 2;
 
   // `leaf_options`: what each leaf's Volume gets (its cache budget, owner).
@@ -73,9 +75,27 @@ class StoreTree : public MountTree {
     bool leaf = false;
     size_t index = 0;  // group or leaf index
   };
+  // A file of the store's own tree: store.json, a table's table.csv and schema.json.
+  struct TreeFile {
+    std::string name;
+    uint64_t ino = 0;
+    size_t table = 0;      // table.csv, schema.json: which table
+    bool csv = false;      // table.csv: made as it is read (direct I/O, size 0)
+  };
   struct Group {
     std::string path;             // "/" or "/a/b", for log lines
+    std::vector<TreeFile> files;  // listed first
     std::vector<Child> children;  // sorted by name
+  };
+  // A CTable: table.csv made a block of rows at a time as it is read in order;
+  // a read elsewhere starts again from the top, holding at most about 1 MiB.
+  struct Table {
+    std::unique_ptr<TableCsv> csv;
+    std::mutex mutex;
+    int64_t base = 0;   // the offset of `text` in table.csv
+    std::string text;   // made and not yet read past
+    int64_t row = 0;    // the next physical row to make
+    bool started = false;
   };
   struct Leaf {
     const StoreLeaf* store_leaf = nullptr;
@@ -90,6 +110,9 @@ class StoreTree : public MountTree {
   static bool pins_volume(uint64_t local) { return local >= kNamedBase && local < kChunkBase; }
   uint64_t child_ino(const Child& child) const;
   const Group* group_of(uint64_t ino) const;
+  const TreeFile* file_of(uint64_t ino) const;
+  void add_tables();
+  void read_table_csv(Table& table, int64_t offset, size_t size, ReadPieces& out);
   // The leaf's Volume, opened when closed; closes the least recently used
   // unpinned ones beyond max_open_.
   std::shared_ptr<Volume> volume(uint64_t slot);
@@ -108,6 +131,8 @@ class StoreTree : public MountTree {
   bool writable_;
   struct timespec store_time_ {};
   std::vector<Group> groups_;  // 0 = root
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<TreeFile> files_;  // every group's files, by ino - kFileBase (store.json apart)
 
   mutable std::mutex mutex_;  // leaves_' volumes, pins and the LRU; store_json_
   std::vector<Leaf> leaves_;  // slot = index + 1

@@ -218,6 +218,64 @@ def ctable(h):
         check_equal(names, ["id", "score", "ok", "name"], f"{path} schema columns")
 
 
+def table_csv(h):
+    """table.csv holds the live rows python-blosc2 returns, in schema order, nulls empty."""
+    import csv
+    import io
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        id: int = blosc2.field(blosc2.int64())
+        small: int = blosc2.field(blosc2.int16(nullable=True))
+        score: float = blosc2.field(blosc2.float64(nullable=True))
+        ratio: float = blosc2.field(blosc2.float32())
+        ok: bool = blosc2.field(blosc2.bool())
+        name: str = blosc2.field(blosc2.string(nullable=True))
+
+    d = h.new_dir("tablecsv")
+    n = 10000
+    rows = []
+    for i in range(n):
+        name = None if i % 11 == 0 else ("" if i % 13 == 0 else f"né{i}, \"q\"" if i % 5 == 0 else f"row{i}")
+        rows.append((i, None if i % 3 == 0 else i - 5000, None if i % 4 == 0 else i / 7, i * 0.5, i % 2 == 0, name))
+    for ext in ("b2d", "b2z"):
+        path = os.path.join(d, "t." + ext)
+        t = blosc2.CTable(Row, urlpath=path, mode="w")
+        t.extend(rows)
+        t.delete(list(range(0, n, 7)))
+        t.close()
+        t = blosc2.open(path)
+
+        def text(v):
+            if v is None:
+                return ""
+            if isinstance(v, float):
+                return repr(v)
+            return str(v)
+
+        want = [["id", "small", "score", "ratio", "ok", "name"]] + [[text(getattr(r, f)) for f in
+                                                                     ("id", "small", "score", "ratio", "ok", "name")]
+                                                                    for r in t]
+        mnt = h.mount(path, ["-o", "ro"])
+        try:
+            with open(os.path.join(mnt, "table.csv"), "rb") as f:
+                raw = f.read()
+            check(raw.endswith(b"\r\n"), "table.csv lines end with CRLF")
+            got = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
+            check_equal(len(got), len(want), f"{path}: table.csv lines")
+            for i, (g, w) in enumerate(zip(got, want)):
+                check_equal(g, w, f"{path}: table.csv line {i}")
+            meta = blosc2.DictStore(path, mode="r")["/_meta"]
+            with open(os.path.join(mnt, "schema.json")) as f:
+                check_equal(json.load(f), json.loads(meta.vlmeta["schema"]), f"{path}: schema.json")
+            # head: the first lines come at once, without reading the rest.
+            r = subprocess.run(["head", "-n", "3", os.path.join(mnt, "table.csv")], capture_output=True, timeout=60)
+            check_equal(r.stdout.decode().splitlines(), [",".join(x) for x in want[:3]], "head -n 3")
+        finally:
+            h.unmount(mnt)
+
+
 def rezip(src, dst, transform):
     """Copies a zip member by member; transform(name) -> (new name, compress type) or None."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
@@ -486,6 +544,7 @@ def main():
     h.test("EmbedStore .b2e with a dead gap", embed_store, h)
     h.test("CTable store: keys, schema", ctable, h)
     h.test("hostile .b2z: skipped entries, one-line errors", hostile_stores, h)
+    h.test("table.csv and schema.json of a CTable equal python-blosc2's rows", table_csv, h)
     h.test("mounted stores: every leaf's files are what python-blosc2 reads", mounted_trees, h)
     h.test("a mounted EmbedStore", mounted_embed_store, h)
     h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)

@@ -13,6 +13,7 @@
 #include "frame_writer.h"
 #include "msgpack.h"
 #include "store_key.h"
+#include "table_csv.h"
 #include "zip_directory.h"
 
 namespace blosc2fs {
@@ -153,6 +154,14 @@ TEST(StoreKey, KeysFromPathsAsSplitext) {
   EXPECT_EQ(key_from_relative_path("a.d/.b2nd"), "/a.d/.b2nd");
   EXPECT_EQ(key_from_relative_path("..b2nd"), "/..b2nd");
   EXPECT_EQ(key_components("/a/b/c"), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(TableCsv, Rfc4180Fields) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field(""), "\"\"");  // an empty string; a null is no field text at all
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines\r"), "\"two\nlines\r\"");
 }
 
 TEST(ZipDirectory, MembersAtTheirLocalHeaderDataOffset) {
