@@ -16,7 +16,7 @@ namespace blosc2fs {
 
 // The session's userdata.
 struct FsContext {
-  Volume& volume;
+  MountTree& volume;  // one frame's Volume, or a store's tree of them
   KernelNotifier& notifier;
   ReadAheadSetter& read_ahead;
   // Entry and attribute timeouts: long, because every change the mount makes

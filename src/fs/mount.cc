@@ -22,6 +22,8 @@
 #include "fs_ops.h"
 #include "log.h"
 #include "sd_notify.h"
+#include "store.h"
+#include "store_tree.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -29,6 +31,9 @@ namespace blosc2fs {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Leaf frames of a store kept open at once (each with its share of the cache).
+constexpr size_t kMaxOpenLeaves = 64;
 
 // A failure that ends the run with `status` after one line on stderr.
 struct Failure {
@@ -43,10 +48,10 @@ std::shared_ptr<const Frame> open_frame(const fs::path& path) {
   } catch (const IoError& e) {
     std::error_code ec;
     if (e.error_number() == ENOENT && fs::is_directory(path, ec))
-      throw Failure{kExitFrameInvalid, "not a sparse Blosc2 frame: " + std::string(e.what())};
+      throw Failure{kExitFrameInvalid, "not a sparse Blosc2 frame nor a .b2d store: " + std::string(e.what())};
     throw Failure{kExitFrameMissing, e.what()};
   } catch (const FormatError& e) {
-    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame: ") + e.what()};
+    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame nor a .b2z/.b2e store: ") + e.what()};
   }
 }
 
@@ -141,7 +146,24 @@ class FuseArgs {
   fuse_args args_{};
 };
 
+// A python-blosc2 store: store.json; exit status 3 when it cannot be read.
+int run_store_info(const Options& o, const fs::path& path) {
+  try {
+    std::unique_ptr<Store> store = Store::open(path);
+    std::string text = store_json_text(*store);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    return kExitFrameMissing;
+  } catch (const FormatError& e) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    return kExitFrameInvalid;
+  }
+}
+
 int run_info(const Options& o) {
+  if (detect_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
   try {
     std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
     std::string text = frame_json_text(*frame);
@@ -169,38 +191,73 @@ int mount_and_serve(const Options& o) {
     if (!o.create.create) throw Failure{kExitFrameMissing, "no such file or directory (use -o create to create it)"};
     create_empty_frame(o, frame_path);
   }
-  open_frame(frame_path);  // a frame that cannot be read refuses the mount with its own exit status
-  check_mountpoint(mountpoint);
-
-  bool writable = o.read_only != true;
-  if (writable && !may_write(frame_path)) {
-    writable = false;
-    spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
-  }
-  VolumeOptions vo;
-  vo.writable = writable;
-  vo.access = AccessOverrides{o.uid, o.gid, o.umask};
-  vo.cache_budget = o.cache_size.value_or(default_cache_size());
-  vo.preferred_chunksize = o.create.chunksize;
-  std::unique_ptr<Volume> volume;
-  try {
+  std::unique_ptr<Volume> volume;     // a frame's mount
+  std::unique_ptr<StoreTree> store;   // a store's mount
+  bool writable = false;
+  uint64_t cache_budget = o.cache_size.value_or(default_cache_size());
+  const AccessOverrides overrides{o.uid, o.gid, o.umask};
+  if (std::optional<StoreFormat> format = detect_store(frame_path)) {
+    std::unique_ptr<Store> opened;
     try {
-      volume = std::make_unique<Volume>(frame_path, vo);
+      opened = Store::open(frame_path);
+    } catch (const FormatError& e) {
+      throw Failure{kExitFrameInvalid, e.what()};
     } catch (const IoError& e) {
-      if (!vo.writable) throw;
-      spdlog::warn("{} cannot be opened for writing ({}): mounting read-only", frame_path.string(), e.what());
-      vo.writable = writable = false;
-      volume = std::make_unique<Volume>(frame_path, vo);
+      throw Failure{kExitFrameMissing, e.what()};
     }
-  } catch (const FormatError& e) {
-    throw Failure{kExitFrameInvalid, e.what()};
-  } catch (const IoError& e) {
-    throw Failure{kExitFrameMissing, e.what()};
+    check_mountpoint(mountpoint);
+    // Only a .b2d has leaves that are frame files of their own, editable in place.
+    writable = *format == StoreFormat::b2d && o.read_only != true;
+    if (writable && ::access(frame_path.c_str(), W_OK) != 0) {
+      writable = false;
+      spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
+    }
+    if (*format != StoreFormat::b2d && o.read_only == false)
+      spdlog::warn("{}: a .{} store is read-only (nobody edits it in place): mounting read-only", frame_path.string(),
+                   store_format_name(*format));
+    // Each open leaf gets an equal share of the cache budget.
+    VolumeOptions vo;
+    vo.access = overrides;
+    vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
+    try {
+      store = std::make_unique<StoreTree>(std::move(opened), vo, kMaxOpenLeaves, writable);
+    } catch (const FormatError& e) {
+      throw Failure{kExitFrameInvalid, e.what()};
+    }
+  } else {
+    open_frame(frame_path);  // a frame that cannot be read refuses the mount with its own exit status
+    check_mountpoint(mountpoint);
+
+    writable = o.read_only != true;
+    if (writable && !may_write(frame_path)) {
+      writable = false;
+      spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
+    }
+    VolumeOptions vo;
+    vo.writable = writable;
+    vo.access = overrides;
+    vo.cache_budget = cache_budget;
+    vo.preferred_chunksize = o.create.chunksize;
+    try {
+      try {
+        volume = std::make_unique<Volume>(frame_path, vo);
+      } catch (const IoError& e) {
+        if (!vo.writable) throw;
+        spdlog::warn("{} cannot be opened for writing ({}): mounting read-only", frame_path.string(), e.what());
+        vo.writable = writable = false;
+        volume = std::make_unique<Volume>(frame_path, vo);
+      }
+    } catch (const FormatError& e) {
+      throw Failure{kExitFrameInvalid, e.what()};
+    } catch (const IoError& e) {
+      throw Failure{kExitFrameMissing, e.what()};
+    }
   }
+  MountTree& tree = volume ? static_cast<MountTree&>(*volume) : *store;
   KernelNotifier notifier;
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
-  FsContext context{*volume, notifier, read_ahead};
+  FsContext context{tree, notifier, read_ahead};
 
   FuseArgs args(o, frame_path, writable);
   const fuse_lowlevel_ops& ops = lowlevel_operations();
@@ -212,13 +269,13 @@ int mount_and_serve(const Options& o) {
   if (fuse_daemonize(o.foreground ? 1 : 0) != 0) throw Failure{kExitInternal, "cannot start in the background"};
   if (!o.foreground) init_logging(o.log_level, true);
   // After fuse_daemonize: threads do not survive its fork.
-  notifier.start(session.get(), [&volume] {
+  notifier.start(session.get(), [&tree] {
     KernelNotes notes;
-    volume->maybe_refresh(notes);
+    tree.maybe_refresh(notes);
     return notes;
   });
-  spdlog::info("mounted {} on {}{}: {} chunks, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
-               writable ? "" : " read-only", volume->nchunks(), vo.cache_budget,
+  spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
+               writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : "keys", cache_budget,
                o.single_threaded ? "single-threaded" : "multi-threaded");
   notify_systemd(("READY=1\nSTATUS=serving " + frame_path.string() + " on " + mountpoint.string()).c_str());
 
@@ -235,8 +292,13 @@ int mount_and_serve(const Options& o) {
   }
   notify_systemd("STOPPING=1");
   notifier.stop();
-  volume->shutdown();  // what is still written and not committed, and a compaction when due
-  spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
+  if (volume) {
+    volume->shutdown();  // what is still written and not committed, and a compaction when due
+    spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
+  } else {
+    store->shutdown();  // what open leaves still hold
+    spdlog::info("unmounting {}", mountpoint.string());
+  }
   if (ret < 0) {
     spdlog::error("the FUSE loop failed: {}", std::strerror(-ret));
     return kExitInternal;

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "error.h"
 #include "fs_error.h"
 #include "read_pieces.h"
 
@@ -26,6 +27,7 @@ std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n
 
 Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
     : path_(frame_path), options_(std::move(options)), cache_(loader_, options_.cache_budget), overlay_(cache_) {
+  if (options_.frame_source) options_.writable = false;
   if (options_.writable) editor_ = std::make_unique<FrameEditor>(path_, 0, options_.edit);
   auto [frame, stamp] = open_committed_frame();
   disk_stamp_ = stamp;
@@ -35,11 +37,18 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   loader_.set_frame(frame, files_->proxy());
   overlay_.reset(*files_, overlay_limits(*files_));
   mtime_ns_ = stamp.mtime_ns;
-  frame_access_ = read_frame_access(path_);
+  frame_access_ = read_access();
   size_at_compaction_check_ = stamp.file_size;
 }
 
 Volume::~Volume() = default;
+
+FrameAccess Volume::read_access() const {
+  if (!options_.frame_source) return read_frame_access(path_);
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0) throw_errno(path_.string() + ": stat");
+  return frame_access_of_file(st);
+}
 
 bool Volume::underlying_statfs(struct statvfs& out) const { return ::statvfs(path_.c_str(), &out) == 0; }
 

@@ -67,6 +67,13 @@ struct VolumeOptions {
   uint64_t batch_bytes = uint64_t(256) << 20;
   // How often, at most, to look for changes made by other programs.
   std::chrono::milliseconds refresh_interval{100};
+  // Where the frame comes from when it is not a file of its own (a zip member,
+  // a frame embedded in a store): the mount is then read-only and unchanging.
+  std::function<std::shared_ptr<const Frame>()> frame_source;
+  // A lock sidecar held exclusively around every commit and compaction besides
+  // the frame's own: a python-blosc2 .b2d store's (its embed.b2e's), which
+  // python-blosc2 holds around every change of the store.
+  std::filesystem::path store_lock;
 };
 
 // What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).
@@ -100,7 +107,38 @@ struct OpenFile {
   std::shared_ptr<CommitOutcome> outcome;  // of this file's latest edits
 };
 
-class Volume {
+// What the FUSE operations serve: one Volume (a mounted frame), or a tree of
+// them (a python-blosc2 store, store_tree.h). Inode numbers are the tree's own.
+class MountTree {
+ public:
+  virtual ~MountTree() = default;
+  virtual bool writable() const = 0;
+  virtual int64_t nchunks() const = 0;  // for statfs' file count
+  virtual bool underlying_statfs(struct statvfs& out) const = 0;
+  virtual std::optional<Node> node(uint64_t ino) const = 0;
+  virtual std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) = 0;
+  virtual std::optional<DirEntry> entry(uint64_t dir, int64_t cookie) = 0;
+  virtual struct stat attributes(uint64_t ino) = 0;
+  virtual std::string path_of(uint64_t ino) const = 0;
+  virtual void remember(uint64_t ino) = 0;
+  virtual void forget(uint64_t ino, uint64_t count) = 0;
+  virtual std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
+                                         KernelNotes& notes) = 0;
+  virtual bool cache_still_valid(uint64_t ino) = 0;
+  virtual void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) = 0;
+  virtual void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) = 0;
+  virtual void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) = 0;
+  virtual void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) = 0;
+  virtual struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) = 0;
+  virtual std::pair<uint64_t, std::unique_ptr<OpenFile>> create(uint64_t parent, std::string_view name, int flags,
+                                                                KernelNotes& notes) = 0;
+  virtual void unlink(uint64_t parent, std::string_view name, KernelNotes& notes) = 0;
+  virtual void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+                      unsigned flags, KernelNotes& notes) = 0;
+  virtual void maybe_refresh(KernelNotes& notes) = 0;
+};
+
+class Volume : public MountTree {
  public:
   // Opens the frame (and, when writable, its editor). Throws FormatError /
   // IoError when the frame cannot be opened.
@@ -270,6 +308,9 @@ class Volume {
   std::set<NameKey> hidden_;              // real names moved onto scratch names
   int64_t mtime_ns_ = 0;
   FrameAccess frame_access_;
+  // The frame's access now, from the disk: its own file's, or for a frame that is
+  // not a file of its own (frame_source) the store's that holds it. Throws IoError.
+  FrameAccess read_access() const;
   FrameStamp disk_stamp_;
   int64_t commits_since_compaction_check_ = 0;
   bool committed_any_ = false;

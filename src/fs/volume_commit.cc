@@ -30,11 +30,13 @@ bool chunk_inode(uint64_t ino) { return ino >= kChunkBase; }
 // --- loading the committed state ---
 
 FrameStamp Volume::read_disk_stamp() const {
+  if (options_.frame_source) return {};  // nothing on disk of its own to watch
   std::error_code ec;
   return read_frame_stamp(std::filesystem::is_directory(path_, ec) ? path_ / "chunks.b2frame" : path_);
 }
 
 std::pair<std::shared_ptr<const Frame>, FrameStamp> Volume::open_committed_frame() const {
+  if (options_.frame_source) return {options_.frame_source(), FrameStamp{}};
   // Under c-blosc2's lock when the frame has one, so a cooperating writer is
   // never seen half-way.
   std::error_code ec;
@@ -189,8 +191,33 @@ void Volume::fail(const std::string& what, int error, const std::string& why) co
   throw FsError{error};
 }
 
+namespace {
+
+// The store lock of VolumeOptions::store_lock, when there is one and its sidecar exists.
+class StoreLock {
+ public:
+  explicit StoreLock(const std::filesystem::path& path) : sidecar_(path) {
+    if (!path.empty() && sidecar_.open(false)) {
+      sidecar_.lock_exclusive();
+      locked_ = true;
+    }
+  }
+  ~StoreLock() {
+    if (locked_) sidecar_.unlock();
+  }
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+
+ private:
+  LockSidecar sidecar_;
+  bool locked_ = false;
+};
+
+}  // namespace
+
 void Volume::run_commit(const std::string& what, const std::function<void(FrameEditor&)>& stage) {
   if (!editor_) throw FsError{EROFS};
+  std::optional<StoreLock> store_lock;
   auto failed = [&](int error, const std::string& why) {
     // The frame is as it was; these edits are dropped so that the next
     // commit (of another file) does not carry them or fail on them.
@@ -212,6 +239,7 @@ void Volume::run_commit(const std::string& what, const std::function<void(FrameE
     fail(what, error, why);
   };
   try {
+    store_lock.emplace(options_.store_lock);
     stage(*editor_);
     editor_->commit();
   } catch (const FsError& e) {
@@ -402,7 +430,7 @@ void Volume::maybe_refresh(KernelNotes& notes) {
 void Volume::refresh_access(KernelNotes& notes) {
   FrameAccess now;
   try {
-    now = read_frame_access(path_);
+    now = read_access();
   } catch (const std::exception& e) {
     spdlog::debug("{}: cannot check its owner and permissions: {}", path_.string(), e.what());
     return;
@@ -441,6 +469,7 @@ void Volume::maybe_compact(KernelNotes& notes, bool at_unmount) {
   try {
     if (!editor_->compaction_due()) return;
     const int64_t unused = editor_->unused_bytes();
+    StoreLock store_lock(options_.store_lock);
     editor_->compact();
     spdlog::info("{}: compacted, {} unused bytes reclaimed", path_.string(), unused);
   } catch (const std::exception& e) {

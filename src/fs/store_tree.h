@@ -1,0 +1,147 @@
+// A python-blosc2 store mounted as a tree: each key's groups are directories,
+// each leaf a directory holding the single-frame tree of its frame (a Volume,
+// opened on first use; at most `max_open` stay open, the least recently used
+// closed first), and store.json at the root.
+//
+// Inode numbers: the top 20 bits say which Volume (0 = the store's own tree),
+// the low 44 bits are that Volume's own inode number (its root, 1, being the
+// leaf's directory), so every Volume keeps the numbering of a single-frame
+// mount. The store's own tree: 1 the root, 2 store.json, kGroupBase + g group g.
+// A Volume is closed only when the kernel holds no reference to one of its
+// named inodes (layers: their numbers are handed out in order of first sight,
+// so a reopened Volume could give them other numbers) and no file of it is open.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store.h"
+#include "table_csv.h"
+#include "volume.h"
+
+namespace blosc2fs {
+
+class StoreTree : public MountTree {
+ public:
+  static constexpr int kSlotShift = 44;
+  static constexpr uint64_t kLocalMask = (uint64_t(1) << kSlotShift) - 1;
+  static constexpr uint64_t kStoreJsonIno = 2;
+  static constexpr uint64_t kGroupBase = 16;
+  static constexpr uint64_t kFileBase = uint64_t(1) << 32;  // files of groups: table.csv, schema.json
+  static constexpr size_t kMaxLeaves = (size_t(1) << 20) - 2;
+
+  // `leaf_options`: what each leaf's Volume gets (its cache budget, access overrides).
+  // `writable`: the leaves that are frame files of a .b2d are edited like a
+  // mounted frame, under the store's lock; every other leaf is read-only.
+  StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, size_t max_open, bool writable = false);
+  ~StoreTree() override;
+
+  const Store& store() const { return *store_; }
+  size_t open_volumes() const;
+
+  bool writable() const override { return writable_; }
+  // Unmount: every open leaf commits what it still holds.
+  void shutdown();
+  int64_t nchunks() const override { return int64_t(leaves_.size()); }
+  bool underlying_statfs(struct statvfs& out) const override;
+  std::optional<Node> node(uint64_t ino) const override;
+  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) override;
+  std::optional<DirEntry> entry(uint64_t dir, int64_t cookie) override;
+  struct stat attributes(uint64_t ino) override;
+  std::string path_of(uint64_t ino) const override;
+  void remember(uint64_t ino) override;
+  void forget(uint64_t ino, uint64_t count) override;
+  std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
+                                 KernelNotes& notes) override;
+  bool cache_still_valid(uint64_t ino) override;
+  void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) override;
+  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) override;
+  void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) override;
+  void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) override;
+  struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) override;
+  std::pair<uint64_t, std::unique_ptr<OpenFile>> create(uint64_t parent, std::string_view name, int flags,
+                                                        KernelNotes& notes) override;
+  void unlink(uint64_t parent, std::string_view name, KernelNotes& notes) override;
+  void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags,
+              KernelNotes& notes) override;
+  void maybe_refresh(KernelNotes& notes) override;
+
+ private:
+  struct Child {
+    std::string name;
+    bool leaf = false;
+    size_t index = 0;  // group or leaf index
+  };
+  // A file of the store's own tree: store.json, a table's table.csv and schema.json.
+  struct TreeFile {
+    std::string name;
+    uint64_t ino = 0;
+    size_t table = 0;      // table.csv, schema.json: which table
+    bool csv = false;      // table.csv: made as it is read (direct I/O, size 0)
+  };
+  struct Group {
+    std::string path;             // "/" or "/a/b", for log lines
+    std::vector<TreeFile> files;  // listed first
+    std::vector<Child> children;  // sorted by name
+  };
+  // A CTable: table.csv made a block of rows at a time as it is read in order;
+  // a read elsewhere starts again from the top, holding at most about 1 MiB.
+  struct Table {
+    std::unique_ptr<TableCsv> csv;
+    std::mutex mutex;
+    int64_t base = 0;   // the offset of `text` in table.csv
+    std::string text;   // made and not yet read past
+    int64_t row = 0;    // the next physical row to make
+    bool started = false;
+  };
+  struct Leaf {
+    const StoreLeaf* store_leaf = nullptr;
+    std::shared_ptr<Volume> volume;                // null while closed
+    std::list<size_t>::iterator lru;               // valid while open
+    uint64_t pins = 0;                             // kernel references to named inodes, and open files
+  };
+
+  static uint64_t slot_of(uint64_t ino) { return ino >> kSlotShift; }
+  static uint64_t local_of(uint64_t ino) { return ino & kLocalMask; }
+  static uint64_t global(uint64_t slot, uint64_t local) { return slot << kSlotShift | local; }
+  static bool pins_volume(uint64_t local) { return local >= kNamedBase && local < kChunkBase; }
+  uint64_t child_ino(const Child& child) const;
+  const Group* group_of(uint64_t ino) const;
+  const TreeFile* file_of(uint64_t ino) const;
+  void add_tables();
+  void read_table_csv(Table& table, int64_t offset, size_t size, ReadPieces& out);
+  // The leaf's Volume, opened when closed; closes the least recently used
+  // unpinned ones beyond max_open_.
+  std::shared_ptr<Volume> volume(uint64_t slot);
+  std::shared_ptr<Volume> open_volume_if_open(uint64_t slot);
+  Leaf& leaf_of(uint64_t slot);
+  void translate(uint64_t slot, KernelNotes& notes) const;
+  const std::string& store_json();
+  struct stat directory_attributes(uint64_t ino) const;
+  // EROFS, after one log line, for a write to a leaf that cannot be changed in place.
+  [[noreturn]] void refuse_write(uint64_t slot) const;
+  std::shared_ptr<Volume> pinned_volume(uint64_t slot);
+
+  std::unique_ptr<Store> store_;
+  VolumeOptions leaf_options_;
+  size_t max_open_;
+  bool writable_;
+  struct timespec store_time_ {};
+  // Who may read and write the store itself (the .b2d directory, the .b2z or .b2e
+  // file): its groups, store.json and tables show these bits (tree_access.h).
+  FrameAccess store_access_;
+  std::vector<Group> groups_;  // 0 = root
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<TreeFile> files_;  // every group's files, by ino - kFileBase (store.json apart)
+
+  mutable std::mutex mutex_;  // leaves_' volumes, pins and the LRU; store_json_
+  std::vector<Leaf> leaves_;  // slot = index + 1
+  std::list<size_t> lru_;     // open leaves, most recently used first
+  std::string store_json_;
+  bool store_json_made_ = false;
+};
+
+}  // namespace blosc2fs

@@ -1,0 +1,417 @@
+#include "store.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "error.h"
+#include "frame_json.h"
+#include "store_key.h"
+#include "embed_map.h"
+#include "zip_directory.h"
+
+namespace blosc2fs {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kEmbedName = "embed.b2e";
+constexpr const char* kLeafSuffixes[] = {".b2nd", ".b2f", ".b2b"};
+// A directory walk stops here: a .b2d of more entries is refused, not listed forever.
+constexpr size_t kMaxDirectoryEntries = 1'000'000;
+// An embedded frame is decompressed into memory when opened; python-blosc2 embeds
+// only values under its threshold, and a few bytes of special chunks can claim
+// terabytes of zeros, so larger ones are refused.
+constexpr int64_t kMaxEmbeddedFrame = int64_t(256) << 20;
+
+bool has_leaf_suffix(std::string_view name) {
+  for (const char* suffix : kLeafSuffixes)
+    if (name.ends_with(suffix) && name.size() > std::string_view(suffix).size()) return true;
+  return false;
+}
+
+// The EmbedStore tag: b2tree/b2dict since python-blosc2 4.1, b2embed before (and for a .b2e).
+std::string embed_tag(const Frame& frame) {
+  for (const char* tag : {"b2tree", "b2dict", "b2embed"})
+    if (frame.find_metalayer(tag)) return tag;
+  return {};
+}
+
+// An anonymous in-memory file holding an embedded frame, so that the frame
+// reader, which reads files by position, serves it unchanged.
+class MemoryFile {
+ public:
+  MemoryFile() : fd_(::memfd_create("blosc2fs-embedded", MFD_CLOEXEC)) {
+    if (fd_ < 0) throw_errno("memfd_create for an embedded frame");
+  }
+  ~MemoryFile() { ::close(fd_); }
+  MemoryFile(const MemoryFile&) = delete;
+  MemoryFile& operator=(const MemoryFile&) = delete;
+  int fd() const { return fd_; }
+  fs::path path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
+ private:
+  int fd_;
+};
+
+// Keeps the memory file alive as long as the frame read from it.
+struct EmbeddedFrame {
+  MemoryFile memory;
+  std::unique_ptr<Frame> frame;
+};
+
+void write_all(int fd, int64_t offset, ByteSpan data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, off_t(offset + int64_t(done)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("write an embedded frame to memory");
+    }
+    done += size_t(n);
+  }
+}
+
+Json location_json(const LeafLocation& where) {
+  Json j = Json::object();
+  switch (where.type) {
+    case LeafLocation::Type::file:
+      j["type"] = "file";
+      j["path"] = where.relative_path;
+      break;
+    case LeafLocation::Type::zip_member:
+      j["type"] = "zip_member";
+      j["member"] = where.relative_path;
+      j["offset"] = where.offset;
+      j["length"] = where.length;
+      break;
+    case LeafLocation::Type::embedded:
+      j["type"] = "embedded";
+      j["offset"] = where.offset;
+      j["length"] = where.length;
+      break;
+    case LeafLocation::Type::remote:
+      j["type"] = "remote";
+      j["urlbase"] = where.urlbase;
+      j["path"] = where.remote_path;
+      break;
+  }
+  return j;
+}
+
+}  // namespace
+
+const char* store_format_name(StoreFormat format) {
+  switch (format) {
+    case StoreFormat::b2d: return "b2d";
+    case StoreFormat::b2z: return "b2z";
+    case StoreFormat::b2e: return "b2e";
+  }
+  return "?";
+}
+
+std::optional<StoreFormat> detect_store(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (fs::is_regular_file(path / kEmbedName, ec) && !fs::exists(path / "chunks.b2frame", ec)) return StoreFormat::b2d;
+    return std::nullopt;
+  }
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    File file = File::open_read(path);
+    if (looks_like_zip(file)) return StoreFormat::b2z;
+    auto frame = Frame::open(path);
+    if (!embed_tag(*frame).empty()) return StoreFormat::b2e;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+Store::~Store() = default;
+
+std::unique_ptr<Store> Store::open(const fs::path& path) {
+  std::optional<StoreFormat> format = detect_store(path);
+  if (!format)
+    throw FormatError(path.string() +
+                      ": not a python-blosc2 store (no .b2d directory with embed.b2e, no .b2z zip archive, "
+                      "no .b2e EmbedStore frame)");
+  std::unique_ptr<Store> store(new Store);
+  store->format_ = *format;
+  store->path_ = path;
+  std::map<std::string, StoreLeaf> external;  // key -> leaf, the first by path wins
+  auto add_external = [&](std::string relative, LeafLocation where) {
+    std::string key = key_from_relative_path(relative);
+    if (auto why = bad_key(key)) {
+      store->skipped_.push_back("'" + relative.substr(0, 80) + "': " + *why);
+      return;
+    }
+    auto [it, inserted] = external.try_emplace(key, StoreLeaf{key, where});
+    if (!inserted) {
+      if (where.relative_path < it->second.where.relative_path) std::swap(it->second.where, where);
+      store->skipped_.push_back("'" + where.relative_path.substr(0, 80) + "': key " + key.substr(0, 80) +
+                                " is already stored as '" + it->second.where.relative_path.substr(0, 80) + "'");
+    }
+  };
+
+  switch (*format) {
+    case StoreFormat::b2e:
+      store->embed_ = Frame::open(path);
+      store->embed_where_.type = LeafLocation::Type::file;
+      store->embed_where_.relative_path = ".";
+      break;
+    case StoreFormat::b2d: {
+      store->embed_ = Frame::open(path / kEmbedName);
+      store->embed_where_.type = LeafLocation::Type::file;
+      store->embed_where_.relative_path = kEmbedName;
+      std::vector<std::string> files;
+      size_t seen = 0;
+      const std::string prefix = path.generic_string() + (path.generic_string().ends_with('/') ? "" : "/");
+      std::error_code ec;
+      for (fs::recursive_directory_iterator it(path, fs::directory_options::none, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        if (++seen > kMaxDirectoryEntries)
+          throw FormatError(path.string() + ": more than " + std::to_string(kMaxDirectoryEntries) + " entries");
+        // The iterator's paths start with `path`: cut it off (fs::relative would stat every component).
+        const std::string full = it->path().generic_string();
+        std::string relative = full.substr(std::min(full.size(), prefix.size()));
+        // Symbolic links are not followed: a link could lead out of the store.
+        if (it->is_symlink(ec)) {
+          if (has_leaf_suffix(relative)) store->skipped_.push_back("'" + relative + "': a symbolic link");
+          continue;
+        }
+        if (!it->is_regular_file(ec) || relative == kEmbedName || !has_leaf_suffix(relative)) continue;
+        if (auto why = bad_relative_path(relative)) {
+          store->skipped_.push_back("'" + relative.substr(0, 80) + "': " + *why);
+          continue;
+        }
+        files.push_back(relative);
+      }
+      if (ec) throw IoError("cannot list " + path.string() + ": " + ec.message(), ec.value());
+      std::sort(files.begin(), files.end());
+      for (std::string& relative : files) {
+        LeafLocation where;
+        where.type = LeafLocation::Type::file;
+        where.relative_path = relative;
+        add_external(relative, where);
+      }
+      break;
+    }
+    case StoreFormat::b2z: {
+      File zip = File::open_read(path);
+      ZipDirectory dir = read_zip_directory(zip);
+      store->skipped_ = dir.skipped;
+      const ZipMember* embed = nullptr;
+      for (const ZipMember& m : dir.members)
+        if (m.name == kEmbedName) embed = &m;
+      if (!embed) throw FormatError(path.string() + ": a zip archive without embed.b2e: not a .b2z store");
+      if (!embed->stored())
+        throw FormatError(path.string() + ": embed.b2e is compressed in the zip (method " +
+                          std::to_string(embed->method) + "); a .b2z is read in place, its members must be stored");
+      store->embed_ = Frame::open(path, embed->data_offset);
+      if (store->embed_->header().frame_len > embed->stored_size)
+        throw FormatError(path.string() + ": embed.b2e's frame runs past its zip member");
+      store->embed_where_ = {LeafLocation::Type::zip_member, embed->name, embed->data_offset, embed->stored_size, {}, {}};
+      for (const ZipMember& m : dir.members) {
+        if (&m == embed || !has_leaf_suffix(m.name)) continue;
+        if (!m.stored()) {
+          store->skipped_.push_back("zip member '" + m.name.substr(0, 80) + "': compressed (method " +
+                                    std::to_string(m.method) + "), so no frame lies at its offset");
+          continue;
+        }
+        add_external(m.name, {LeafLocation::Type::zip_member, m.name, m.data_offset, m.stored_size, {}, {}});
+      }
+      break;
+    }
+  }
+  store->tag_ = embed_tag(*store->embed_);
+  if (store->tag_.empty())
+    throw FormatError(path.string() + ": its embed store has none of the b2tree, b2dict, b2embed metalayers");
+
+  EmbedMap map;
+  if (const Vlmetalayer* layer = store->embed_->find_vlmetalayer(kEmbedMapLayer))
+    map = parse_embed_map(store->embed_->vlmetalayer_content(*layer), store->embed_->header().nbytes);
+  for (std::string& line : map.skipped) store->skipped_.push_back(std::move(line));
+  std::map<std::string, StoreLeaf> all = std::move(external);
+  for (const EmbedEntry& e : map.entries) {
+    if (all.count(e.key)) continue;  // python-blosc2 reads the external leaf first
+    LeafLocation where;
+    if (e.remote) {
+      where.type = LeafLocation::Type::remote;
+      where.urlbase = e.urlbase;
+      where.remote_path = e.path;
+    } else {
+      where.type = LeafLocation::Type::embedded;
+      where.offset = e.offset;
+      where.length = e.length;
+    }
+    all.emplace(e.key, StoreLeaf{e.key, where});
+  }
+  for (auto& [key, leaf] : all) store->leaves_.push_back(std::move(leaf));
+  return store;
+}
+
+const StoreLeaf* Store::find(std::string_view key) const {
+  auto it = std::lower_bound(leaves_.begin(), leaves_.end(), key,
+                             [](const StoreLeaf& leaf, std::string_view k) { return leaf.key < k; });
+  return it != leaves_.end() && it->key == key ? &*it : nullptr;
+}
+
+fs::path Store::leaf_file(const StoreLeaf& leaf) const {
+  if (format_ != StoreFormat::b2d || leaf.where.type != LeafLocation::Type::file) return {};
+  return path_ / leaf.where.relative_path;
+}
+
+void Store::copy_embedded(int64_t offset, int64_t length, int fd) const {
+  const Frame& embed = *embed_;
+  const int64_t n = embed.nchunks();
+  // The first chunk holding `offset`: the last one starting at or before it.
+  int64_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (embed.chunk_data_offset(mid) <= offset) lo = mid;
+    else hi = mid;
+  }
+  int64_t written = 0;
+  for (int64_t c = lo; c < n && written < length; ++c) {
+    // python-blosc2's embed stores have 8 KiB chunks; a claim of gigabytes is not decoded.
+    if (embed.chunk_nbytes(c) > kMaxEmbeddedFrame)
+      throw FormatError(path_.string() + ": embed store chunk " + std::to_string(c) + " claims " +
+                        std::to_string(embed.chunk_nbytes(c)) + " bytes");
+    int64_t start = embed.chunk_data_offset(c);
+    Bytes chunk = embed.read_chunk(c);
+    int64_t from = offset + written - start;
+    if (from < 0 || from > int64_t(chunk.size())) break;
+    int64_t take = std::min<int64_t>(int64_t(chunk.size()) - from, length - written);
+    write_all(fd, written, ByteSpan(chunk).subspan(size_t(from), size_t(take)));
+    written += take;
+  }
+  if (written != length)
+    throw FormatError(path_.string() + ": embedded frame at stream offset " + std::to_string(offset) +
+                      " runs past the embed store's chunks");
+}
+
+std::shared_ptr<const Frame> Store::open_leaf(const StoreLeaf& leaf) const {
+  const LeafLocation& w = leaf.where;
+  switch (w.type) {
+    case LeafLocation::Type::file:
+      return Frame::open(path_ / w.relative_path);
+    case LeafLocation::Type::zip_member: {
+      std::shared_ptr<const Frame> frame = Frame::open(path_, w.offset);
+      if (frame->header().frame_len > w.length)
+        throw FormatError(path_.string() + ": member " + w.relative_path + ": its frame (" +
+                          std::to_string(frame->header().frame_len) + " bytes) runs past the member (" +
+                          std::to_string(w.length) + " bytes)");
+      return frame;
+    }
+    case LeafLocation::Type::embedded: {
+      if (w.length > kMaxEmbeddedFrame)
+        throw FormatError(path_.string() + ": embedded key " + leaf.key + ": a frame of " + std::to_string(w.length) +
+                          " bytes, over the 256 MiB read into memory");
+      auto holder = std::make_shared<EmbeddedFrame>();
+      copy_embedded(w.offset, w.length, holder->memory.fd());
+      try {
+        holder->frame = Frame::open(holder->memory.path());
+      } catch (const FormatError& e) {
+        throw FormatError(path_.string() + ": embedded key " + leaf.key + ": " + e.what());
+      }
+      if (holder->frame->header().frame_len != w.length)
+        throw FormatError(path_.string() + ": embedded key " + leaf.key + ": the frame is " +
+                          std::to_string(holder->frame->header().frame_len) + " bytes, its entry says " +
+                          std::to_string(w.length));
+      return std::shared_ptr<const Frame>(holder, holder->frame.get());
+    }
+    case LeafLocation::Type::remote:
+      throw UnsupportedError("key " + leaf.key + " is a remote C2Array reference (" + w.urlbase + ", " +
+                             w.remote_path + "): no bytes are stored");
+  }
+  throw FormatError("unknown leaf location");
+}
+
+std::string leaf_kind(const Frame& frame) {
+  if (frame.find_metalayer("listarray")) return "listarray";
+  if (frame.find_metalayer("batcharray")) return "batcharray";
+  if (frame.find_metalayer("vlarray")) return "objectarray";
+  if (frame.find_metalayer("b2o") || frame.find_metalayer("LazyArray")) return "lazyarray";
+  if (!embed_tag(frame).empty()) return "embedstore";
+  if (frame.find_metalayer("b2nd") || frame.find_metalayer("caterva")) return "ndarray";
+  return "schunk";
+}
+
+Json leaf_summary_json(const Frame& frame) {
+  Json j = Json::object();
+  j["kind"] = leaf_kind(frame);
+  Json full = frame_to_json(frame);
+  if (full.contains("array")) {
+    const Json& array = full["array"];
+    if (array.contains("shape")) j["shape"] = array["shape"];
+    if (array.contains("dtype")) j["dtype"] = array["dtype"];
+  }
+  const FrameHeader& h = frame.header();
+  j["nbytes"] = h.nbytes;
+  j["cbytes"] = h.cbytes;
+  j["ratio"] = full["ratio"];
+  Json attrs = Json::object();
+  for (const Vlmetalayer& layer : frame.vlmetalayers()) {
+    std::optional<Json> value;
+    try {
+      value = msgpack_to_json(frame.vlmetalayer_content(layer));
+    } catch (const FormatError&) {
+    }
+    attrs[layer.name] = value ? *value : Json(nullptr);
+  }
+  j["attrs"] = std::move(attrs);
+  return j;
+}
+
+Json Store::to_json() const {
+  Json j = Json::object();
+  j["store"] = path_.string();
+  j["format"] = store_format_name(format_);
+  j["tag"] = tag_;
+  j["embed"] = location_json(embed_where_);
+  Json keys = Json::array();
+  Json tables = Json::array();
+  for (const StoreLeaf& leaf : leaves_) {
+    Json k = Json::object();
+    k["key"] = leaf.key;
+    if (leaf.where.type == LeafLocation::Type::remote) {
+      k["kind"] = "c2array";
+    } else {
+      try {
+        std::shared_ptr<const Frame> frame = open_leaf(leaf);
+        Json summary = leaf_summary_json(*frame);
+        for (auto it = summary.begin(); it != summary.end(); ++it) k[it.key()] = *it;
+        // A CTable: its /_meta leaf says kind "ctable" and holds the schema as JSON text.
+        if (leaf.key.ends_with("/_meta") && k["attrs"].value("kind", "") == "ctable") {
+          Json table = Json::object();
+          std::string prefix = leaf.key.substr(0, leaf.key.size() - 6);
+          table["path"] = prefix.empty() ? "/" : prefix;
+          const Json& attrs = k["attrs"];
+          if (attrs.contains("schema") && attrs["schema"].is_string()) {
+            Json schema = Json::parse(attrs["schema"].get<std::string>(), nullptr, false);
+            table["schema"] = schema.is_discarded() ? attrs["schema"] : schema;
+          }
+          tables.push_back(std::move(table));
+        }
+      } catch (const std::exception& e) {
+        k["error"] = e.what();
+      }
+    }
+    k["storage"] = location_json(leaf.where);
+    keys.push_back(std::move(k));
+  }
+  j["keys"] = std::move(keys);
+  j["tables"] = std::move(tables);
+  j["skipped"] = skipped_;
+  return j;
+}
+
+std::string store_json_text(const Store& store) {
+  return store.to_json().dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,558 @@
+"""python-blosc2 stores (DictStore and TreeStore as .b2d and .b2z, EmbedStore .b2e,
+CTable), made at run time by the pinned python-blosc2: `blosc2fs --info STORE`
+prints store.json, whose keys are exactly python-blosc2's, whose kind, shape,
+dtype, sizes and attributes are what python-blosc2 reads, and whose storage
+locations (file, zip member offset, embedded offset and length) hold the very
+frame python-blosc2 reads for that key. Mounted, each key is a directory holding
+that frame's single-frame tree. Hostile stores give skipped entries or one-line
+errors."""
+
+import ast
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness, TestFailure, check, check_equal  # noqa: E402
+from writes import sh, vim_substitute  # noqa: E402
+
+import blosc2  # noqa: E402
+import numpy as np  # noqa: E402
+
+EXIT_FRAME_INVALID = 3
+
+
+def schunk_of(value):
+    return value.schunk if hasattr(value, "schunk") else value
+
+
+def content(value):
+    """What a leaf holds: its chunks decompressed, and its vlmeta."""
+    sc = schunk_of(value)
+    chunks = [bytes(sc.decompress_chunk(i)) for i in range(sc.nchunks)]
+    vl = sc.vlmeta
+    attrs = {k: vl[k] for k in vl.keys()}
+    return chunks, attrs
+
+
+def json_safe(v):
+    """python values as store.json shows the stored msgpack: python-blosc2 stores a
+    tuple as ["__tuple__", items...] and store.json shows what is stored."""
+    if isinstance(v, tuple):
+        return ["__tuple__"] + [json_safe(x) for x in v]
+    if isinstance(v, list):
+        return [json_safe(x) for x in v]
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    return json.loads(json.dumps(v, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
+
+def fill_store(store, kind):
+    """Nested groups, attributes at every level, several dtypes and object kinds."""
+    store["/ints"] = np.arange(24, dtype="i4").reshape(4, 6)
+    store["/grp/floats"] = np.linspace(0, 1, 3000, dtype="f8").reshape(30, 100)
+    store["/grp/u2"] = np.arange(7, dtype="u2")
+    store["/grp/sub/bools"] = np.array([True, False, True])
+    store["/grp/sub/text"] = np.array([b"ab", b"cde"], dtype="S3")
+    store["/grp/sub/c16"] = np.array([1 + 2j, 3 - 4j])
+    store["/schunk"] = blosc2.SChunk(data=b"hello store " * 500)
+    oa = blosc2.ObjectArray()
+    oa.append({"a": 1})
+    oa.append([1, 2, 3])
+    store["/objects"] = oa
+    ba = blosc2.BatchArray()
+    ba.append([1, 2, 3])
+    ba.append(["x", "y"])
+    store["/batches"] = ba
+    a = blosc2.asarray(np.arange(5, dtype="i8"))
+    a.vlmeta["units"] = "m"
+    a.vlmeta["scale"] = [1, 2.5]
+    store["/with_attrs"] = a
+    if kind == "tree":
+        store.vlmeta["title"] = "root attrs"
+        store["/grp"].vlmeta["level"] = 1
+        store["/grp/sub"].vlmeta["level"] = 2
+
+
+def make_store(path, kind, threshold):
+    cls = blosc2.TreeStore if kind == "tree" else blosc2.DictStore
+    with cls(path, mode="w", threshold=threshold) as s:
+        fill_store(s, kind)
+
+
+def raw_open(path, offset=0):
+    """The frame at `offset` as a plain SChunk (blosc2.open would see a store)."""
+    return blosc2.blosc2_ext.open(path, mode="r", offset=offset)
+
+
+def embed_location(path, info):
+    """The embed store as python-blosc2 opens it from our description."""
+    where = info["embed"]
+    if where["type"] == "zip_member":
+        return raw_open(path, where["offset"])
+    if where["path"] == ".":
+        return raw_open(path)
+    return raw_open(os.path.join(path, where["path"]))
+
+
+def value_at(path, storage, embed):
+    """The object python-blosc2 reads at the location store.json gives."""
+    t = storage["type"]
+    if t == "file":
+        return raw_open(os.path.join(path, storage["path"]))
+    if t == "zip_member":
+        return raw_open(path, storage["offset"])
+    if t == "embedded":
+        raw = bytes(embed[storage["offset"]:storage["offset"] + storage["length"]])
+        return blosc2.from_cframe(raw)
+    raise TestFailure(f"no bytes for storage {storage}")
+
+
+def check_store(h, path, want_kinds=None):
+    info = h.info(path)
+    ds = blosc2.DictStore(path, mode="r")
+    check_equal(sorted(k["key"] for k in info["keys"]), sorted(ds.keys()), f"keys of {path}")
+    check_equal(info["skipped"], [], f"skipped entries of {path}")
+    embed = embed_location(path, info)
+    for entry in info["keys"]:
+        key = entry["key"]
+        check("error" not in entry, f"{path} {key}: {entry.get('error')}")
+        value = ds[key]
+        sc = schunk_of(value)
+        check_equal(entry["nbytes"], sc.nbytes, f"{path} {key} nbytes")
+        check_equal(entry["cbytes"], sc.cbytes, f"{path} {key} cbytes")
+        if isinstance(value, blosc2.NDArray):
+            check_equal(entry["kind"], "ndarray", f"{path} {key} kind")
+            check_equal(tuple(entry["shape"]), value.shape, f"{path} {key} shape")
+            # Structured dtypes are written as their descr list's text.
+            got = np.dtype(ast.literal_eval(entry["dtype"])) if entry["dtype"].startswith("[") else np.dtype(entry["dtype"])
+            check_equal(got, value.dtype, f"{path} {key} dtype")
+        elif isinstance(value, blosc2.ObjectArray):
+            check_equal(entry["kind"], "objectarray", f"{path} {key} kind")
+        elif isinstance(value, blosc2.BatchArray):
+            check_equal(entry["kind"], "batcharray", f"{path} {key} kind")
+        else:
+            check_equal(entry["kind"], "schunk", f"{path} {key} kind")
+        chunks, attrs = content(value)
+        check_equal(entry["attrs"], json_safe(attrs), f"{path} {key} attrs")
+        at = value_at(path, entry["storage"], embed)
+        check(content(at)[0] == chunks, f"{path} {key}: the frame at {entry['storage']} is not the key's")
+    if want_kinds:
+        check_equal(sorted({e["storage"]["type"] for e in info["keys"]}), want_kinds, f"storage types of {path}")
+    return info
+
+
+def stores_of_every_layout(h):
+    d = h.new_dir("stores")
+    for kind in ("tree", "dict"):
+        for ext in ("b2d", "b2z"):
+            for threshold, kinds in ((0, None), (2**13, None), (10**12, ["embedded"])):
+                path = os.path.join(d, f"{kind}-{threshold}.{ext}")
+                make_store(path, kind, threshold)
+                info = check_store(h, path, kinds)
+                check_equal(info["format"], ext, f"format of {path}")
+                check_equal(info["tag"], "b2tree" if kind == "tree" else "b2dict", f"tag of {path}")
+                types = {e["storage"]["type"] for e in info["keys"]}
+                if threshold == 0:
+                    check("embedded" not in types or all(
+                        e["key"].endswith("__vlmeta__") for e in info["keys"] if e["storage"]["type"] == "embedded"),
+                        f"{path}: threshold 0 embedded data leaves: {types}")
+                    check(types & {"file", "zip_member"}, f"{path}: no external leaves: {types}")
+                if threshold == 2**13:
+                    check("embedded" in types and types & {"file", "zip_member"},
+                          f"{path}: wanted embedded and external leaves: {types}")
+                if kind == "tree":
+                    attrs = {e["key"]: e["attrs"] for e in info["keys"] if e["key"].endswith("__vlmeta__")}
+                    check_equal(attrs.get("/__vlmeta__"), {"title": "root attrs"}, f"{path} root attrs")
+                    check_equal(attrs.get("/grp/__vlmeta__"), {"level": 1}, f"{path} /grp attrs")
+                    check_equal(attrs.get("/grp/sub/__vlmeta__"), {"level": 2}, f"{path} /grp/sub attrs")
+
+
+def embed_store(h):
+    path = os.path.join(h.new_dir("b2e"), "e.b2e")
+    es = blosc2.EmbedStore(path, mode="w")
+    es["/a"] = np.arange(10, dtype="i2")
+    es["/b/c"] = blosc2.SChunk(data=b"xyz" * 100)
+    es["/gone"] = np.arange(3)
+    del es["/gone"]  # leaves a dead gap in the stream
+    del es
+    info = h.info(path)
+    check_equal(info["format"], "b2e", "format")
+    check_equal(info["tag"], "b2embed", "tag")
+    es = blosc2.EmbedStore(path, mode="r")
+    check_equal(sorted(k["key"] for k in info["keys"]), sorted(es.keys()), "keys")
+    for entry in info["keys"]:
+        raw = bytes(es._store[entry["storage"]["offset"]:entry["storage"]["offset"] + entry["storage"]["length"]])
+        check(content(blosc2.from_cframe(raw))[0] == content(es[entry["key"]])[0], f"{entry['key']} content")
+
+
+def ctable(h):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        id: int = blosc2.field(blosc2.int64())
+        score: float = blosc2.field(blosc2.float64())
+        ok: bool = blosc2.field(blosc2.bool())
+        name: str = blosc2.field(blosc2.string(nullable=True))
+
+    d = h.new_dir("ctable")
+    for ext in ("b2d", "b2z"):
+        path = os.path.join(d, "t." + ext)
+        t = blosc2.CTable(Row, urlpath=path, mode="w")
+        t.extend([(1, 1.5, True, "a"), (2, 2.5, False, None), (3, 3.5, True, 'h\u00e9llo, "x"')])
+        t.delete([1])
+        t.close()
+        info = check_store(h, path)
+        check_equal(len(info["tables"]), 1, f"{path} tables")
+        table = info["tables"][0]
+        check_equal(table["path"], "/", f"{path} table path")
+        names = [c["name"] for c in table["schema"]["columns"]]
+        check_equal(names, ["id", "score", "ok", "name"], f"{path} schema columns")
+
+
+def table_csv(h):
+    """table.csv holds the live rows python-blosc2 returns, in schema order, nulls empty."""
+    import csv
+    import io
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        id: int = blosc2.field(blosc2.int64())
+        small: int = blosc2.field(blosc2.int16(nullable=True))
+        score: float = blosc2.field(blosc2.float64(nullable=True))
+        ratio: float = blosc2.field(blosc2.float32())
+        ok: bool = blosc2.field(blosc2.bool())
+        name: str = blosc2.field(blosc2.string(nullable=True))
+
+    d = h.new_dir("tablecsv")
+    n = 10000
+    rows = []
+    for i in range(n):
+        name = None if i % 11 == 0 else ("" if i % 13 == 0 else f"né{i}, \"q\"" if i % 5 == 0 else f"row{i}")
+        rows.append((i, None if i % 3 == 0 else i - 5000, None if i % 4 == 0 else i / 7, i * 0.5, i % 2 == 0, name))
+    for ext in ("b2d", "b2z"):
+        path = os.path.join(d, "t." + ext)
+        t = blosc2.CTable(Row, urlpath=path, mode="w")
+        t.extend(rows)
+        t.delete(list(range(0, n, 7)))
+        t.close()
+        t = blosc2.open(path)
+
+        def text(v):
+            if v is None:
+                return ""
+            if isinstance(v, float):
+                return repr(v)
+            return str(v)
+
+        want = [["id", "small", "score", "ratio", "ok", "name"]] + [[text(getattr(r, f)) for f in
+                                                                     ("id", "small", "score", "ratio", "ok", "name")]
+                                                                    for r in t]
+        mnt = h.mount(path, ["-o", "ro"])
+        try:
+            with open(os.path.join(mnt, "table.csv"), "rb") as f:
+                raw = f.read()
+            check(raw.endswith(b"\r\n"), "table.csv lines end with CRLF")
+            got = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
+            check_equal(len(got), len(want), f"{path}: table.csv lines")
+            for i, (g, w) in enumerate(zip(got, want)):
+                check_equal(g, w, f"{path}: table.csv line {i}")
+            meta = blosc2.DictStore(path, mode="r")["/_meta"]
+            with open(os.path.join(mnt, "schema.json")) as f:
+                check_equal(json.load(f), json.loads(meta.vlmeta["schema"]), f"{path}: schema.json")
+            # head: the first lines come at once, without reading the rest.
+            r = subprocess.run(["head", "-n", "3", os.path.join(mnt, "table.csv")], capture_output=True, timeout=60)
+            check_equal(r.stdout.decode().splitlines(), [",".join(x) for x in want[:3]], "head -n 3")
+        finally:
+            h.unmount(mnt)
+
+
+def rezip(src, dst, transform):
+    """Copies a zip member by member; transform(name) -> (new name, compress type) or None."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            got = transform(item.filename)
+            if got is None:
+                continue
+            name, compress = got
+            zout.writestr(zipfile.ZipInfo(name), zin.read(item.filename), compress_type=compress)
+
+
+def hostile_stores(h):
+    d = h.new_dir("hostile")
+    base = os.path.join(d, "base.b2z")
+    make_store(base, "tree", 0)
+
+    # A deflated leaf is left out, as python-blosc2 leaves it out.
+    deflated = os.path.join(d, "deflated.b2z")
+    rezip(base, deflated, lambda n: (n, zipfile.ZIP_DEFLATED if n == "ints.b2nd" else zipfile.ZIP_STORED))
+    info = h.info(deflated)
+    check_equal(sorted(k["key"] for k in info["keys"]), sorted(blosc2.DictStore(deflated, mode="r").keys()),
+                "keys without the deflated leaf")
+    check("/ints" not in {k["key"] for k in info["keys"]}, "deflated leaf listed")
+    check(any("ints.b2nd" in s and "compressed" in s for s in info["skipped"]), f"skipped: {info['skipped']}")
+
+    # Names that would leave the mount point are skipped with a reason.
+    evil = os.path.join(d, "evil.b2z")
+    rezip(base, evil, lambda n: ("../" + n if n == "ints.b2nd" else n, zipfile.ZIP_STORED))
+    with zipfile.ZipFile(evil, "a") as z:
+        z.writestr("/abs.b2nd", b"x")
+        z.writestr("a/../../up.b2nd", b"x")
+    info = h.info(evil)
+    keys = {k["key"] for k in info["keys"]}
+    check(not any(".." in k or k.startswith("//") for k in keys), f"keys escaping: {keys}")
+    check_equal(sum(1 for s in info["skipped"] if "'..'" in s or "starting with '/'" in s), 3,
+                f"skipped escaping names: {info['skipped']}")
+
+    # A compressed embed.b2e, a zip without one, garbage and a truncated archive: one line, status 3.
+    bad_embed = os.path.join(d, "bad-embed.b2z")
+    rezip(base, bad_embed, lambda n: (n, zipfile.ZIP_DEFLATED if n == "embed.b2e" else zipfile.ZIP_STORED))
+    no_embed = os.path.join(d, "no-embed.b2z")
+    rezip(base, no_embed, lambda n: None if n == "embed.b2e" else (n, zipfile.ZIP_STORED))
+    truncated = os.path.join(d, "truncated.b2z")
+    with open(base, "rb") as f:
+        whole = f.read()
+    with open(truncated, "wb") as f:
+        f.write(whole[: len(whole) // 2])
+    garbage = os.path.join(d, "garbage.b2z")
+    with open(garbage, "wb") as f:
+        f.write(b"PK\x03\x04" + os.urandom(5000))
+    for path in (bad_embed, no_embed, truncated, garbage):
+        r = h.run(["--info", path])
+        check_equal(r.returncode, EXIT_FRAME_INVALID, f"--info {path} status ({r.stderr.strip()})")
+        check_equal(len(r.stderr.strip().splitlines()), 1, f"--info {path} stderr lines")
+        check_equal(r.stdout, "", f"--info {path} stdout")
+
+
+def check_mounted_leaf(mnt, key, value):
+    """A leaf's directory holds the single-frame tree of the very frame python-blosc2 reads."""
+    d = mnt + key
+    sc = schunk_of(value)
+    with open(os.path.join(d, "frame.json")) as f:
+        fj = json.load(f)
+    check_equal(fj["nbytes"], sc.nbytes, f"{key}/frame.json nbytes")
+    check_equal(fj["nchunks"], sc.nchunks, f"{key}/frame.json nchunks")
+    chunks, attrs = content(value)
+    with open(os.path.join(d, "data"), "rb") as f:
+        check(f.read() == b"".join(chunks), f"{key}/data differs from python-blosc2's chunks")
+    if isinstance(value, blosc2.NDArray) and not value.dtype.fields:
+        got = np.load(os.path.join(d, "array.npy"))
+        check(np.array_equal(got, value[:]), f"{key}/array.npy differs from python-blosc2's array")
+    for name, v in attrs.items():
+        with open(os.path.join(d, "attrs", name)) as f:
+            check_equal(json.load(f), json_safe(v), f"{key}/attrs/{name}")
+
+
+def mounted_trees(h):
+    d = h.new_dir("mounted")
+    stores = []
+    for kind, ext, threshold in (("tree", "b2z", 2**13), ("tree", "b2d", 0), ("dict", "b2z", 10**12),
+                                 ("dict", "b2d", 2**13)):
+        path = os.path.join(d, f"{kind}-{threshold}.{ext}")
+        make_store(path, kind, threshold)
+        stores.append(path)
+    for path in stores:
+        # A .b2z is always read-only; a .b2d here with -o ro (its writes: b2d_leaf_writes).
+        mnt = h.mount(path, ["-o", "ro"] if path.endswith(".b2d") else [])
+        try:
+            ds = blosc2.DictStore(path, mode="r")
+            keys = sorted(ds.keys())
+            with open(os.path.join(mnt, "store.json")) as f:
+                check_equal(json.load(f), h.info(path), f"{path}: store.json equals --info")
+            top = sorted({k.split("/")[1] for k in keys} | {"store.json"})
+            check_equal(sorted(os.listdir(mnt)), top, f"{path}: the root lists the top-level names")
+            for key in keys:
+                check_mounted_leaf(mnt, key, ds[key])
+            # Read-only: a write fails with EROFS.
+            target = os.path.join(mnt + keys[0], "attrs", "new")
+            try:
+                with open(target, "w") as f:
+                    f.write("1")
+                raise TestFailure(f"writing {target} succeeded")
+            except OSError as e:
+                check_equal(e.errno, errno.EROFS, f"errno of writing {target}")
+        finally:
+            h.unmount(mnt)
+
+
+def mounted_embed_store(h):
+    path = os.path.join(h.new_dir("mountb2e"), "e.b2e")
+    es = blosc2.EmbedStore(path, mode="w")
+    es["/a"] = np.arange(10, dtype="i2")
+    es["/b/c"] = blosc2.SChunk(data=b"xyz" * 100)
+    del es
+    es = blosc2.EmbedStore(path, mode="r")
+    mnt = h.mount(path)
+    try:
+        for key in es.keys():
+            check_mounted_leaf(mnt, key, es[key])
+    finally:
+        h.unmount(mnt)
+
+
+def many_leaves_stay_bounded(h):
+    """More leaves than stay open: every one reads right, in two passes."""
+    path = os.path.join(h.new_dir("many"), "many.b2d")
+    with blosc2.DictStore(path, mode="w", threshold=0) as s:
+        for i in range(150):
+            s[f"/g{i % 7}/leaf{i}"] = np.full(10, i, dtype="i4")
+    mnt = h.mount(path)
+    try:
+        for _ in range(2):
+            for i in range(150):
+                got = np.load(os.path.join(mnt, f"g{i % 7}", f"leaf{i}", "array.npy"))
+                check(np.array_equal(got, np.full(10, i, dtype="i4")), f"leaf{i} array.npy")
+    finally:
+        h.unmount(mnt)
+
+
+def b2d_leaf_writes(h):
+    """A .b2d's frame-file leaves are edited like a mounted frame; python-blosc2
+    reads the edits back through its store API. Embedded leaves are read-only."""
+    path = os.path.join(h.new_dir("writes"), "w.b2d")
+    with blosc2.TreeStore(path, mode="w", threshold=0) as s:
+        a = blosc2.asarray(np.arange(8, dtype="f8"))
+        a.vlmeta["units"] = "m"
+        s["/grp/arr"] = a
+        s["/sc"] = blosc2.SChunk(chunksize=64, data=b"0123456789abcdef" * 4)
+    with blosc2.TreeStore(path, mode="a", threshold=2**20) as s:
+        s["/small"] = np.arange(3)  # embedded
+    mnt = h.mount(path)
+    try:
+        attrs = os.path.join(mnt, "grp", "arr", "attrs", "units")
+        sh("sed -i 's/\"m\"/\"km\"/' units", cwd=os.path.dirname(attrs))
+        vim_substitute(attrs, "km", "mm", backupcopy="auto")
+        with open(os.path.join(mnt, "grp", "arr", "attrs", "note"), "w") as f:
+            f.write('{"by": "blosc2fs"}')
+        with open(os.path.join(mnt, "sc", "data"), "ab") as f:
+            f.write(b"appended through the mount")
+        try:
+            with open(os.path.join(mnt, "small", "attrs", "x"), "w") as f:
+                f.write("1")
+            raise TestFailure("writing an embedded leaf succeeded")
+        except OSError as e:
+            check_equal(e.errno, errno.EROFS, "errno of writing an embedded leaf")
+    finally:
+        h.unmount(mnt)
+    s = blosc2.TreeStore(path, mode="r")
+    arr = s["/grp/arr"]
+    check_equal(arr.vlmeta["units"], "mm", "units after sed -i and vim")
+    check_equal(arr.vlmeta["note"], {"by": "blosc2fs"}, "a new attribute")
+    check(np.array_equal(arr[:], np.arange(8, dtype="f8")), "array data unchanged")
+    sc = s["/sc"]
+    check_equal(bytes(sc[:]), b"0123456789abcdef" * 4 + b"appended through the mount", "SChunk data after append")
+
+
+STORE_EDIT_LOOP = r"""
+import os, sys
+mnt = sys.argv[1]
+attrs = os.path.join(mnt, "grp", "arr", "attrs", "n")
+data = os.path.join(mnt, "sc", "data")
+i = 0
+while True:
+    try:
+        with open(attrs, "w") as f:
+            f.write(str(i))
+        with open(data, "ab") as f:
+            f.write(bytes([i % 251]) * 100)
+    except OSError:
+        break
+    i += 1
+"""
+
+
+def b2d_kill_during_edits(h):
+    """SIGKILL of the daemon while attrs and data of .b2d leaves are being edited:
+    python-blosc2 opens the store afterwards and reads every key."""
+    rng = random.Random(20261123)
+    appended = 0
+    for round_number in range(6):
+        path = os.path.join(h.new_dir("kill"), "k.b2d")
+        with blosc2.TreeStore(path, mode="w", threshold=0) as s:
+            s["/grp/arr"] = np.arange(8, dtype="f8")
+            s["/sc"] = blosc2.SChunk(chunksize=1000, data=b"x" * 1000)
+        mnt = h.new_dir()
+        daemon = subprocess.Popen([h.binary, "-f", path, mnt], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        editor = None
+        try:
+            deadline = time.time() + 30
+            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
+                time.sleep(0.01)
+            check(os.path.ismount(mnt), f"round {round_number}: the mount did not appear")
+            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+            editor = subprocess.Popen([sys.executable, "-c", STORE_EDIT_LOOP, mnt], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.1, 0.8))
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait(timeout=30)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait(timeout=30)
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True, timeout=30)
+            h.mounts.pop(mnt, None)
+            if editor is not None:
+                try:
+                    editor.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    editor.kill()
+                    editor.wait(timeout=30)
+        s = blosc2.TreeStore(path, mode="r")
+        check_equal(sorted(s.keys()), ["/grp", "/grp/arr", "/sc"], f"round {round_number}: keys")
+        check(np.array_equal(s["/grp/arr"][:], np.arange(8, dtype="f8")), f"round {round_number}: array")
+        data = bytes(s["/sc"][:])
+        check(data.startswith(b"x" * 1000) and (len(data) - 1000) % 100 == 0,
+              f"round {round_number}: SChunk of {len(data)} bytes")
+        appended += (len(data) - 1000) // 100
+        arr = s["/grp/arr"]
+        vl = arr.vlmeta
+        if "n" in vl.keys():
+            check(isinstance(vl["n"], int), f"round {round_number}: attrs n is {vl['n']!r}")
+    check(appended > 6, f"only {appended} appends were committed before the kills: the test tests little")
+
+
+def not_a_store(h):
+    d = h.new_dir("notstore")
+    mnt = h.new_dir("mnt")
+    plain = os.path.join(d, "plain.txt")
+    with open(plain, "w") as f:
+        f.write("just text\n")
+    os.makedirs(os.path.join(d, "emptydir"))
+    for path in (plain, os.path.join(d, "emptydir")):
+        r = h.run([path, mnt])
+        check_equal(r.returncode, EXIT_FRAME_INVALID, f"mount of {path}")
+        lines = r.stderr.strip().splitlines()
+        check_equal(len(lines), 1, f"stderr lines of mounting {path}")
+        check("nor" in lines[0] and "store" in lines[0], f"message says what it is not: {lines[0]}")
+
+
+def main():
+    h = Harness("python-blosc2 stores", watchdog_seconds=600)
+    h.require_fuse()
+    h.test("DictStore/TreeStore as .b2d/.b2z, every threshold: store.json equals python-blosc2",
+           stores_of_every_layout, h)
+    h.test("EmbedStore .b2e with a dead gap", embed_store, h)
+    h.test("CTable store: keys, schema", ctable, h)
+    h.test("hostile .b2z: skipped entries, one-line errors", hostile_stores, h)
+    h.test("table.csv and schema.json of a CTable equal python-blosc2's rows", table_csv, h)
+    h.test("mounted stores: every leaf's files are what python-blosc2 reads", mounted_trees, h)
+    h.test("a mounted EmbedStore", mounted_embed_store, h)
+    h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)
+    h.test("a path that is no frame and no store says what it is not", not_a_store, h)
+    h.test(".b2d leaves edited with sed -i, vim, appends; python-blosc2 reads them", b2d_leaf_writes, h)
+    h.test("kill -9 during .b2d leaf edits leaves a store python-blosc2 opens", b2d_kill_during_edits, h)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
