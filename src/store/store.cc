@@ -331,20 +331,10 @@ std::shared_ptr<const Frame> Store::open_leaf(const StoreLeaf& leaf) const {
   throw FormatError("unknown leaf location");
 }
 
-std::string leaf_kind(const Frame& frame) {
-  if (frame.find_metalayer("listarray")) return "listarray";
-  if (frame.find_metalayer("batcharray")) return "batcharray";
-  if (frame.find_metalayer("vlarray")) return "objectarray";
-  if (frame.find_metalayer("b2o") || frame.find_metalayer("LazyArray")) return "lazyarray";
-  if (!embed_tag(frame).empty()) return "embedstore";
-  if (frame.find_metalayer("b2nd") || frame.find_metalayer("caterva")) return "ndarray";
-  return "schunk";
-}
-
 Json leaf_summary_json(const Frame& frame) {
   Json j = Json::object();
-  j["kind"] = leaf_kind(frame);
-  Json full = frame_to_json(frame);
+  Json full = frame_to_json(frame);  // its "kind" is the frame's, as frame.json names it
+  j["kind"] = full["kind"];
   if (full.contains("array")) {
     const Json& array = full["array"];
     if (array.contains("shape")) j["shape"] = array["shape"];

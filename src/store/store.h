@@ -83,12 +83,9 @@ class Store {
   std::vector<std::string> skipped_;
 };
 
-// One leaf frame described as store.json lists it (kind, shape, dtype, nbytes,
-// cbytes, ratio, attrs).
+// One leaf frame described as store.json lists it (kind as frame.json names it
+// (kind.h), shape, dtype, nbytes, cbytes, ratio, attrs).
 Json leaf_summary_json(const Frame& frame);
-// "ndarray", "schunk", "objectarray", "batcharray", "listarray", "embedstore",
-// "lazyarray", from the frame's metalayers.
-std::string leaf_kind(const Frame& frame);
 // store.json pretty-printed with a trailing newline.
 std::string store_json_text(const Store& store);
 
