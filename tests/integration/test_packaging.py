@@ -98,13 +98,17 @@ def depends_names(depends):
 
 
 def needed_library_paths(binary):
-    """The shared libraries the dynamic loader resolves for binary."""
-    out = run(["ldd", binary]).stdout
+    """Where the dynamic loader finds the libraries binary itself needs (its
+    DT_NEEDED entries, what dpkg-shlibdeps turns into Depends); the libraries
+    those pull in are their own packages' dependencies."""
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run(["readelf", "-d", binary]).stdout))
+    check(needed, f"readelf -d {binary} lists no NEEDED libraries")
     paths = []
-    for line in out.splitlines():
-        m = re.search(r"=>\s+(/\S+)", line)
-        if m:
-            paths.append(m.group(1))
+    for line in run(["ldd", binary]).stdout.splitlines():
+        m = re.match(r"\s*(\S+)\s+=>\s+(/\S+)", line)
+        if m and m.group(1) in needed:
+            paths.append(m.group(2))
+    check_equal(len(paths), len(needed), f"libraries of {binary} that ldd resolves")
     return paths
 
 
@@ -238,7 +242,7 @@ def test_control(h, s):
           f"Maintainer does not name the project with a real address: {maintainer!r}")
     for name in ("fuse3", "libfuse3-3", "libsystemd0", "liblz4-1", "libzstd1", "zlib1g", "libc6", "libstdc++6"):
         check(name in depends, f"Depends lacks {name}: {fields.get('Depends')}")
-    # Every library the daemon loads comes from a package named in Depends
+    # Every library the daemon links comes from a package named in Depends
     # (directly or through Provides, as libspdlog1.10 provides libspdlog1.10-fmt9).
     for lib in needed_library_paths(h.binary):
         if os.path.basename(lib).startswith(("ld-linux", "linux-vdso")):
