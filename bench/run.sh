@@ -62,8 +62,8 @@ need_packages() {
   for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
   ((${#missing[@]} == 0)) && return
   log "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq "${missing[@]}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  source "$ROOT/scripts/apt.sh"
+  apt_get install -y -qq "${missing[@]}" >/dev/null || { apt_get update -qq && apt_get install -y -qq "${missing[@]}" >/dev/null; }
 }
 need_packages squashfuse squashfs-tools fuse3 strace cmake g++ pkg-config
 

@@ -2,9 +2,10 @@
 # Installs the Debian bookworm packages blosc2fs needs to build, test and run,
 # skipping the ones already present (so a second run costs nothing).
 set -euo pipefail
+source "$(dirname "$0")/apt.sh"
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
-  libfuse3-dev fuse3 libspdlog-dev nlohmann-json3-dev libgtest-dev
+  libfuse3-dev fuse3 libspdlog-dev nlohmann-json3-dev libmsgpack-cxx-dev libsystemd-dev libgtest-dev
   liblz4-dev libzstd-dev zlib1g-dev
   python3-numpy python3-msgpack python3-venv vim nano attr systemd groff-base
 )
@@ -18,7 +19,6 @@ if ((${#missing[@]})); then
     echo "blosc2fs: need root to install packages: ${missing[*]}" >&2
     exit 1
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -1,21 +1,27 @@
-// msgpack <-> JSON with the encodings of Python's msgpack.packb(use_bin_type=True),
-// so that decoding and re-encoding what python-blosc2 stores is byte-identical.
+// msgpack <-> JSON through msgpack-cxx, with the encodings of Python's
+// msgpack.packb(use_bin_type=True), so that decoding and re-encoding what
+// python-blosc2 stores is byte-identical. What is ours: the JSON escapes for
+// what JSON lacks (bin, ext, non-finite floats) and the checks that keep the
+// JSON view a faithful one (UTF-8 strings, string keys, no duplicate keys).
 #include "msgpack.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <unordered_set>
+
+#include <msgpack.hpp>
 
 namespace blosc2fs {
 
 namespace {
 
-constexpr int kMaxDepth = 64;
 constexpr const char* kBytesKey = "__bytes__";
 constexpr const char* kExtKey = "__ext__";
 constexpr const char* kFloatKey = "__float__";
+// msgpack's 32-bit length fields: the largest str, bin, ext, array or map.
+constexpr uint64_t kMaxLength = std::numeric_limits<uint32_t>::max();
 
 const char kBase64Chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -72,10 +78,10 @@ Bytes base64_decode(const std::string& text) {
   return out;
 }
 
-bool valid_utf8(ByteSpan s) {
+bool valid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    uint8_t c = s[i];
+    const uint8_t c = uint8_t(s[i]);
     size_t n;
     uint32_t cp;
     if (c < 0x80) {
@@ -92,8 +98,9 @@ bool valid_utf8(ByteSpan s) {
     }
     if (i + n >= s.size()) return false;
     for (size_t k = 1; k <= n; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (s[i + k] & 0x3F);
+      const uint8_t cont = uint8_t(s[i + k]);
+      if ((cont & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (cont & 0x3F);
     }
     static const uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
     if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
@@ -111,206 +118,113 @@ bool looks_escaped(const Json& o) {
   return false;
 }
 
-// Thrown inside the decoder for anything that can't become JSON.
+// --- decoding: msgpack-cxx parses, we map its objects to JSON ---
+
+// Thrown while mapping an object that has no faithful JSON form.
 struct NotJson {};
 
-class Decoder {
- public:
-  explicit Decoder(ByteSpan data) : in_(data) {}
+ByteSpan bytes_of(const char* p, size_t n) { return ByteSpan(reinterpret_cast<const uint8_t*>(p), n); }
 
-  Json value(int depth) {
-    if (depth > kMaxDepth) throw NotJson{};
-    uint8_t m = u8();
-    if (m <= 0x7F) return Json(uint64_t(m));
-    if (m >= 0xE0) return Json(int64_t(int8_t(m)));
-    if ((m & 0xF0) == 0x80) return map(m & 0x0F, depth);
-    if ((m & 0xF0) == 0x90) return array(m & 0x0F, depth);
-    if ((m & 0xE0) == 0xA0) return str(m & 0x1F);
-    switch (m) {
-      case 0xC0: return Json(nullptr);
-      case 0xC2: return Json(false);
-      case 0xC3: return Json(true);
-      case 0xC4: return bin(u8());
-      case 0xC5: return bin(be(2));
-      case 0xC6: return bin(be(4));
-      case 0xC7: return ext(u8());
-      case 0xC8: return ext(be(2));
-      case 0xC9: return ext(be(4));
-      case 0xCA: {
-        uint32_t bits = uint32_t(be(4));
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return number(double(f), 0);
+// Throws NotJson when an escape object (a JSON container, holding an array for
+// ext) would nest deeper than JSON text may: its text could not be written back.
+Json escape(const char* key, Json value, int nesting) {
+  if (nesting + (value.is_array() ? 1 : 0) >= kMsgpackMaxNesting) throw NotJson{};
+  return Json::object({{key, std::move(value)}});
+}
+
+Json float_json(double d, uint64_t bits, int nesting) {
+  if (std::isfinite(d)) return Json(d);
+  std::string name;
+  if (std::isinf(d)) {
+    name = d > 0 ? "inf" : "-inf";
+  } else if (bits == 0x7FF8000000000000ull || bits == 0) {
+    name = "nan";
+  } else if (bits == 0xFFF8000000000000ull) {
+    name = "-nan";
+  } else {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(bits));
+    name = hex;
+  }
+  return escape(kFloatKey, name, nesting);
+}
+
+std::string string_of(const msgpack::object& o) {
+  if (o.type != msgpack::type::STR) throw NotJson{};  // map keys must be strings
+  std::string s(o.via.str.ptr, o.via.str.size);
+  if (!valid_utf8(s)) throw NotJson{};
+  return s;
+}
+
+// `nesting`: how many containers enclose o.
+Json to_json(const msgpack::object& o, int nesting) {
+  switch (o.type) {
+    case msgpack::type::NIL: return Json(nullptr);
+    case msgpack::type::BOOLEAN: return Json(o.via.boolean);
+    case msgpack::type::POSITIVE_INTEGER: return Json(o.via.u64);
+    case msgpack::type::NEGATIVE_INTEGER: return Json(o.via.i64);
+    // A float32's bits are lost in widening; its NaN shows as plain "nan".
+    case msgpack::type::FLOAT32: return float_json(o.via.f64, 0, nesting);
+    case msgpack::type::FLOAT64: {
+      uint64_t bits;
+      std::memcpy(&bits, &o.via.f64, sizeof bits);
+      return float_json(o.via.f64, bits, nesting);
+    }
+    case msgpack::type::STR: return Json(string_of(o));
+    case msgpack::type::BIN: return escape(kBytesKey, base64_encode(bytes_of(o.via.bin.ptr, o.via.bin.size)), nesting);
+    case msgpack::type::EXT:
+      return escape(kExtKey,
+                    Json::array({int64_t(o.via.ext.type()), base64_encode(bytes_of(o.via.ext.data(), o.via.ext.size))}),
+                    nesting);
+    case msgpack::type::ARRAY: {
+      Json a = Json::array();
+      a.get_ref<Json::array_t&>().reserve(o.via.array.size);
+      for (uint32_t i = 0; i < o.via.array.size; ++i) a.push_back(to_json(o.via.array.ptr[i], nesting + 1));
+      return a;
+    }
+    case msgpack::type::MAP: {
+      Json m = Json::object();
+      // ordered_json looks keys up linearly; append directly and track keys aside.
+      auto& entries = static_cast<Json::object_t::Container&>(*m.get_ptr<Json::object_t*>());
+      entries.reserve(o.via.map.size);
+      std::unordered_set<std::string> keys;
+      for (uint32_t i = 0; i < o.via.map.size; ++i) {
+        std::string key = string_of(o.via.map.ptr[i].key);
+        if (!keys.insert(key).second) throw NotJson{};  // duplicates can't round trip
+        entries.emplace_back(std::move(key), to_json(o.via.map.ptr[i].val, nesting + 1));
       }
-      case 0xCB: {
-        uint64_t bits = be(8);
-        double d;
-        std::memcpy(&d, &bits, 8);
-        return number(d, bits);
-      }
-      case 0xCC: return Json(be(1));
-      case 0xCD: return Json(be(2));
-      case 0xCE: return Json(be(4));
-      case 0xCF: return Json(be(8));
-      case 0xD0: return Json(int64_t(int8_t(be(1))));
-      case 0xD1: return Json(int64_t(int16_t(be(2))));
-      case 0xD2: return Json(int64_t(int32_t(be(4))));
-      case 0xD3: return Json(int64_t(be(8)));
-      case 0xD4: return ext(1);
-      case 0xD5: return ext(2);
-      case 0xD6: return ext(4);
-      case 0xD7: return ext(8);
-      case 0xD8: return ext(16);
-      case 0xD9: return str(u8());
-      case 0xDA: return str(be(2));
-      case 0xDB: return str(be(4));
-      case 0xDC: return array(be(2), depth);
-      case 0xDD: return array(be(4), depth);
-      case 0xDE: return map(be(2), depth);
-      case 0xDF: return map(be(4), depth);
-      default: throw NotJson{};  // 0xC1 is never used
+      // A genuine one-key map named like our escapes would read back as something else.
+      if (m.size() == 1 && looks_escaped(m)) throw NotJson{};
+      return m;
     }
   }
+  throw NotJson{};
+}
 
-  bool at_end() const { return pos_ == in_.size(); }
+// Strings, bin and ext values point into the caller's bytes, which outlive the
+// parsed object: no copies.
+bool reference_input(msgpack::type::object_type, std::size_t, void*) { return true; }
 
- private:
-  uint8_t u8() {
-    if (pos_ >= in_.size()) throw NotJson{};
-    return in_[pos_++];
-  }
-  uint64_t be(int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v = v << 8 | u8();
-    return v;
-  }
-  ByteSpan take(uint64_t n) {
-    if (n > in_.size() - pos_) throw NotJson{};
-    ByteSpan s = in_.subspan(pos_, size_t(n));
-    pos_ += size_t(n);
-    return s;
-  }
-  Json str(uint64_t n) {
-    ByteSpan s = take(n);
-    if (!valid_utf8(s)) throw NotJson{};
-    return Json(std::string(s.begin(), s.end()));
-  }
-  Json bin(uint64_t n) { return Json::object({{kBytesKey, base64_encode(take(n))}}); }
-  Json ext(uint64_t n) {
-    int8_t type = int8_t(u8());
-    return Json::object({{kExtKey, Json::array({int64_t(type), base64_encode(take(n))})}});
-  }
-  static Json number(double d, uint64_t bits) {
-    if (std::isfinite(d)) return Json(d);
-    std::string name;
-    if (std::isinf(d)) {
-      name = d > 0 ? "inf" : "-inf";
-    } else if (bits == 0x7FF8000000000000ull || bits == 0) {
-      name = "nan";
-    } else if (bits == 0xFFF8000000000000ull) {
-      name = "-nan";
-    } else {
-      char hex[24];
-      std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(bits));
-      name = hex;
-    }
-    return Json::object({{kFloatKey, name}});
-  }
-  Json array(uint64_t n, int depth) {
-    if (n > in_.size() - pos_) throw NotJson{};  // every element takes at least a byte
-    Json a = Json::array();
-    for (uint64_t i = 0; i < n; ++i) a.push_back(value(depth + 1));
-    return a;
-  }
-  Json map(uint64_t n, int depth) {
-    if (n > (in_.size() - pos_) / 2) throw NotJson{};
-    Json o = Json::object();
-    // ordered_json looks keys up linearly; append directly and track keys aside.
-    auto& entries = static_cast<Json::object_t::Container&>(*o.get_ptr<Json::object_t*>());
-    std::unordered_set<std::string> keys;
-    for (uint64_t i = 0; i < n; ++i) {
-      Json key = value(depth + 1);
-      if (!key.is_string()) throw NotJson{};
-      std::string k = key.get<std::string>();
-      if (!keys.insert(k).second) throw NotJson{};  // duplicates can't round trip
-      Json v = value(depth + 1);
-      entries.emplace_back(std::move(k), std::move(v));
-    }
-    // A genuine one-key map named like our escapes would read back as something else.
-    if (o.size() == 1 && looks_escaped(o)) throw NotJson{};
-    return o;
-  }
+// --- encoding: msgpack-cxx's packer picks the smallest form, as Python does ---
 
-  ByteSpan in_;
-  size_t pos_ = 0;
+// The packer's output stream.
+struct ByteSink {
+  Bytes& out;
+  void write(const char* data, size_t size) { out.insert(out.end(), data, data + size); }
 };
+using Packer = msgpack::packer<ByteSink>;
 
-// The smallest length header: a fix form (when fix_max >= 0), else 8/16/32-bit
-// (m8 == 0: no 8-bit form, as for arrays and maps).
-void put_header(Bytes& out, uint64_t n, uint8_t fix_base, int fix_max, uint8_t m8, uint8_t m16, uint8_t m32) {
-  if (fix_max >= 0 && n <= uint64_t(fix_max)) {
-    out.push_back(uint8_t(fix_base | n));
-  } else if (m8 && n <= 0xFF) {
-    out.push_back(m8);
-    out.push_back(uint8_t(n));
-  } else if (n <= 0xFFFF) {
-    out.push_back(m16);
-    append_be16(out, uint16_t(n));
-  } else if (n <= 0xFFFFFFFFull) {
-    out.push_back(m32);
-    append_be32(out, uint32_t(n));
-  } else {
-    throw FormatError("msgpack: value too large");
-  }
+void check_length(uint64_t n) {
+  if (n > kMaxLength) throw FormatError("msgpack: value too large (" + std::to_string(n) + " elements or bytes)");
 }
 
-void put_unsigned(Bytes& out, uint64_t v) {
-  if (v <= 0x7F) {
-    out.push_back(uint8_t(v));
-  } else if (v <= 0xFF) {
-    out.push_back(0xCC);
-    out.push_back(uint8_t(v));
-  } else if (v <= 0xFFFF) {
-    out.push_back(0xCD);
-    append_be16(out, uint16_t(v));
-  } else if (v <= 0xFFFFFFFFull) {
-    out.push_back(0xCE);
-    append_be32(out, uint32_t(v));
-  } else {
-    out.push_back(0xCF);
-    append_be64(out, v);
-  }
-}
-
-void put_signed(Bytes& out, int64_t v) {
-  if (v >= 0) return put_unsigned(out, uint64_t(v));
-  if (v >= -32) {
-    out.push_back(uint8_t(int8_t(v)));
-  } else if (v >= INT8_MIN) {
-    out.push_back(0xD0);
-    out.push_back(uint8_t(int8_t(v)));
-  } else if (v >= INT16_MIN) {
-    out.push_back(0xD1);
-    append_be16(out, uint16_t(int16_t(v)));
-  } else if (v >= INT32_MIN) {
-    out.push_back(0xD2);
-    append_be32(out, uint32_t(int32_t(v)));
-  } else {
-    out.push_back(0xD3);
-    append_be64(out, uint64_t(v));
-  }
-}
-
-void put_double(Bytes& out, double d) {
-  uint64_t bits;
-  std::memcpy(&bits, &d, 8);
-  out.push_back(0xCB);
-  append_be64(out, bits);
-}
-
-void put_str(Bytes& out, const std::string& s) {
-  put_header(out, s.size(), 0xA0, 31, 0xD9, 0xDA, 0xDB);
-  out.insert(out.end(), s.begin(), s.end());
+// Python's msgpack writes every float as float64. msgpack-cxx 4.1's
+// pack_double() writes a double with an integral value (1.0) as an integer
+// instead, so the float64 form (marker 0xCB, 8 bytes big-endian) is written here.
+void put_float64(ByteSink& sink, uint64_t bits) {
+  uint8_t b[9] = {0xCB};
+  store_be64(b + 1, bits);
+  sink.write(reinterpret_cast<const char*>(b), sizeof b);
 }
 
 uint64_t special_float_bits(const std::string& name) {
@@ -321,7 +235,7 @@ uint64_t special_float_bits(const std::string& name) {
   if (name.size() == 18 && name.compare(0, 2, "0x") == 0) {
     uint64_t bits = 0;
     for (char c : name.substr(2)) {
-      int d = std::isxdigit(static_cast<unsigned char>(c)) ? (std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10)) : -1;
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
       if (d < 0) throw FormatError("msgpack: bad __float__ bit pattern");
       bits = bits << 4 | uint64_t(d);
     }
@@ -330,60 +244,82 @@ uint64_t special_float_bits(const std::string& name) {
   throw FormatError("msgpack: __float__ must be nan, -nan, inf, -inf or 0x<16 hex digits>");
 }
 
-void encode(Bytes& out, const Json& v, int depth) {
-  if (depth > kMaxDepth) throw FormatError("msgpack: nesting deeper than 64");
+void put_str(Packer& packer, const std::string& s) {
+  check_length(s.size());
+  packer.pack_str(uint32_t(s.size()));
+  packer.pack_str_body(s.data(), uint32_t(s.size()));
+}
+
+[[noreturn]] void too_deep() {
+  throw FormatError("msgpack: more than " + std::to_string(kMsgpackMaxNesting) + " nested containers");
+}
+
+// The escapes: a one-key object that stands for bin, ext or a special float.
+// Returns false for any other object.
+bool put_escaped(Packer& packer, ByteSink& sink, const Json& v, int nesting) {
+  if (v.size() != 1) return false;
+  auto it = v.begin();
+  if (it.key() == kBytesKey && it->is_string()) {
+    Bytes data = base64_decode(it->get<std::string>());
+    check_length(data.size());
+    packer.pack_bin(uint32_t(data.size()));
+    packer.pack_bin_body(reinterpret_cast<const char*>(data.data()), uint32_t(data.size()));
+    return true;
+  }
+  if (it.key() == kExtKey && it->is_array() && it->size() == 2 && (*it)[0].is_number_integer() &&
+      (*it)[1].is_string()) {
+    const Json& type_json = (*it)[0];
+    const bool huge = type_json.is_number_unsigned() && type_json.get<uint64_t>() > 127;
+    const int64_t type = type_json.get<int64_t>();
+    if (huge || type < -128 || type > 127) throw FormatError("msgpack: ext type out of range");
+    if (nesting + 1 >= kMsgpackMaxNesting) too_deep();
+    Bytes data = base64_decode((*it)[1].get<std::string>());
+    check_length(data.size());
+    packer.pack_ext(data.size(), int8_t(type));
+    packer.pack_ext_body(reinterpret_cast<const char*>(data.data()), uint32_t(data.size()));
+    return true;
+  }
+  if (it.key() == kFloatKey && it->is_string()) {
+    put_float64(sink, special_float_bits(it->get<std::string>()));
+    return true;
+  }
+  return false;
+}
+
+// `nesting`: how many containers enclose v. The limit is the decoder's, so that
+// everything encoded decodes, and JsonPrefixChecker's, so that write() refuses
+// no text close() would store.
+void encode(Packer& packer, ByteSink& sink, const Json& v, int nesting) {
   switch (v.type()) {
-    case Json::value_t::null: out.push_back(0xC0); return;
-    case Json::value_t::boolean: out.push_back(v.get<bool>() ? 0xC3 : 0xC2); return;
-    case Json::value_t::number_unsigned: put_unsigned(out, v.get<uint64_t>()); return;
-    case Json::value_t::number_integer: put_signed(out, v.get<int64_t>()); return;
-    case Json::value_t::number_float: put_double(out, v.get<double>()); return;
-    case Json::value_t::string: put_str(out, v.get_ref<const std::string&>()); return;
-    case Json::value_t::array:
-      put_header(out, v.size(), 0x90, 15, 0, 0xDC, 0xDD);
-      for (const Json& item : v) encode(out, item, depth + 1);
-      return;
-    case Json::value_t::object: {
-      if (v.size() == 1) {
-        auto it = v.begin();
-        if (it.key() == kBytesKey && it->is_string()) {
-          Bytes data = base64_decode(it->get<std::string>());
-          put_header(out, data.size(), 0, -1, 0xC4, 0xC5, 0xC6);
-          out.insert(out.end(), data.begin(), data.end());
-          return;
-        }
-        if (it.key() == kExtKey && it->is_array() && it->size() == 2 && (*it)[0].is_number_integer() &&
-            (*it)[1].is_string()) {
-          const Json& type_json = (*it)[0];
-          const bool huge = type_json.is_number_unsigned() && type_json.get<uint64_t>() > 127;
-          int64_t type = type_json.get<int64_t>();
-          if (huge || type < -128 || type > 127) throw FormatError("msgpack: ext type out of range");
-          Bytes data = base64_decode((*it)[1].get<std::string>());
-          const size_t n = data.size();
-          if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) {
-            static const uint8_t kFix[17] = {0, 0xD4, 0xD5, 0, 0xD6, 0, 0, 0, 0xD7, 0, 0, 0, 0, 0, 0, 0, 0xD8};
-            out.push_back(kFix[n]);
-          } else {
-            put_header(out, n, 0, -1, 0xC7, 0xC8, 0xC9);
-          }
-          out.push_back(uint8_t(int8_t(type)));
-          out.insert(out.end(), data.begin(), data.end());
-          return;
-        }
-        if (it.key() == kFloatKey && it->is_string()) {
-          uint64_t bits = special_float_bits(it->get<std::string>());
-          out.push_back(0xCB);
-          append_be64(out, bits);
-          return;
-        }
-      }
-      put_header(out, v.size(), 0x80, 15, 0, 0xDE, 0xDF);
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        put_str(out, it.key());
-        encode(out, it.value(), depth + 1);
-      }
+    case Json::value_t::null: packer.pack_nil(); return;
+    case Json::value_t::boolean: v.get<bool>() ? packer.pack_true() : packer.pack_false(); return;
+    case Json::value_t::number_unsigned: packer.pack_uint64(v.get<uint64_t>()); return;
+    case Json::value_t::number_integer: packer.pack_int64(v.get<int64_t>()); return;
+    case Json::value_t::number_float: {
+      const double d = v.get<double>();
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      put_float64(sink, bits);
       return;
     }
+    case Json::value_t::string: put_str(packer, v.get_ref<const std::string&>()); return;
+    case Json::value_t::array:
+      if (nesting >= kMsgpackMaxNesting) too_deep();
+      check_length(v.size());
+      packer.pack_array(uint32_t(v.size()));
+      for (const Json& item : v) encode(packer, sink, item, nesting + 1);
+      return;
+    case Json::value_t::object:
+      // Escapes included: their text nests like any object.
+      if (nesting >= kMsgpackMaxNesting) too_deep();
+      if (put_escaped(packer, sink, v, nesting)) return;
+      check_length(v.size());
+      packer.pack_map(uint32_t(v.size()));
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        put_str(packer, it.key());
+        encode(packer, sink, it.value(), nesting + 1);
+      }
+      return;
     default:
       throw FormatError("msgpack: JSON value of this type cannot be encoded");
   }
@@ -392,11 +328,21 @@ void encode(Bytes& out, const Json& v, int depth) {
 }  // namespace
 
 std::optional<Json> msgpack_to_json(ByteSpan data) {
+  // Limits for untrusted bytes: msgpack-cxx allocates an array's or map's
+  // elements when it reads the count, so no count may exceed what the input
+  // could hold (an element takes at least one byte, a key-value pair two), and
+  // no length may exceed the input either.
+  const size_t n = data.size();
+  const msgpack::unpack_limit limit(/*array=*/n, /*map=*/n / 2, /*str=*/n, /*bin=*/n, /*ext=*/n,
+                                    /*depth=*/kMsgpackMaxNesting);
   try {
-    Decoder d(data);
-    Json v = d.value(0);
-    if (!d.at_end()) return std::nullopt;
-    return v;
+    size_t offset = 0;
+    msgpack::object_handle handle =
+        msgpack::unpack(reinterpret_cast<const char*>(data.data()), n, offset, reference_input, nullptr, limit);
+    if (offset != n) return std::nullopt;  // trailing bytes: not one value
+    return to_json(handle.get(), 0);
+  } catch (const msgpack::unpack_error&) {  // malformed, truncated, over a limit
+    return std::nullopt;
   } catch (const NotJson&) {
     return std::nullopt;
   }
@@ -404,7 +350,9 @@ std::optional<Json> msgpack_to_json(ByteSpan data) {
 
 Bytes json_to_msgpack(const Json& value) {
   Bytes out;
-  encode(out, value, 0);
+  ByteSink sink{out};
+  Packer packer(sink);
+  encode(packer, sink, value, 0);
   return out;
 }
 

@@ -1,5 +1,6 @@
-// msgpack values as JSON and back, with the encodings python-blosc2 (the msgpack
-// Python package) writes, so that read-then-write round trips byte for byte.
+// msgpack values as JSON and back (through msgpack-cxx), with the encodings
+// python-blosc2 (the msgpack Python package) writes, so that read-then-write
+// round trips byte for byte.
 #pragma once
 
 #include <optional>
@@ -13,8 +14,13 @@ namespace blosc2fs {
 
 using Json = nlohmann::ordered_json;
 
+// The most containers (arrays, maps; in JSON text also the escape objects below
+// and the array inside __ext__) one value may nest, in both directions.
+inline constexpr int kMsgpackMaxNesting = 65;
+
 // Decodes `data` when it is exactly one msgpack value; nullopt otherwise
-// (trailing bytes, truncation, ext types other than those mapped, depth > 64).
+// (trailing bytes, truncation, deeper nesting than kMsgpackMaxNesting, a map
+// key that is not a UTF-8 string, duplicate keys).
 // bin values become {"__bytes__": "<base64>"}; ext values {"__ext__": [type, "<base64>"]}.
 std::optional<Json> msgpack_to_json(ByteSpan data);
 // Encodes with the smallest encodings, floats as float64, strings as str,

@@ -9,12 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "msgpack.h"
+
 namespace blosc2fs {
 
 class JsonPrefixChecker {
  public:
   // Containers nested deeper than this can never be stored (msgpack.h's limit).
-  static constexpr int kMaxNesting = 65;
+  static constexpr int kMaxNesting = kMsgpackMaxNesting;
 
   // Consumes more text; false once the text seen so far can no longer be the
   // beginning of one JSON value followed by whitespace (and stays false).

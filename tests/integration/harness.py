@@ -13,7 +13,9 @@ import atexit
 import gzip
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +23,38 @@ import time
 import traceback
 
 FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
+# How long a test waits for something that must happen (a mount appearing, a
+# daemon exiting, a busy mount coming free) before it fails. Tests poll, so a
+# fast machine never waits this long; a busy one may need it.
+PATIENCE = 60
+
+
+def wait_until(condition, seconds=PATIENCE, interval=0.05):
+    """Polls condition until it is true (returns True) or seconds pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return condition()
+        time.sleep(interval)
+    return True
+
+
+def mount_points():
+    """Mount point -> file system type of every mount this process sees, from
+    /proc/self/mountinfo (os.path.ismount misses bind mounts within one file system)."""
+    points = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if "-" not in fields:
+                continue
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])  # \040: a space
+            points[point] = fields[fields.index("-") + 1]
+    return points
+
+
+def is_mounted(path):
+    return os.path.abspath(path) in mount_points()
 
 
 class TestFailure(Exception):
@@ -82,11 +116,21 @@ class Harness:
         self.passed = 0
         self.failed = 0
         self.mounts = {}  # mountpoint -> FUSE connection id (st_dev minor) for aborting
+        self.plain_mounts = []  # bind and tmpfs mounts (mount_plain), in the order made
         self._counter = 0
         self._lock = threading.Lock()
         atexit.register(self.unmount_all)
+        # SIGTERM and SIGHUP (a timeout, a closed terminal) end the script through
+        # sys.exit, so that atexit still unmounts. SIGKILL leaves the mounts to
+        # the next run's cleanup below.
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda number, frame: sys.exit(128 + number))
         # Leftovers of an earlier, killed run.
         self._unmount_stale()
+        left = self._mounts_under_workdir()
+        if left:  # removing the tree would reach through them
+            print(f"cannot run: mounts under {self.workdir} will not go: {left}", flush=True)
+            sys.exit(1)
         shutil.rmtree(self.workdir, ignore_errors=True)
         os.makedirs(self.workdir, exist_ok=True)
 
@@ -197,20 +241,59 @@ class Harness:
         conn = self.mounts.pop(mnt, None)
         if not os.path.ismount(mnt):
             return
-        r = subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, text=True, timeout=30)
+        r = subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, text=True, timeout=PATIENCE)
         if r.returncode != 0:
             print(f"  fusermount3 -u {mnt} failed ({r.stderr.strip()}); unmounting lazily", flush=True)
             self._abort(conn)
-            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, text=True, timeout=30)
-        deadline = time.time() + 10
-        while os.path.ismount(mnt) and time.time() < deadline:
-            time.sleep(0.05)
+            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, text=True, timeout=PATIENCE)
+        wait_until(lambda: not os.path.ismount(mnt))
+
+    def mount_plain(self, args, mountpoint):
+        """Runs mount(8) with args (a bind or tmpfs mount on mountpoint) and
+        remembers mountpoint, so that unmount_all removes it on every path."""
+        r = subprocess.run(["mount"] + list(args), capture_output=True, text=True, timeout=PATIENCE)
+        if is_mounted(mountpoint) and mountpoint not in self.plain_mounts:
+            self.plain_mounts.append(mountpoint)
+        if r.returncode != 0:
+            raise TestFailure(f"mount {' '.join(args)} failed: {r.stderr.strip()}")
+
+    def unmount_plain(self, mountpoint):
+        """Unmounts a bind or tmpfs mount (every layer of it). A blosc2fs daemon
+        whose mount just went may still hold a file there for a while (EBUSY):
+        retried until PATIENCE runs out, then detached lazily and reported."""
+        busy = ""
+
+        def gone():
+            nonlocal busy
+            if not is_mounted(mountpoint):
+                return True
+            r = subprocess.run(["umount", mountpoint], capture_output=True, text=True, timeout=PATIENCE)
+            busy = r.stderr.strip()
+            return not is_mounted(mountpoint)
+
+        try:
+            if not wait_until(gone, interval=0.2):
+                for _ in range(10):  # one layer per call
+                    if not is_mounted(mountpoint):
+                        break
+                    subprocess.run(["umount", "-l", mountpoint], capture_output=True, timeout=PATIENCE)
+                raise TestFailure(f"{mountpoint} stayed busy for {PATIENCE} s ({busy}); detached lazily")
+        finally:
+            if not is_mounted(mountpoint) and mountpoint in self.plain_mounts:
+                self.plain_mounts.remove(mountpoint)
 
     def unmount_all(self):
+        """Every mount this harness made: FUSE mounts first (their frames may
+        sit on the plain mounts), then the plain mounts, newest first."""
         for mnt in list(self.mounts):
             try:
                 self.unmount(mnt)
             except Exception as e:  # keep going: every mount must go
+                print(f"  cannot unmount {mnt}: {e}", flush=True)
+        for mnt in reversed(list(self.plain_mounts)):
+            try:
+                self.unmount_plain(mnt)
+            except Exception as e:
                 print(f"  cannot unmount {mnt}: {e}", flush=True)
 
     def _abort(self, conn):
@@ -224,19 +307,21 @@ class Harness:
             pass
 
     def _mounts_under_workdir(self):
-        found = []
-        with open("/proc/mounts") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) > 1:
-                    point = parts[1].replace("\\040", " ")
-                    if point.startswith(self.workdir + os.sep):
-                        found.append(point)
-        return found
+        return sorted(point for point in mount_points() if point.startswith(self.workdir + os.sep))
 
     def _unmount_stale(self):
-        for point in self._mounts_under_workdir():
-            subprocess.run([FUSERMOUNT, "-u", "-z", point], capture_output=True, timeout=30)
+        """Detaches what a killed run left, deepest first: FUSE mounts with
+        fusermount3, bind and tmpfs mounts with umount."""
+        for _ in range(10):  # a point may carry several mounts
+            points = mount_points()
+            left = sorted((p for p in points if p.startswith(self.workdir + os.sep)), reverse=True)
+            if not left:
+                return
+            for point in left:
+                if points[point].startswith("fuse"):
+                    subprocess.run([FUSERMOUNT, "-u", "-z", point], capture_output=True, timeout=PATIENCE)
+                else:
+                    subprocess.run(["umount", "-l", point], capture_output=True, timeout=PATIENCE)
 
     # --- tests ---
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, gunzip, read_file  # noqa: E402
+from harness import PATIENCE, Harness, TestFailure, check, check_equal, gunzip, read_file  # noqa: E402
 
 EXIT_USAGE, EXIT_FRAME_MISSING, EXIT_FRAME_INVALID, EXIT_MOUNTPOINT, EXIT_FUSE = 1, 2, 3, 4, 5
 
@@ -283,14 +283,14 @@ def one_log_line(h):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     address = f"@blosc2fs-test-bad-input-{os.getpid()}"
     listener.bind("\0" + address[1:])
-    listener.settimeout(10)
+    listener.settimeout(PATIENCE)
     with open(log_path, "w") as log:
         proc = subprocess.Popen([h.binary, "-f", path, mnt], stdout=subprocess.DEVNULL, stderr=log,
                                 stdin=subprocess.DEVNULL, env=dict(os.environ, NOTIFY_SOCKET=address))
     try:
         ready = listener.recv(4096).decode().split("\n")
         check("READY=1" in ready, f"no READY=1 on NOTIFY_SOCKET: {ready}")
-        deadline = time.time() + 30
+        deadline = time.time() + PATIENCE
         while not os.path.ismount(mnt) and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
         check(os.path.ismount(mnt), "the foreground mount did not appear")

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, Harness, TestFailure, check, check_equal  # noqa: E402
+from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal  # noqa: E402
 from writes import frame_state  # noqa: E402
 
 ROUNDS = 60
@@ -72,7 +72,7 @@ def one_round(h, rng, number, name, base):
                               stderr=daemon_log)
     editor = None
     try:
-        deadline = time.time() + 30
+        deadline = time.time() + PATIENCE
         while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
             time.sleep(0.01)
         check(os.path.ismount(mnt), f"round {number}: the mount did not appear")

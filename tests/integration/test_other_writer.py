@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
+from harness import PATIENCE, Harness, TestFailure, check, check_equal, read_file  # noqa: E402
 from writes import frame_state, sh  # noqa: E402
 
 CONTIGUOUS, SPARSE = "metas-vlmetas.b2frame", "sframe-zstd-f4.b2frame"
@@ -26,7 +26,7 @@ def warm(mnt):
             os.stat(os.path.join(root, f))
 
 
-def wait_for(condition, what, seconds=5):
+def wait_for(condition, what, seconds=PATIENCE):
     deadline = time.time() + seconds
     while time.time() < deadline:
         if condition():

@@ -20,7 +20,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, Harness, TestFailure, check, check_equal, gunzip, read_file  # noqa: E402
+from harness import (FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal, gunzip, read_file,  # noqa: E402
+                     wait_until)
 
 SOURCE_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 FIXTURE = "codec-lz4-shuffle-f4.b2frame"
@@ -33,9 +34,14 @@ PACKAGE_FILES = {
     "usr/share/man/man1/blosc2fs.1.gz": 0o644,
     "lib/systemd/system/blosc2fs@.service": 0o644,
     "usr/share/doc/blosc2fs/README.md": 0o644,
+    "usr/share/doc/blosc2fs/copyright": 0o644,
     **{f"usr/share/doc/blosc2fs/examples/{name}": 0o644 for name in EXAMPLES},
 }
 ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C.UTF-8")
+# Another apt or dpkg (unattended-upgrades, a second test run) may hold dpkg's
+# locks: apt-get waits this long for them instead of failing at once.
+APT_LOCK_WAIT = 600
+APT_GET = ["apt-get", "-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT}"]
 
 
 def run(cmd, timeout=120, check_rc=True, **kwargs):
@@ -92,13 +98,17 @@ def depends_names(depends):
 
 
 def needed_library_paths(binary):
-    """The shared libraries the dynamic loader resolves for binary."""
-    out = run(["ldd", binary]).stdout
+    """Where the dynamic loader finds the libraries binary itself needs (its
+    DT_NEEDED entries, what dpkg-shlibdeps turns into Depends); the libraries
+    those pull in are their own packages' dependencies."""
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run(["readelf", "-d", binary]).stdout))
+    check(needed, f"readelf -d {binary} lists no NEEDED libraries")
     paths = []
-    for line in out.splitlines():
-        m = re.search(r"=>\s+(/\S+)", line)
-        if m:
-            paths.append(m.group(1))
+    for line in run(["ldd", binary]).stdout.splitlines():
+        m = re.match(r"\s*(\S+)\s+=>\s+(/\S+)", line)
+        if m and m.group(1) in needed:
+            paths.append(m.group(2))
+    check_equal(len(paths), len(needed), f"libraries of {binary} that ldd resolves")
     return paths
 
 
@@ -138,15 +148,6 @@ def daemons_serving(mnt):
     return pids
 
 
-def wait_until(condition, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 def mount_entry(mnt):
     with open("/proc/mounts") as f:
         for line in f:
@@ -168,9 +169,9 @@ def unmount_and_wait_daemon(h, mnt, command):
         h._abort(conn)
         subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
         raise TestFailure(f"{' '.join(command)} {mnt} failed: {r.stderr.strip()}")
-    check(wait_until(lambda: not os.path.ismount(mnt), 10), f"{mnt} still mounted after {command[0]}")
-    check(wait_until(lambda: not daemons_serving(mnt), 15),
-          f"the daemon of {mnt} still runs 15 s after the unmount: pids {daemons_serving(mnt)}")
+    check(wait_until(lambda: not os.path.ismount(mnt)), f"{mnt} still mounted after {command[0]}")
+    check(wait_until(lambda: not daemons_serving(mnt)),
+          f"the daemon of {mnt} still runs {PATIENCE} s after the unmount: pids {daemons_serving(mnt)}")
 
 
 def check_mounted_tree(h, mnt):
@@ -235,9 +236,13 @@ def test_control(h, s):
     check(summary and long_text.strip() and summary.strip() not in long_text.splitlines()[0],
           f"Description needs a summary line and a different long text: {fields['Description']!r}")
     depends = depends_names(fields.get("Depends", ""))
-    for name in ("fuse3", "libfuse3-3", "liblz4-1", "libzstd1", "zlib1g", "libc6", "libstdc++6"):
+    # The project, with an address that is not a placeholder.
+    maintainer = fields["Maintainer"]
+    check(re.fullmatch(r"The blosc2fs developers <[^<>@\s]+@[^<>@\s]+\.[a-z]{2,}>", maintainer) is not None,
+          f"Maintainer does not name the project with a real address: {maintainer!r}")
+    for name in ("fuse3", "libfuse3-3", "libsystemd0", "liblz4-1", "libzstd1", "zlib1g", "libc6", "libstdc++6"):
         check(name in depends, f"Depends lacks {name}: {fields.get('Depends')}")
-    # Every library the daemon loads comes from a package named in Depends
+    # Every library the daemon links comes from a package named in Depends
     # (directly or through Provides, as libspdlog1.10 provides libspdlog1.10-fmt9).
     for lib in needed_library_paths(h.binary):
         if os.path.basename(lib).startswith(("ld-linux", "linux-vdso")):
@@ -270,6 +275,52 @@ def test_contents(h, s):
         check_equal(oct(got), oct(want), f"mode of {path}")
 
 
+def dep5_paragraphs(text):
+    """The paragraphs of a Debian machine-readable copyright file, as dicts of
+    field -> value (continuation lines joined with newlines, " ." as empty)."""
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text.strip("\n")):
+        fields, key = {}, None
+        for line in block.split("\n"):
+            if line.startswith((" ", "\t")):
+                check(key is not None, f"copyright: a continuation line opens a paragraph: {line!r}")
+                fields[key] += "\n" + ("" if line.strip() == "." else line[1:])
+            else:
+                key, sep, value = line.partition(":")
+                check(sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", key), f"copyright: not a field: {line!r}")
+                check(key not in fields, f"copyright: field {key} twice in one paragraph")
+                fields[key] = value.strip()
+        paragraphs.append(fields)
+    return paragraphs
+
+
+def test_copyright(h, s):
+    """usr/share/doc/blosc2fs/copyright: Debian's machine-readable format 1.0,
+    every license it names spelled out, the project's own being LICENSE."""
+    check(os.path.isdir(s.root), "the package was not unpacked (see package.extracted_root)")
+    text = read_file(os.path.join(s.root, "usr/share/doc/blosc2fs/copyright")).decode()
+    check_equal(text, read_file(os.path.join(SOURCE_ROOT, "packaging", "copyright")).decode(),
+                "the packaged copyright file against packaging/copyright")
+    header, *rest = dep5_paragraphs(text)
+    check_equal(header.get("Format"), "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/",
+                "copyright Format")
+    check_equal(header.get("Upstream-Name"), "blosc2fs", "copyright Upstream-Name")
+    files = [p for p in rest if "Files" in p]
+    texts = {p["License"].split("\n", 1)[0]: p["License"].split("\n", 1)[1] for p in rest
+             if "Files" not in p and "\n" in p.get("License", "")}
+    check(files and files[0]["Files"] == "*", "copyright: the first Files paragraph is not Files: *")
+    for p in files:
+        check(p.get("Copyright") and p.get("License"), f"copyright: Files: {p['Files']} lacks Copyright or License")
+    for name in {p["License"].split("\n")[0] for p in files} | {header.get("License", "").split("\n")[0]} - {""}:
+        check(name in texts, f"copyright: license {name} is named but not spelled out")
+    check("The blosc2fs developers" in files[0]["Copyright"], f"Files: * is not ours: {files[0]['Copyright']}")
+    ours = texts[files[0]["License"]]
+    license_text = read_file(os.path.join(SOURCE_ROOT, "LICENSE")).decode()
+    words = lambda t: re.findall(r"[A-Za-z0-9]+", t)  # noqa: E731
+    check(words(ours) == words(license_text.split("\n", 2)[2]),
+          "the license in copyright differs from LICENSE")
+
+
 def test_extracted_root(h, s):
     deb = s.need_deb()
     shutil.rmtree(s.root, ignore_errors=True)
@@ -282,7 +333,7 @@ def test_extracted_root(h, s):
     check_equal(info.get("nchunks"), h.expect(FIXTURE)["nchunks"], "--info nchunks of the packaged binary")
     sections = run(["readelf", "-S", "-W", binary]).stdout
     check(".debug_info" not in sections and ".symtab" not in sections, "the packaged binary is not stripped")
-    same = [("usr/share/doc/blosc2fs/README.md", "README.md"),
+    same = [("usr/share/doc/blosc2fs/README.md", "README.md"), ("usr/share/doc/blosc2fs/copyright", "packaging/copyright"),
             ("lib/systemd/system/blosc2fs@.service", "systemd/blosc2fs@.service")]
     same += [(f"usr/share/doc/blosc2fs/examples/{n}", f"systemd/{n}") for n in EXAMPLES]
     for packaged, source in same:
@@ -341,8 +392,8 @@ def test_maintainer_scripts(h, s):
 
 def test_install(h, s):
     deb = s.need_deb()
-    r = run(["apt-get", "install", "-y", "--reinstall", "--allow-downgrades", "--no-install-recommends", deb],
-            timeout=600, check_rc=False)
+    r = run(APT_GET + ["install", "-y", "--reinstall", "--allow-downgrades", "--no-install-recommends", deb],
+            timeout=APT_LOCK_WAIT + 300, check_rc=False)
     check(r.returncode == 0, f"apt-get install {deb} failed: {(r.stderr or r.stdout).strip()[-2000:]}")
     check(package_installed(), "dpkg does not list blosc2fs as installed")
     check_equal(run(["dpkg-query", "-W", "-f=${Version}", "blosc2fs"]).stdout, s.version, "installed version")
@@ -506,7 +557,7 @@ def test_service_emulated(h, s):
     messages = []
     try:
         listener.settimeout(0.2)
-        deadline = time.time() + 30
+        deadline = time.time() + PATIENCE
         while "READY=1" not in messages and time.time() < deadline and daemon.poll() is None:
             try:
                 messages += listener.recv(4096).decode().split("\n")
@@ -515,7 +566,7 @@ def test_service_emulated(h, s):
         if "READY=1" not in messages:
             with open(log_path) as f:
                 log_text = f.read().strip()[-1500:]
-            raise TestFailure(f"no READY=1 from {' '.join(start)} within 30 s (exit status "
+            raise TestFailure(f"no READY=1 from {' '.join(start)} within {PATIENCE} s (exit status "
                               f"{daemon.poll()}, mounted: {os.path.ismount(mnt)}, got {messages}): {log_text}")
         check(os.path.ismount(mnt), "READY=1 came before the mount was there")
         register_mount(h, mnt)
@@ -524,7 +575,7 @@ def test_service_emulated(h, s):
         status = daemon.wait(timeout=30)
         h.mounts.pop(mnt, None)
         check_equal(status, 0, "exit status after SIGTERM")
-        check(wait_until(lambda: not os.path.ismount(mnt), 10), "still mounted after the daemon exited")
+        check(wait_until(lambda: not os.path.ismount(mnt)), "still mounted after the daemon exited")
         listener.settimeout(1)
         try:
             while True:
@@ -549,7 +600,7 @@ def test_remove(h, s):
         return
     if not package_installed():
         raise TestFailure("the package is not installed (see install.apt)")
-    run(["apt-get", "purge", "-y", "blosc2fs"], timeout=300)
+    run(APT_GET + ["purge", "-y", "blosc2fs"], timeout=APT_LOCK_WAIT + 300)
     check(not package_installed(), "blosc2fs is still installed")
     for path in PACKAGE_FILES:
         check(not os.path.exists("/" + path), f"/{path} is still there after apt-get purge")
@@ -564,6 +615,7 @@ def main():
     h.test("package.control", test_control, h, s)
     h.test("package.contents", test_contents, h, s)
     h.test("package.extracted_root", test_extracted_root, h, s)
+    h.test("package.copyright", test_copyright, h, s)
     h.test("package.man_page", test_man_page, h, s)
     h.test("package.maintainer_scripts", test_maintainer_scripts, h, s)
     h.test("install.apt", test_install, h, s)

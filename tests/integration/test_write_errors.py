@@ -8,24 +8,13 @@ import errno
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
+from harness import Harness, check, check_equal, read_file, wait_until  # noqa: E402
 from writes import expect_errno, expect_state, file_bytes, frame_state, sh, write_errno  # noqa: E402
 
 CONTIGUOUS, SPARSE, NDIM, SIXTEEN = ("metas-vlmetas.b2frame", "sframe-zstd-f4.b2frame", "b2nd-3d-f8.b2nd",
                                      "many-vlmetas.b2frame")
-
-
-def umount_plain(path):
-    """Unmounts a tmpfs or bind mount; the daemon of a blosc2fs mount that
-    just went may still hold a file there for a moment."""
-    for _ in range(200):
-        if subprocess.run(["umount", path], capture_output=True).returncode == 0 or not os.path.ismount(path):
-            return
-        time.sleep(0.05)
-    subprocess.run(["umount", "-l", path], capture_output=True)
 
 
 def unchanged(h, frame, original, before, what):
@@ -132,13 +121,9 @@ def not_writable(h):
     read-only by default, with a notice."""
     frame = h.copy_fixture(CONTIGUOUS)
     ro_dir = h.new_dir("robind")
-    steps = [["mount", "--bind", os.path.dirname(frame), ro_dir],
-             ["mount", "-o", "remount,ro,bind", ro_dir]]
     try:
-        for step in steps:
-            r = subprocess.run(step, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise TestFailure(f"{' '.join(step)} failed: {r.stderr.strip()}")
+        h.mount_plain(["--bind", os.path.dirname(frame), ro_dir], ro_dir)
+        h.mount_plain(["-o", "remount,ro,bind", ro_dir], ro_dir)
         mnt = h.new_dir()
         r = h.run([os.path.join(ro_dir, os.path.basename(frame)), mnt])
         check_equal(r.returncode, 0, f"mount status ({r.stderr.strip()})")
@@ -148,8 +133,7 @@ def not_writable(h):
         expect_errno("writing", lambda: open(os.path.join(mnt, "vlmeta", "x"), "wb"), errno.EROFS)
         h.unmount(mnt)
     finally:
-        h.unmount_all()
-        umount_plain(ro_dir)
+        h.unmount_all()  # the blosc2fs mount, then the bind mount under it
 
 
 def layer_limits(h):
@@ -174,9 +158,7 @@ def layer_limits(h):
 
 def full_disk(h, name):
     small = h.new_dir("tmpfs")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise TestFailure(f"cannot mount a small tmpfs: {r.stderr.strip()}")
+    h.mount_plain(["-t", "tmpfs", "-o", "size=1m", "tmpfs", small], small)
     try:
         frame = h.copy_fixture(name, small)
         before = frame_state(h, frame)
@@ -196,8 +178,7 @@ def full_disk(h, name):
         h.unmount(mnt)
         expect_state(before, frame_state(h, frame), vlmeta={"small": b"small\n"}, what="after a full disk")
     finally:
-        h.unmount_all()
-        umount_plain(small)
+        h.unmount_all()  # the blosc2fs mount, then the tmpfs under it
 
 
 def one_log_line(h):
@@ -209,11 +190,8 @@ def one_log_line(h):
         proc = subprocess.Popen([h.binary, "-f", frame, mnt], stdout=subprocess.DEVNULL, stderr=log,
                                 stdin=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            if os.path.ismount(mnt):
-                break
-            subprocess.run(["sleep", "0.05"])
-        check(os.path.ismount(mnt), "the foreground mount did not appear")
+        check(wait_until(lambda: os.path.ismount(mnt) or proc.poll() is not None) and os.path.ismount(mnt),
+              f"the foreground mount did not appear (daemon status {proc.poll()})")
         h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
         check_equal(write_errno(os.path.join(mnt, "meta", "note"), [b"abc"]), ("close", errno.EINVAL), "short meta")
         h.unmount(mnt)

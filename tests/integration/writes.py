@@ -9,7 +9,7 @@ import select
 import subprocess
 import time
 
-from harness import TestFailure, check, check_equal, read_file
+from harness import PATIENCE, TestFailure, check, check_equal, read_file, wait_until
 
 
 def frame_state(h, frame):
@@ -82,45 +82,58 @@ def vim_substitute(path, pattern, replacement, backupcopy="auto", cwd=None, bina
 
 
 def nano_prepend(path, text):
-    """Opens path in nano on a pseudo-terminal, types text at the start, saves (^O, Enter) and quits (^X)."""
+    """Opens path in nano on a pseudo-terminal, types text at the start, saves (^O, Enter) and quits (^X).
+    Each step waits until nano shows it has done the previous one, however slow the machine."""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm"
         os.execvp("nano", ["nano", "--ignorercfiles", "--nohelp", path])
+    screen = bytearray()
 
-    def drain(seconds):
-        end = time.time() + seconds
-        while time.time() < end:
-            ready, _, _ = select.select([fd], [], [], 0.05)
+    def wait_for_screen(marker, what):
+        """Reads nano's output (so that it never blocks on a full terminal) until marker appears."""
+        start = len(screen)
+        deadline = time.monotonic() + PATIENCE
+        while marker not in screen[start:]:
+            if time.monotonic() >= deadline:
+                raise TestFailure(f"nano: no {what} within {PATIENCE} s; the screen ends {bytes(screen[-300:])!r}")
+            ready, _, _ = select.select([fd], [], [], 0.1)
             if ready:
                 try:
-                    os.read(fd, 65536)
+                    screen.extend(os.read(fd, 65536))
                 except OSError:
-                    return
+                    raise TestFailure(f"nano exited before its {what}; the screen ends {bytes(screen[-300:])!r}")
+
+    exit_status = []
+
+    def exited():
+        try:
+            ready, _, _ = select.select([fd], [], [], 0)
+            if ready:
+                os.read(fd, 65536)
+        except OSError:
+            pass
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            exit_status.append(status)
+        return bool(done)
 
     try:
-        drain(1.0)
+        wait_for_screen(os.path.basename(path).encode(), "title bar")
         os.write(fd, text.encode())
-        drain(0.3)
         os.write(fd, b"\x0f")  # ^O: write out
-        drain(0.5)
+        wait_for_screen(b"File Name to Write", "file name prompt")
         os.write(fd, b"\r")    # keep the name
-        drain(0.5)
+        wait_for_screen(b"Wrote", "report of the write")
         os.write(fd, b"\x18")  # ^X: exit
-        drain(0.5)
     finally:
-        deadline = time.time() + 10
-        status = None
-        while time.time() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.05)
-        else:
+        if not wait_until(exited):
             os.kill(pid, 9)
             os.waitpid(pid, 0)
+            os.close(fd)
             raise TestFailure("nano did not exit")
         os.close(fd)
+    status = exit_status[0]
     check_equal(status, 0, "nano's exit status")
 
 

@@ -15,12 +15,15 @@
 namespace blosc2fs {
 namespace {
 
+// Polls until done() or a minute has passed: on a busy machine the
+// background thread may not run for a while.
 bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return done();
+  return true;
 }
 
 TEST(FsPrefetcher, RunsRequestsInTheBackground) {

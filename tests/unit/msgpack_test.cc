@@ -179,5 +179,61 @@ TEST(Msgpack, JsonTextIsOneValueAndNothingElse) {
   EXPECT_THROW(json_text_to_msgpack(R"({"__bytes__": "abc"})"), FormatError);
 }
 
+// Both directions and the attrs/ write-time check share one limit: at most
+// kMsgpackMaxNesting containers, counting in JSON text the escape objects and
+// the array inside __ext__.
+TEST(Msgpack, NestingLimitIsTheSameBothWays) {
+  auto nested = [](int levels, const Bytes& inner) {
+    Bytes b(size_t(levels), 0x91);
+    b.insert(b.end(), inner.begin(), inner.end());
+    return b;
+  };
+  auto nested_text = [](int levels, const std::string& inner) {
+    return std::string(size_t(levels), '[') + inner + std::string(size_t(levels), ']');
+  };
+  const int max = kMsgpackMaxNesting;
+  EXPECT_TRUE(msgpack_to_json(nested(max, {0x01})));
+  EXPECT_TRUE(msgpack_to_json(nested(max - 1, {0x90})));  // the 65th array is empty
+  EXPECT_FALSE(msgpack_to_json(nested(max, {0x90})));
+  EXPECT_FALSE(msgpack_to_json(nested(max + 1, {0x01})));
+  EXPECT_NO_THROW(json_text_to_msgpack(nested_text(max, "1")));
+  EXPECT_THROW(json_text_to_msgpack(nested_text(max + 1, "1")), FormatError);
+  // bin inside 64 arrays is {"__bytes__": ...} inside 64 arrays: 65 levels of text.
+  EXPECT_TRUE(msgpack_to_json(nested(max - 1, hex_to_bytes("c40100"))));
+  EXPECT_FALSE(msgpack_to_json(nested(max, hex_to_bytes("c40100"))));
+  EXPECT_FALSE(msgpack_to_json(nested(max, hex_to_bytes("cb7ff8000000000000"))));
+  EXPECT_THROW(json_text_to_msgpack(nested_text(max, R"({"__bytes__": "AA=="})")), FormatError);
+  // ext's text nests one more level.
+  EXPECT_TRUE(msgpack_to_json(nested(max - 2, hex_to_bytes("d40561"))));
+  EXPECT_FALSE(msgpack_to_json(nested(max - 1, hex_to_bytes("d40561"))));
+  EXPECT_NO_THROW(json_text_to_msgpack(nested_text(max - 2, R"({"__ext__": [5, "YQ=="]})")));
+  EXPECT_THROW(json_text_to_msgpack(nested_text(max - 1, R"({"__ext__": [5, "YQ=="]})")), FormatError);
+  // Whatever decodes shows as text that encodes to the same bytes.
+  for (int levels : {max - 2, max - 1, max}) {
+    for (const char* inner : {"01", "90", "80", "c40100", "d40561", "cb7ff0000000000000"}) {
+      const Bytes packed = nested(levels, hex_to_bytes(inner));
+      if (auto json = msgpack_to_json(packed)) {
+        EXPECT_EQ(json_text_to_msgpack(json->dump()), packed) << levels << inner;
+      }
+    }
+  }
+}
+
+// Counts and lengths beyond what the input holds are refused before anything
+// is allocated for them (msgpack-cxx would allocate an array's elements first).
+TEST(Msgpack, HostileCountsAndLengths) {
+  for (const char* hex : {"ddffffffff", "dd00010000" "01", "dfffffffff", "de0100" "a161",
+                          "dbffffffff", "c6ffffffff", "c9ffffffff05", "c7ff05", "d9ff61"}) {
+    EXPECT_FALSE(msgpack_to_json(hex_to_bytes(hex))) << hex;
+  }
+  // A million-element array of nil, the most one 1 MB input can hold.
+  Bytes big = hex_to_bytes("dd000f4240");
+  big.resize(big.size() + 1000000, 0xC0);
+  auto json = msgpack_to_json(big);
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->size(), 1000000u);
+  EXPECT_EQ(json_to_msgpack(*json), big);
+}
+
 }  // namespace
 }  // namespace blosc2fs
