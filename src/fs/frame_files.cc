@@ -10,6 +10,7 @@
 #include "chunk_codec.h"
 #include "chunk_format.h"
 #include "frame_json.h"
+#include "frame_nd.h"
 #include "inodes.h"
 #include "msgpack.h"
 #include "read_pieces.h"
@@ -38,7 +39,7 @@ std::string chunk_label(int64_t n) { return "chunk " + std::to_string(n) + ": ";
 // blocks of their own, so they are cut into pieces decoded by range.
 class ViewDecoder : public ChunkDecoder {
  public:
-  explicit ViewDecoder(ByteSpan stored) : view_(stored) {
+  ViewDecoder(ByteSpan stored, DecodeRules rules) : view_(stored, rules) {
     const ChunkHeader& h = view_.header();
     nbytes_ = view_.nbytes();
     by_range_ = h.special() != Special::none || h.memcpyed() || view_.nblocks() <= 0;
@@ -103,10 +104,11 @@ PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
 
 std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stored) {
   try {
-    auto decoder = std::make_unique<ViewDecoder>(stored);
+    std::shared_ptr<const Frame> frame = current();
+    auto decoder = std::make_unique<ViewDecoder>(stored, frame->decode_rules());
     decoder->set_label(chunk_label(n));
     // The frame's size for this chunk is what stat and data offsets use.
-    const int32_t expected = current()->chunk_nbytes(n);
+    const int32_t expected = frame->chunk_nbytes(n);
     if (decoder->nbytes() != expected)
       throw FormatError("holds " + std::to_string(decoder->nbytes()) + " bytes where the frame says " +
                         std::to_string(expected));
@@ -119,7 +121,29 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
 FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
     : frame_(std::move(frame)), cache_(cache), nchunks_(frame_->nchunks()), index_tsv_(frame_) {
   load_layers();
+  load_usermeta();
   load_array();
+}
+
+void FrameFiles::load_usermeta() {
+  const Bytes& stored = frame_->stored_usermeta();
+  if (stored.empty()) return;
+  LayerFile file;
+  file.name = "usermeta";
+  try {
+    file.content = *frame_->usermeta();
+    file.size = int64_t(file.content.size());
+  } catch (const FormatError& e) {
+    // Listed with the size its header claims; reads fail with EIO and this line.
+    file.error = e.what();
+    spdlog::warn("{}", file.error);
+    try {
+      file.size = parse_chunk_header(stored).nbytes;
+    } catch (const FormatError&) {
+      file.size = 0;
+    }
+  }
+  usermeta_ = std::move(file);
 }
 
 FrameFiles::~FrameFiles() = default;
@@ -171,16 +195,11 @@ void FrameFiles::load_layers() {
 }
 
 void FrameFiles::load_array() {
-  bool caterva = false;
-  const Metalayer* meta = frame_->find_metalayer("b2nd");
-  if (!meta) {
-    meta = frame_->find_metalayer("caterva");
-    caterva = true;
-  }
+  const Metalayer* meta = frame_nd_metalayer(*frame_);
   if (!meta) return;
   try {
     const FrameHeader& h = frame_->header();
-    NdMeta nd = parse_nd_meta(meta->content, caterva);
+    NdMeta nd = frame_nd_meta(*frame_, *meta);
     layout_.emplace(nd, h.typesize, nchunks_, h.chunksize);
     bool mismatch = false;
     std::string descr = npy_descr(nd, h.typesize, &mismatch);

@@ -64,6 +64,8 @@ class FrameFiles : public ChunkSource {
   const std::vector<LayerFile>& vlmetas() const { return vlmetas_; }
   const LayerFile* find_meta(std::string_view name) const;
   const LayerFile* find_vlmeta(std::string_view name) const;
+  // Older layouts: the usermeta blob, decompressed (nullptr when the frame has none).
+  const LayerFile* usermeta() const { return usermeta_ ? &*usermeta_ : nullptr; }
   bool has_array() const { return layout_.has_value(); }
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
@@ -89,6 +91,7 @@ class FrameFiles : public ChunkSource {
 
  private:
   void load_layers();
+  void load_usermeta();
   void load_array();
 
   std::shared_ptr<const Frame> frame_;
@@ -96,6 +99,7 @@ class FrameFiles : public ChunkSource {
   int64_t nchunks_ = 0;
   std::vector<LayerFile> metas_;
   std::vector<LayerFile> vlmetas_;
+  std::optional<LayerFile> usermeta_;
   std::optional<NdLayout> layout_;
   std::string npy_header_;
 

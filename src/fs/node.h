@@ -20,6 +20,7 @@ enum class NodeKind : uint8_t {
   data,
   array_npy,
   cache_stats,  // .blosc2fs-cache
+  usermeta,     // older layouts' usermeta blob, decompressed (read-only)
   chunk,        // chunks/N: index = N
   raw_chunk,    // raw/N.chunk: index = N
   meta,         // meta/NAME
