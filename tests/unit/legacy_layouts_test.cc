@@ -296,6 +296,33 @@ TEST(LegacyLayouts, EmptyFrames) {
                                                      .get<std::string>()));
 }
 
+// The fuzzer's small seeds (tests/data/legacy-seeds): each opens in its
+// layout, and a one-chunk seed reads its chunk as the fixture it came from.
+TEST(LegacyLayouts, FuzzSeedsReadLikeTheirFixtures) {
+  const std::pair<const char*, const char*> seeds[] = {
+      {"beta1-lz4", "v2.0.0-beta.1-lz4-shuffle-f4.b2frame"},
+      {"beta1-meta-bitshuffle", "v2.0.0-beta.1-zstd-bitshuffle-f8-meta.b2frame"},
+      {"beta2-usermeta-bitshuffle", "v2.0.0-beta.2-zstd-bitshuffle-f8-meta-usermeta.b2frame"},
+      {"beta5-usermeta", "v2.0.0.beta.5-lz4hc-shuffle-i8-usermeta.b2frame"},
+      {"caterva-type", "python-caterva-example.cat"},
+  };
+  for (const auto& [stem, fixture] : seeds) {
+    SCOPED_TRACE(stem);
+    auto original = Frame::open(legacy_path(fixture));
+    const Bytes data = gunzip_file(fixtures_extra_dir() / "expect" / (std::string(fixture) + ".data.gz"));
+    auto one = Frame::open(testing::hostile_frame_path("legacy-seeds/" + std::string(stem) + "-one-chunk.b2frame"));
+    auto empty = Frame::open(testing::hostile_frame_path("legacy-seeds/" + std::string(stem) + "-empty.b2frame"));
+    EXPECT_EQ(one->layout(), original->layout());
+    EXPECT_EQ(empty->layout(), original->layout());
+    EXPECT_EQ(empty->nchunks(), 0);
+    EXPECT_EQ(one->usermeta(), original->usermeta());
+    EXPECT_EQ(empty->usermeta(), original->usermeta());
+    ASSERT_EQ(one->nchunks(), 1);
+    const Bytes chunk = one->read_chunk(0);
+    EXPECT_TRUE(std::equal(chunk.begin(), chunk.end(), data.end() - ptrdiff_t(chunk.size())));
+  }
+}
+
 // Reads everything the mount would; false when the frame does not open.
 bool exercise(const std::filesystem::path& path) {
   std::unique_ptr<Frame> frame;
