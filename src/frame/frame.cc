@@ -226,10 +226,9 @@ const FrameHeader& Frame::header() const { return impl_->header; }
 int64_t Frame::trailer_len() const { return impl_->trailer_len; }
 int64_t Frame::nchunks() const { return impl_->nchunks; }
 const std::vector<Metalayer>& Frame::metalayers() const { return impl_->metalayers; }
-const Bytes& Frame::stored_usermeta() const { return impl_->usermeta; }
-
-DecodeRules Frame::decode_rules() const { return impl_->decode_rules; }
 const std::vector<Vlmetalayer>& Frame::vlmetalayers() const { return impl_->vlmetalayers; }
+const Bytes& Frame::stored_usermeta() const { return impl_->usermeta; }
+DecodeRules Frame::decode_rules() const { return impl_->decode_rules; }
 
 const Metalayer* Frame::find_metalayer(std::string_view name) const {
   for (const Metalayer& m : impl_->metalayers)
