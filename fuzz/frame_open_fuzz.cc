@@ -10,6 +10,7 @@
 #include "error.h"
 #include "frame.h"
 #include "frame_json.h"
+#include "frame_nd.h"
 #include "kind.h"
 #include "fuzz_script.h"
 
@@ -53,6 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
       }
     }
+    try {
+      (void)frame->usermeta();  // older layouts
+    } catch (const FormatError&) {
+    }
     for (const auto& layer : frame->vlmetalayers()) {
       try {
         (void)frame->vlmetalayer_content(layer);
@@ -69,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* name : {"b2nd", "caterva"}) {
       if (const Metalayer* meta = frame->find_metalayer(name)) {
         try {
-          NdMeta nd = parse_nd_meta(meta->content, std::string(name) == "caterva");
+          NdMeta nd = frame_nd_meta(*frame, *meta);
           NdLayout layout(nd, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
           (void)layout.chunks_for_range(0, std::min<int64_t>(layout.array_bytes(), 1 << 20));
         } catch (const FormatError&) {

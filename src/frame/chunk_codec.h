@@ -10,6 +10,15 @@
 
 namespace blosc2fs {
 
+// What a frame's writer did that its chunks' headers do not record
+// (legacy-layouts.md "Chunks: bitshuffle leftovers changed inside chunk format 4").
+struct DecodeRules {
+  // c-blosc2 up to 2.0.0-beta.4 (like Blosc1) stored a bitshuffled block whose
+  // item count is not a multiple of 8 without any shuffle; the chunk format
+  // version (4) did not change with the new rule.
+  bool old_bitshuffle_leftovers = false;
+};
+
 // A parsed, validated view of one stored chunk: decode all of it, one block, or
 // a byte range touching only the blocks it needs. The view does not own `chunk`;
 // it must outlive the view. All methods are const and thread-safe.
@@ -18,7 +27,8 @@ class ChunkView {
   // Validates the header and the block-start table against chunk.size()
   // (which must be >= cbytes; bytes past cbytes are ignored).
   // Throws FormatError / UnsupportedError.
-  explicit ChunkView(ByteSpan chunk);
+  // `rules` come from the frame holding the chunk (Frame::decode_rules).
+  explicit ChunkView(ByteSpan chunk, DecodeRules rules = {});
 
   const ChunkHeader& header() const { return header_; }
   int32_t nbytes() const { return header_.nbytes; }

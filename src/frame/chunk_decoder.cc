@@ -78,6 +78,9 @@ struct ChunkView::Impl {
   std::vector<FilterStep> steps;        // the filters to undo, in decode order
   int out_of_place_steps = 0;           // steps that need a separate output buffer
   bool has_delta = false;
+  // Bitshuffled blocks whose item count is not a multiple of 8 were stored
+  // unshuffled: Blosc1 chunks, and format-4 chunks of beta.1/beta.2 frames.
+  bool old_bitshuffle_rule = false;
   std::unique_ptr<StreamDictionary> dict;
   ByteSpan special_value;
 
@@ -137,6 +140,9 @@ void ChunkView::Impl::init_filters(const ChunkHeader& h) {
 
 static void check_codec(const ChunkHeader& h) {
   const uint8_t format = h.compformat();
+  if (format == kCompformatLizard)
+    throw UnsupportedError("chunk: codec lizard (compressed format 5) was removed from c-blosc2; no library "
+                           "decodes it any more");
   if (format == 6)
     throw UnsupportedError("chunk: codec " + h.codec_label() + " (user or plugin codec " + str(h.udcompcode) +
                            ") is not supported");
@@ -198,13 +204,14 @@ void ChunkView::Impl::init_vlblocks(const ChunkHeader& h, ByteSpan chunk) {
   vl_offsets[size_t(nblocks)] = total;
 }
 
-ChunkView::ChunkView(ByteSpan chunk) : chunk_(chunk), header_(parse_chunk_header(chunk)) {
+ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_(parse_chunk_header(chunk)) {
   const ChunkHeader& h = header_;
   if (chunk.size() < size_t(h.cbytes))
     corrupt("only " + str(chunk.size()) + " bytes present, header says cbytes " + str(h.cbytes));
   chunk_ = chunk.first(size_t(h.cbytes));
   auto m = std::make_shared<Impl>();
   m->blocksize = h.blocksize;
+  m->old_bitshuffle_rule = h.version <= 2 || rules.old_bitshuffle_leftovers;
   nblocks_ = h.nblocks();
 
   if (h.special() != Special::none) {
@@ -299,10 +306,10 @@ void ChunkView::Impl::run_filters(const ChunkView& view, const BlockInput& input
           unshuffle(current, target, size, element);
           break;
         case kFilterBitshuffle:
-          if (h.version > 2) {
+          if (!old_bitshuffle_rule) {
             bitunshuffle(current, target, size, element);
           } else if ((size / element) % 8 != 0) {
-            // Blosc1 (format 2) left blocks whose item count is not a multiple of 8 unshuffled.
+            // The old rule left blocks whose item count is not a multiple of 8 unshuffled.
             std::memcpy(target, current, size);
           } else {
             // For format 2 c-blosc2 bit-unshuffles the whole items only and never writes the

@@ -41,6 +41,7 @@ const char* compformat_name(uint8_t compformat) {
     case 2: return "snappy";
     case 3: return "zlib";
     case 4: return "zstd";
+    case kCompformatLizard: return "lizard";
     case 6: return "user";
     default: return "unknown";
   }
@@ -97,7 +98,8 @@ std::string ChunkHeader::codec_label() const {
   }
   // lz4hc shares lz4's compformat; c-blosc2 records the API code (2) in byte 22.
   if (format == 1 && extended && udcompcode == uint8_t(Codec::lz4hc)) return "lz4hc";
-  if (format == 2 || format == 5 || format == 7) return "compformat-" + std::to_string(format);
+  if (format == kCompformatLizard) return "lizard";
+  if (format == 2 || format == 7) return "compformat-" + std::to_string(format);
   return compformat_name(format);
 }
 

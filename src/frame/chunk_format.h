@@ -20,6 +20,9 @@ inline constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Co
 
 // Codec ids as a chunk header stores them (flags bits 5-7).
 enum class ChunkCompformat : uint8_t { blosclz = 0, lz4 = 1, snappy = 2, zlib = 3, zstd = 4, user = 6 };
+// Lizard, compformat 5 in chunks written before c-blosc2 2.0.0 (legacy-layouts.md):
+// removed since, no maintained library decodes it.
+inline constexpr uint8_t kCompformatLizard = 5;
 
 enum FilterId : uint8_t {
   kFilterNone = 0,

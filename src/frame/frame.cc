@@ -86,42 +86,63 @@ void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
   file_size = file.size();
   if (off < 0 || off > file_size) throw FormatError("frame offset " + num(off) + " is outside the file");
   const int64_t available = file_size - off;
-  if (available < kFrameHeaderMinLen)
+  if (available < kBeta1HeaderLen)
     throw FormatError("not a Blosc2 frame: " + num(available) + " bytes, shorter than a frame header");
 
-  Bytes fixed = file.read_bytes(off, kFrameHeaderMinLen, "frame header");
+  Bytes fixed = file.read_bytes(off, size_t(std::min<int64_t>(available, kFrameHeaderMinLen)), "frame header");
+  const FrameLayout layout = frame_header_layout(fixed);
   const int64_t header_len = int32_t(load_be32(fixed.data() + 11));
   const int64_t frame_len = int64_t(load_be64(fixed.data() + 16));
-  // c-blosc2 does not check the magic of files; we do, so that a random file
-  // is reported as not being a frame rather than as some corrupt field.
-  if (std::memcmp(fixed.data() + 2, "b2frame", 8) != 0)
-    throw FormatError("not a Blosc2 frame (no \"b2frame\" magic at byte 2)");
-  if (frame_len < kFrameHeaderMinLen + kFrameTrailerMinLen)
+  // beta.1 frames end with their index; every later layout with a trailer.
+  const bool has_trailer = layout != FrameLayout::beta1;
+  const int64_t min_header = frame_header_min_len(layout);
+  const int64_t min_trailer = layout == FrameLayout::current ? kFrameTrailerMinLen
+                              : has_trailer                  ? kUsermetaTrailerMinLen
+                                                             : 0;
+  if (frame_len < min_header + min_trailer)
     throw FormatError("frame length " + num(frame_len) + " is too small");
   if (frame_len > available)
     throw FormatError("frame length " + num(frame_len) + " exceeds the file (" + num(available) +
                       " bytes from the frame start)");
 
-  Bytes tail = file.read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
-  if (tail[2] != 0xCE)
-    throw FormatError("no trailer: byte " + num(frame_len - 23) + " of the frame is not the CE trailer-length marker");
-  trailer_len = load_be32(tail.data() + 3);
-  if (trailer_len < kFrameTrailerMinLen || trailer_len > std::min<int64_t>(INT32_MAX, frame_len - kFrameHeaderMinLen))
-    throw FormatError("trailer length " + num(trailer_len) + " is out of range");
-  if (header_len < kFrameHeaderMinLen || header_len > frame_len - trailer_len)
-    throw FormatError("header length " + num(header_len) + " is out of range (trailer starts at " +
-                      num(frame_len - trailer_len) + ")");
+  if (has_trailer) {
+    Bytes tail = file.read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
+    if (tail[2] != 0xCE)
+      throw FormatError("no trailer: byte " + num(frame_len - 23) + " of the frame is not the CE trailer-length marker");
+    trailer_len = load_be32(tail.data() + 3);
+    if (trailer_len < min_trailer || trailer_len > std::min<int64_t>(INT32_MAX, frame_len - min_header))
+      throw FormatError("trailer length " + num(trailer_len) + " is out of range");
+  }
+  if (header_len < min_header || header_len > frame_len - trailer_len)
+    throw FormatError("header length " + num(header_len) + " is out of range (" +
+                      (has_trailer ? "trailer starts at " : "the frame ends at ") + num(frame_len - trailer_len) +
+                      ")");
 
   ParsedHeader parsed = parse_frame_header(file.read_bytes(off, size_t(header_len), "frame header"));
   header = parsed.fixed;
   // c-blosc2 reads the trailer of a frame without data right after the header,
-  // not from frame_len; follow it so that we read such frames as it does.
+  // not from frame_len; follow it so that we read such frames as it does
+  // (its betas did the same with the usermeta trailer).
   const int64_t trailer_start = header.nbytes == 0 ? header_len : frame_len - trailer_len;
   metalayers = std::move(parsed.metalayers);
   if (header.frame_type != (sparse ? 1 : 0))
     throw FormatError("frame type " + num(header.frame_type) + (sparse ? " in a directory (sparse frames are 1)"
                                                                         : " in a file (contiguous frames are 0)"));
-  vlmetalayers = parse_frame_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
+  if (header.layout == FrameLayout::current) {
+    vlmetalayers = parse_frame_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
+  } else if (has_trailer) {
+    if (trailer_start + trailer_len > frame_len)
+      throw FormatError("usermeta trailer of " + num(trailer_len) + " bytes at byte " + num(trailer_start) +
+                        " runs past the frame's end (" + num(frame_len) + ")");
+    UsermetaTrailer parsed_trailer =
+        parse_usermeta_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "usermeta trailer"));
+    header.layout = parsed_trailer.layout;
+    usermeta = std::move(parsed_trailer.usermeta);
+  }
+  // beta.3 and beta.4 used the old rule too, but cannot be told apart from
+  // beta.5 (the new rule) by their frames: they are read with the new one.
+  decode_rules.old_bitshuffle_leftovers =
+      header.layout == FrameLayout::beta1 || header.layout == FrameLayout::beta2;
   load_index();
 }
 
@@ -150,7 +171,7 @@ void Frame::Impl::load_index() {
   if (ih.cbytes > index_len)
     throw FormatError(context + "its " + num(ih.cbytes) + " bytes exceed the " + num(index_len) + " available");
   Bytes chunk = file.read_bytes(offset + index_pos, size_t(ih.cbytes), "index chunk");
-  ChunkView view = with_error_context(context, [&] { return ChunkView(chunk); });
+  ChunkView view = with_error_context(context, [&] { return ChunkView(chunk, decode_rules); });
 
   if (h.chunksize == 0) {
     if (view.nbytes() % 8 != 0) throw FormatError(context + num(view.nbytes()) + " bytes is not a multiple of 8");
@@ -206,6 +227,8 @@ int64_t Frame::trailer_len() const { return impl_->trailer_len; }
 int64_t Frame::nchunks() const { return impl_->nchunks; }
 const std::vector<Metalayer>& Frame::metalayers() const { return impl_->metalayers; }
 const std::vector<Vlmetalayer>& Frame::vlmetalayers() const { return impl_->vlmetalayers; }
+const Bytes& Frame::stored_usermeta() const { return impl_->usermeta; }
+DecodeRules Frame::decode_rules() const { return impl_->decode_rules; }
 
 const Metalayer* Frame::find_metalayer(std::string_view name) const {
   for (const Metalayer& m : impl_->metalayers)
@@ -219,20 +242,35 @@ const Vlmetalayer* Frame::find_vlmetalayer(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// A metadata value stored as one Blosc chunk (a vlmetalayer, the usermeta),
+// decompressed, with its claimed size capped by what it stores.
+Bytes decompress_metadata_chunk(ByteSpan stored, DecodeRules rules) {
+  ChunkView view(stored, rules);
+  if (size_t(view.header().cbytes) != stored.size())
+    throw FormatError("stored " + num(int64_t(stored.size())) + " bytes but the chunk says " +
+                      num(view.header().cbytes));
+  // A special chunk claims any size for free; metadata is never that large.
+  if (int64_t(view.nbytes()) > std::max(kIndexBytesFloor, int64_t(stored.size()) * 4096))
+    throw FormatError("claims " + num(view.nbytes()) + " bytes, implausible for " + num(int64_t(stored.size())) +
+                      " stored");
+  Bytes out(size_t(view.nbytes()));
+  view.decode(out);
+  return out;
+}
+
+}  // namespace
+
 Bytes Frame::vlmetalayer_content(const Vlmetalayer& layer) const {
-  return with_error_context(impl_->path.string() + ": vlmetalayer '" + layer.name + "': ", [&] {
-    ChunkView view(layer.stored);
-    if (size_t(view.header().cbytes) != layer.stored.size())
-      throw FormatError("stored " + num(int64_t(layer.stored.size())) + " bytes but the chunk says " +
-                        num(view.header().cbytes));
-    // A special chunk claims any size for free; metadata is never that large.
-    if (int64_t(view.nbytes()) > std::max(kIndexBytesFloor, int64_t(layer.stored.size()) * 4096))
-      throw FormatError("claims " + num(view.nbytes()) + " bytes, implausible for " +
-                        num(int64_t(layer.stored.size())) + " stored");
-    Bytes out(size_t(view.nbytes()));
-    view.decode(out);
-    return out;
-  });
+  return with_error_context(impl_->path.string() + ": vlmetalayer '" + layer.name + "': ",
+                            [&] { return decompress_metadata_chunk(layer.stored, {}); });
+}
+
+std::optional<Bytes> Frame::usermeta() const {
+  if (impl_->usermeta.empty()) return std::nullopt;
+  return with_error_context(impl_->path.string() + ": usermeta: ",
+                            [&] { return decompress_metadata_chunk(impl_->usermeta, impl_->decode_rules); });
 }
 
 IndexEntry Frame::index_entry(int64_t n) const {

@@ -13,17 +13,37 @@
 #include <vector>
 
 #include "bytes.h"
+#include "chunk_codec.h"
 #include "chunk_format.h"
 
 namespace blosc2fs {
 
 inline constexpr int kFrameHeaderMinLen = 87;
 inline constexpr int kFrameTrailerMinLen = 25;
+// Older layouts (legacy-layouts.md): beta.1's 11-element header is the shortest
+// header ever written; beta.2 - beta.5 end with a usermeta trailer of 30 bytes
+// plus the usermeta chunk.
+inline constexpr int kBeta1HeaderLen = 64;
+inline constexpr int kBeta2HeaderMinLen = 92;
+inline constexpr int kUsermetaTrailerMinLen = 30;
 inline constexpr int kMaxMetalayers = 16;       // also the writer's limit for vlmetalayers
 inline constexpr int kMaxMetalayerNameLen = 31;
 inline constexpr int kMaxVlmetalayersRead = 8192;
 
-// The fixed part of the header (first 87 bytes), decoded.
+// Which release's frame layout a frame has (legacy-layouts.md): how many
+// elements its header holds, what follows its index, what its flags mean.
+enum class FrameLayout : uint8_t {
+  current,  // 14-element header, vlmetalayer trailer: c-blosc2 2.0.0-rc1 and later
+  beta1,    // 11 or 12 elements, no trailer: 2.0.0-beta.1
+  beta2,    // 13 elements, usermeta trailer version 0: 2.0.0-beta.2
+  beta3_5,  // 13 elements, usermeta trailer version 1: 2.0.0-beta.3 to beta.5, snapshots to 2021-02
+};
+// The name frame.json gives the layout: "2.0.0-rc1+", "2.0.0-beta.1", "2.0.0-beta.2", "2.0.0-beta.3..5".
+const char* frame_layout_name(FrameLayout layout);
+
+// The fixed part of the header (first 87 bytes in the current layout), decoded.
+// Older layouts fill the fields they have: no blocksize, frame type, splitmode
+// or vlmetalayers; filters as their header reports them.
 struct FrameHeader {
   int32_t header_len = 0;
   int64_t frame_len = 0;
@@ -44,6 +64,7 @@ struct FrameHeader {
   uint8_t udcodec = 0;
   uint8_t compcode_meta = 0;
   uint8_t other_flags2 = 0;   // bit0 use_dict
+  FrameLayout layout = FrameLayout::current;
 
   int version() const { return general_flags & 0x0F; }
   uint8_t compcode() const { return codec_flags & 0x0F; }
@@ -51,6 +72,7 @@ struct FrameHeader {
   SplitMode splitmode() const { return SplitMode((other_flags & 0x03) + 1); }
   bool use_dict() const { return other_flags2 & 1; }
   bool sparse() const { return frame_type == 1; }
+  bool legacy() const { return layout != FrameLayout::current; }
 };
 
 struct Metalayer {
@@ -64,14 +86,29 @@ struct Vlmetalayer {
 };
 
 // The decoded fixed header plus the metalayer section, parsed from `header`
-// (at least header_len bytes). Throws FormatError.
+// (at least header_len bytes), in any layout. The 13-element header of beta.2
+// is that of beta.3 - beta.5: it gives layout beta3_5, and the trailer tells
+// (parse_usermeta_trailer). Throws FormatError.
 struct ParsedHeader {
   FrameHeader fixed;
   std::vector<Metalayer> metalayers;
 };
 ParsedHeader parse_frame_header(ByteSpan header);
+// The layout the first bytes of a frame (at least 26) announce, from the
+// fixarray size and general_flags; throws FormatError for a combination no
+// release wrote. beta.2 is reported as beta3_5 (see above).
+FrameLayout frame_header_layout(ByteSpan first_bytes);
+// The shortest header of that layout.
+int frame_header_min_len(FrameLayout layout);
 // Parses a trailer (exactly trailer_len bytes) into its vlmetalayers.
 std::vector<Vlmetalayer> parse_frame_trailer(ByteSpan trailer);
+// Parses the usermeta trailer of beta.2 - beta.5 (exactly trailer_len bytes):
+// which of the two it is, and the usermeta chunk it holds (empty when none).
+struct UsermetaTrailer {
+  FrameLayout layout = FrameLayout::beta3_5;
+  Bytes usermeta;  // one complete Blosc chunk, as stored
+};
+UsermetaTrailer parse_usermeta_trailer(ByteSpan trailer);
 // Serializers producing what c-blosc2 writes (see format-notes §1).
 Bytes serialize_frame_header(const FrameHeader& fixed, const std::vector<Metalayer>& metalayers);
 Bytes serialize_frame_trailer(const std::vector<Vlmetalayer>& vlmetalayers);
@@ -134,8 +171,18 @@ class Frame {
   // fill_special writes): such an index can claim any number of chunks.
   bool index_is_uniform() const;
 
+  FrameLayout layout() const { return header().layout; }
+  // How this frame's chunks must be decoded where their headers cannot say
+  // (beta.1 and beta.2 frames: bitshuffle's old leftover rule).
+  DecodeRules decode_rules() const;
+
   const std::vector<Metalayer>& metalayers() const;
   const std::vector<Vlmetalayer>& vlmetalayers() const;
+  // Older layouts (beta.2 - beta.5): the one usermeta blob, a Blosc chunk as
+  // stored (empty when the frame has none; current frames never have one).
+  const Bytes& stored_usermeta() const;
+  // The usermeta decompressed; nullopt when the frame has none. Throws FormatError if corrupt.
+  std::optional<Bytes> usermeta() const;
   const Metalayer* find_metalayer(std::string_view name) const;
   const Vlmetalayer* find_vlmetalayer(std::string_view name) const;
   // A vlmetalayer's content, decompressed. Throws FormatError if corrupt.

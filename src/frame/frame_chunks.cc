@@ -225,7 +225,7 @@ Bytes Frame::Impl::raw_chunk(int64_t n) const {
 
 Bytes Frame::Impl::decoded_chunk(int64_t n) const {
   Bytes raw = raw_chunk(n);
-  ChunkView view(raw);
+  ChunkView view(raw, decode_rules);
   if (fixed_chunksize() && view.nbytes() != fixed_chunk_nbytes(n))
     throw FormatError("holds " + num(view.nbytes()) + " bytes where the frame's chunksize implies " +
                       num(fixed_chunk_nbytes(n)));

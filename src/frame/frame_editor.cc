@@ -71,7 +71,14 @@ struct FrameEditor::Impl {
 
   void load_frame() {
     FrameStamp before = read_frame_stamp(header_path(), sparse ? 0 : offset);
-    frame = Frame::open(path, offset);
+    std::unique_ptr<Frame> opened = Frame::open(path, offset);
+    // Older layouts are read only: their headers, trailers and flags are not
+    // what the commit engine writes, and c-blosc2 3.x could not open the result.
+    if (opened->header().legacy())
+      throw UnsupportedError(path.string() + ": frames of the older " +
+                             frame_layout_name(opened->header().layout) +
+                             " layout are read-only (c-blosc2 3.x cannot open them)");
+    frame = std::move(opened);
     stamp = before;
     base_vlblocks = chunk0_vlblocks();
     unused_cache.reset();

@@ -1,6 +1,9 @@
 // Frame header and trailer: parsing and c-blosc2-identical serialization
 // (format-notes §1.1, §1.2).
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <initializer_list>
 
 #include "frame.h"
 
@@ -93,27 +96,181 @@ void append_named_contents(Bytes& out, const std::vector<std::pair<const std::st
 
 }  // namespace
 
-ParsedHeader parse_frame_header(ByteSpan header) {
-  const std::string context = "frame header";
-  if (header.size() < size_t(kFrameHeaderMinLen))
-    throw FormatError(context + ": " + std::to_string(header.size()) + " bytes, shorter than the 87-byte minimum");
-  const uint8_t* p = header.data();
+const char* frame_layout_name(FrameLayout layout) {
+  switch (layout) {
+    case FrameLayout::current: return "2.0.0-rc1+";
+    case FrameLayout::beta1: return "2.0.0-beta.1";
+    case FrameLayout::beta2: return "2.0.0-beta.2";
+    case FrameLayout::beta3_5: return "2.0.0-beta.3..5";
+  }
+  return "unknown";
+}
+
+FrameLayout frame_header_layout(ByteSpan first) {
+  if (first.size() < 26) throw FormatError("not a Blosc2 frame: " + std::to_string(first.size()) + " bytes");
   // c-blosc2 skips the magic for files; we check it so that a random file is
   // reported as "not a Blosc2 frame" rather than as some corrupt field.
-  if (std::memcmp(p + 2, kMagic, sizeof kMagic) != 0)
+  if (std::memcmp(first.data() + 2, kMagic, sizeof kMagic) != 0)
     throw FormatError("not a Blosc2 frame (no \"b2frame\" magic at byte 2)");
+  const uint8_t elements = first[0];
+  const uint8_t flags = first[25];
+  auto refuse = [&](const char* why) -> FrameLayout {
+    char text[160];
+    std::snprintf(text, sizeof text, "frame header: fixarray 0x%02X with general_flags 0x%02X: %s", elements, flags,
+                  why);
+    throw FormatError(text);
+  };
+  switch (elements) {
+    case 0x9B:
+    case 0x9C:
+      if ((flags & 0x0F) != 4) return refuse("a beta.1 header (11 or 12 elements) has format version 4");
+      if ((flags & 0x30) != 0x20) return refuse("beta.1 wrote only 64-bit offsets (bits 4-5 = 2)");
+      return FrameLayout::beta1;
+    case 0x9D:
+      if ((flags & 0x0F) != 1) return refuse("a beta.2 - beta.5 header (13 elements) has format version 1");
+      if ((flags & 0x30) != 0x20) return refuse("beta.2 - beta.5 wrote only 64-bit offsets (bits 4-5 = 2)");
+      return FrameLayout::beta3_5;
+    default:
+      // c-blosc2 does not check the fixarray marker of the current layout; neither do we.
+      return FrameLayout::current;
+  }
+}
 
-  ParsedHeader parsed;
-  FrameHeader& h = parsed.fixed;
+int frame_header_min_len(FrameLayout layout) {
+  switch (layout) {
+    case FrameLayout::beta1: return kBeta1HeaderLen;
+    case FrameLayout::beta2:
+    case FrameLayout::beta3_5: return kBeta2HeaderMinLen;
+    case FrameLayout::current: break;
+  }
+  return kFrameHeaderMinLen;
+}
+
+namespace {
+
+// The metalayer section (93 CD idx_size DE map DC array) at `at`, the same in every layout.
+std::vector<Metalayer> parse_metalayer_section(ByteSpan whole, size_t at, const std::string& context) {
+  ByteReader in(whole, context + " metalayers");
+  in.seek(at + 1);  // the fixarray marker is not checked, as in c-blosc2
+  in.expect(0xCD, "a uint16 (CD) index size");
+  in.be16();
+  std::vector<Metalayer> out;
+  for (auto& item : read_named_contents(in, whole, 0, whole.size(), kMaxMetalayers, "metalayer"))
+    out.push_back({std::move(item.name), Bytes(item.content.begin(), item.content.end())});
+  return out;
+}
+
+// Fields at the same place in every layout: sizes and the flags string.
+void parse_common_fields(const uint8_t* p, FrameHeader& h) {
   h.header_len = load_be_i32(p + 11);
   h.frame_len = load_be_i64(p + 16);
   h.general_flags = p[25];
-  h.frame_type = p[26];
   h.codec_flags = p[27];
-  h.other_flags = p[28];
   h.nbytes = load_be_i64(p + 30);
   h.cbytes = load_be_i64(p + 39);
   h.typesize = load_be_i32(p + 48);
+}
+
+void check_common_fields(const FrameHeader& h, size_t available, int min_len, const std::string& context) {
+  if (h.header_len < min_len || size_t(h.header_len) > available)
+    throw FormatError(context + ": header_len " + std::to_string(h.header_len) + " is out of range");
+  if (h.typesize <= 0) throw FormatError(context + ": typesize " + std::to_string(h.typesize) + " is not positive");
+  if (h.nbytes < 0 || h.cbytes < 0) throw FormatError(context + ": negative uncompressed or compressed size");
+}
+
+// The msgpack markers of an older header, checked: these layouts are told
+// apart by their first bytes only, so a damaged one should fail here, clearly.
+void check_markers(const uint8_t* p, std::initializer_list<std::pair<int, uint8_t>> markers,
+                   const std::string& context) {
+  for (auto [at, marker] : markers) {
+    if (p[at] != marker) {
+      char text[96];
+      std::snprintf(text, sizeof text, ": byte 0x%02X is 0x%02X, expected the msgpack marker 0x%02X", at, p[at],
+                    marker);
+      throw FormatError(context + text);
+    }
+  }
+}
+
+// beta.1 (legacy-layouts.md): 11 elements, or 12 with the metalayer section at 0x40.
+ParsedHeader parse_beta1_header(ByteSpan header) {
+  const std::string context = "frame header (2.0.0-beta.1 layout)";
+  const uint8_t* p = header.data();
+  check_markers(p, {{1, 0xA8}, {10, 0xD2}, {15, 0xCF}, {24, 0xA4}, {29, 0xD3}, {38, 0xD3}, {47, 0xD2}, {52, 0xD2},
+                    {57, 0xD1}, {60, 0xD1}},
+                context);
+  ParsedHeader parsed;
+  FrameHeader& h = parsed.fixed;
+  h.layout = FrameLayout::beta1;
+  parse_common_fields(p, h);
+  h.chunksize = load_be_i32(p + 53);
+  h.nthreads_comp = int16_t(load_be16(p + 58));
+  h.nthreads_decomp = int16_t(load_be16(p + 61));
+  // Byte 0x1A is a constant 0x06 whatever the real filters (they are in each
+  // chunk header); beta.1 itself reports filters[5] = bits 2-3 of it.
+  h.filters[kMaxFilters - 1] = uint8_t((p[26] >> 2) & 3);
+  check_common_fields(h, header.size(), kBeta1HeaderLen, context);
+  const bool twelve = p[0] == 0x9C;
+  if (p[63] != (twelve ? 0xC3 : 0xC2))
+    throw FormatError(context + (twelve ? ": 12 elements but has_metalayers is not true (C3)"
+                                        : ": 11 elements but has_metalayers is not false (C2)"));
+  if (!twelve) {
+    if (h.header_len != kBeta1HeaderLen)
+      throw FormatError(context + ": 11 elements in " + std::to_string(h.header_len) + " bytes, not 64");
+    return parsed;
+  }
+  if (h.header_len == kBeta1HeaderLen) throw FormatError(context + ": 12 elements but no metalayer section");
+  parsed.metalayers = parse_metalayer_section(header.first(size_t(h.header_len)), kBeta1HeaderLen, context);
+  return parsed;
+}
+
+// beta.2 - beta.5: 13 elements, compacted filters at 0x40, metalayers at 0x52.
+ParsedHeader parse_beta2_header(ByteSpan header) {
+  const std::string context = "frame header (2.0.0-beta.2..5 layout)";
+  const uint8_t* p = header.data();
+  check_markers(p, {{1, 0xA8}, {10, 0xD2}, {15, 0xCF}, {24, 0xA4}, {29, 0xD3}, {38, 0xD3}, {47, 0xD2}, {52, 0xD2},
+                    {57, 0xD1}, {60, 0xD1}, {64, 0xD8}},
+                context);
+  ParsedHeader parsed;
+  FrameHeader& h = parsed.fixed;
+  h.layout = FrameLayout::beta3_5;
+  parse_common_fields(p, h);
+  h.chunksize = load_be_i32(p + 53);
+  h.nthreads_comp = int16_t(load_be16(p + 58));
+  h.nthreads_decomp = int16_t(load_be16(p + 61));
+  // 0x3F has_usermeta is not kept: it goes stale (legacy-layouts.md); the trailer tells.
+  if (p[63] != 0xC2 && p[63] != 0xC3) throw FormatError(context + ": byte 0x3F is not a msgpack bool");
+  const int nfilters = p[65];
+  constexpr int kSlots = 8;
+  if (nfilters > kSlots) throw FormatError(context + ": " + std::to_string(nfilters) + " filters, more than 8");
+  // The non-zero filters, compacted from slot 0 in pipeline order; reported as stored.
+  for (int i = 0; i < kMaxFilters; ++i) {
+    h.filters[i] = p[66 + i];
+    h.filters_meta[i] = p[66 + kSlots + i];
+  }
+  check_common_fields(h, header.size(), kBeta2HeaderMinLen, context);
+  parsed.metalayers = parse_metalayer_section(header.first(size_t(h.header_len)), kBeta2HeaderMinLen - 10, context);
+  return parsed;
+}
+
+}  // namespace
+
+ParsedHeader parse_frame_header(ByteSpan header) {
+  const std::string context = "frame header";
+  const FrameLayout layout = frame_header_layout(header.first(std::min<size_t>(header.size(), 26)));
+  if (header.size() < size_t(frame_header_min_len(layout)))
+    throw FormatError(context + ": " + std::to_string(header.size()) + " bytes, shorter than the " +
+                      std::to_string(frame_header_min_len(layout)) + "-byte minimum of the " +
+                      frame_layout_name(layout) + " layout");
+  if (layout == FrameLayout::beta1) return parse_beta1_header(header);
+  if (layout != FrameLayout::current) return parse_beta2_header(header);
+  const uint8_t* p = header.data();
+
+  ParsedHeader parsed;
+  FrameHeader& h = parsed.fixed;
+  parse_common_fields(p, h);
+  h.frame_type = p[26];
+  h.other_flags = p[28];
   h.blocksize = load_be_i32(p + 53);
   h.chunksize = load_be_i32(p + 58);
   h.nthreads_comp = int16_t(load_be16(p + 63));
@@ -126,11 +283,8 @@ ParsedHeader parse_frame_header(ByteSpan header) {
 
   if (h.version() > 3)
     throw FormatError(context + ": format version " + std::to_string(h.version()) + " is newer than 3");
-  if (h.header_len < kFrameHeaderMinLen || size_t(h.header_len) > header.size())
-    throw FormatError(context + ": header_len " + std::to_string(h.header_len) + " is out of range");
-  if (h.typesize <= 0) throw FormatError(context + ": typesize " + std::to_string(h.typesize) + " is not positive");
+  check_common_fields(h, header.size(), kFrameHeaderMinLen, context);
   if (nfilters > kMaxFilters) throw FormatError(context + ": " + std::to_string(nfilters) + " filters, more than 6");
-  if (h.nbytes < 0 || h.cbytes < 0) throw FormatError(context + ": negative uncompressed or compressed size");
   for (int i = 0; i < nfilters; ++i) {
     h.filters[i] = p[kFiltersOffset + i];
     h.filters_meta[i] = p[kFiltersOffset + kMaxFilters + 2 + i];
@@ -138,13 +292,7 @@ ParsedHeader parse_frame_header(ByteSpan header) {
 
   // Old writers may end the header right after the fixed part.
   if (h.header_len == kFrameHeaderMinLen) return parsed;
-  ByteSpan whole = header.first(size_t(h.header_len));
-  ByteReader in(whole, context + " metalayers");
-  in.seek(kMetalayerSectionOffset + 1);  // the fixarray marker is not checked, as in c-blosc2
-  in.expect(0xCD, "a uint16 (CD) index size");
-  in.be16();
-  for (auto& item : read_named_contents(in, whole, 0, whole.size(), kMaxMetalayers, "metalayer"))
-    parsed.metalayers.push_back({std::move(item.name), Bytes(item.content.begin(), item.content.end())});
+  parsed.metalayers = parse_metalayer_section(header.first(size_t(h.header_len)), kMetalayerSectionOffset, context);
   return parsed;
 }
 
@@ -157,6 +305,26 @@ std::vector<Vlmetalayer> parse_frame_trailer(ByteSpan trailer) {
   std::vector<Vlmetalayer> out;
   for (auto& item : read_named_contents(in, trailer, 0, trailer.size(), kMaxVlmetalayersRead, "vlmetalayer"))
     out.push_back({std::move(item.name), Bytes(item.content.begin(), item.content.end())});
+  return out;
+}
+
+UsermetaTrailer parse_usermeta_trailer(ByteSpan trailer) {
+  ByteReader in(trailer, "usermeta trailer");
+  if (trailer.size() < size_t(kUsermetaTrailerMinLen)) in.fail("shorter than 30 bytes");
+  UsermetaTrailer out;
+  const uint8_t first = in.u8(), version = in.u8();
+  // beta.2 wrote "0x09 + 4" where it meant the fixarray 0x94, and version 0.
+  if (first == 0x0D && version == 0) out.layout = FrameLayout::beta2;
+  else if (first == 0x94 && version == 1) out.layout = FrameLayout::beta3_5;
+  else in.fail("starts with " + std::to_string(first) + " " + std::to_string(version) +
+               ", neither beta.2's 0D 00 nor beta.3 - beta.5's 94 01");
+  in.expect(0xC6, "a bin32 (C6) usermeta");
+  const uint32_t len = in.be32();
+  if (len > trailer.size() - kUsermetaTrailerMinLen)
+    in.fail("usermeta of " + std::to_string(len) + " bytes does not fit in a trailer of " +
+            std::to_string(trailer.size()));
+  ByteSpan usermeta = in.take(len);
+  out.usermeta.assign(usermeta.begin(), usermeta.end());
   return out;
 }
 

@@ -20,6 +20,8 @@ struct Frame::Impl {
   int64_t nchunks = 0;
   std::vector<Metalayer> metalayers;
   std::vector<Vlmetalayer> vlmetalayers;
+  Bytes usermeta;  // older layouts: the usermeta chunk as stored (empty: none)
+  DecodeRules decode_rules;  // from the layout, for every chunk of the frame
 
   // The decoded index. A repeat-value index chunk (c-blosc2's fill_special) is
   // kept as its one value, so such frames open in O(1) memory however large.

@@ -7,6 +7,7 @@
 
 #include "b2nd.h"
 #include "chunk_format.h"
+#include "frame_nd.h"
 
 namespace blosc2fs {
 
@@ -14,6 +15,9 @@ namespace {
 
 std::string compcode_name(const FrameHeader& h) {
   uint8_t c = h.compcode();
+  // The betas' API numbering had snappy at 3 and lizard at 6 (no udcodec field).
+  if (h.legacy() && c == 3) return "snappy";
+  if (h.legacy() && c == 6) return "lizard";
   switch (c) {
     case 0: case 1: case 2: case 4: case 5:
       return codec_name(Codec(c));
@@ -120,7 +124,7 @@ Json array_json(const Frame& frame, const Metalayer& m) {
   Json j = Json::object();
   j["source"] = utf8(m.name);
   try {
-    NdMeta meta = parse_nd_meta(m.content, m.name == "caterva");
+    NdMeta meta = frame_nd_meta(frame, m);
     NdLayout layout(meta, h.typesize, frame.nchunks(), h.chunksize);
     bool mismatch = false;
     std::string descr = npy_descr(meta, h.typesize, &mismatch);
@@ -146,6 +150,7 @@ Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
   const FrameHeader& h = frame.header();
   const FrameKind kind = known_kind ? *known_kind : detect_frame_kind(frame);
   Json j = Json::object();
+  j["layout"] = frame_layout_name(h.layout);
   j["format_version"] = h.version();
   j["frame_type"] = h.sparse() ? "sparse" : "contiguous";
   j["kind"] = kind.name;
@@ -160,7 +165,8 @@ Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
   for (uint8_t f : h.filters) filters.push_back(filter_name(f));
   j["filters"] = std::move(filters);
   j["filters_meta"] = Json(std::vector<int>(h.filters_meta.begin(), h.filters_meta.end()));
-  j["splitmode"] = splitmode_name(h.splitmode());
+  // The older layouts have no splitmode.
+  j["splitmode"] = h.legacy() ? Json(nullptr) : Json(splitmode_name(h.splitmode()));
   j["use_dict"] = h.use_dict();
   j["typesize"] = h.typesize;
   j["blocksize"] = h.blocksize;
@@ -190,10 +196,26 @@ Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
     vlmetas.push_back(std::move(e));
   }
   j["vlmetalayers"] = std::move(vlmetas);
+  if (h.legacy()) {
+    // Older layouts: the one usermeta blob (null when the frame has none).
+    const Bytes& stored = frame.stored_usermeta();
+    if (stored.empty()) {
+      j["usermeta"] = nullptr;
+    } else {
+      Json u = Json::object();
+      try {
+        u["size"] = parse_chunk_header(stored).nbytes;
+      } catch (const FormatError& err) {
+        u["size"] = nullptr;
+        u["error"] = utf8(err.what());
+      }
+      u["stored_size"] = stored.size();
+      j["usermeta"] = std::move(u);
+    }
+  }
 
-  const Metalayer* nd = frame.find_metalayer("b2nd");
-  if (!nd) nd = frame.find_metalayer("caterva");
   // A lazy carrier's b2nd metalayer describes what it would compute, not its chunks.
+  const Metalayer* nd = frame_nd_metalayer(frame);
   if (nd && !kind.no_array) j["array"] = array_json(frame, *nd);
   j["kind_details"] = kind.details;
   return j;

@@ -10,6 +10,7 @@
 #include "chunk_codec.h"
 #include "chunk_format.h"
 #include "frame_json.h"
+#include "frame_nd.h"
 #include "inodes.h"
 #include "msgpack.h"
 #include "read_pieces.h"
@@ -38,7 +39,7 @@ std::string chunk_label(int64_t n) { return "chunk " + std::to_string(n) + ": ";
 // blocks of their own, so they are cut into pieces decoded by range.
 class ViewDecoder : public ChunkDecoder {
  public:
-  explicit ViewDecoder(ByteSpan stored) : view_(stored) {
+  ViewDecoder(ByteSpan stored, DecodeRules rules) : view_(stored, rules) {
     const ChunkHeader& h = view_.header();
     nbytes_ = view_.nbytes();
     by_range_ = h.special() != Special::none || h.memcpyed() || view_.nblocks() <= 0;
@@ -112,10 +113,11 @@ std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stor
       throw IoError(chunk_label(n) + "not data: this proxy cache never fetched it from " + proxy_->source, EIO);
   }
   try {
-    auto decoder = std::make_unique<ViewDecoder>(stored);
+    std::shared_ptr<const Frame> frame = current();
+    auto decoder = std::make_unique<ViewDecoder>(stored, frame->decode_rules());
     decoder->set_label(chunk_label(n));
     // The frame's size for this chunk is what stat and data offsets use.
-    const int32_t expected = current()->chunk_nbytes(n);
+    const int32_t expected = frame->chunk_nbytes(n);
     if (decoder->nbytes() != expected)
       throw FormatError("holds " + std::to_string(decoder->nbytes()) + " bytes where the frame says " +
                         std::to_string(expected));
@@ -144,6 +146,7 @@ FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
       proxy_(proxy_of(kind_)),
       index_tsv_(frame_, proxy_) {
   load_layers();
+  load_usermeta();
   if (kind_.no_array) spdlog::info("no array.npy: this frame is a {} carrier, its chunks hold no data", kind_.name);
   else if (kind_.tensor) load_tensor();
   else load_array();
@@ -153,6 +156,27 @@ FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
     items_.emplace("items.jsonl", std::string(), nchunks_, kItemChunksPerPage,
                    [f, layout](int64_t first, int64_t count) { return items_jsonl_rows(*f, layout, first, count); });
   }
+}
+
+void FrameFiles::load_usermeta() {
+  const Bytes& stored = frame_->stored_usermeta();
+  if (stored.empty()) return;
+  LayerFile file;
+  file.name = "usermeta";
+  try {
+    file.content = *frame_->usermeta();
+    file.size = int64_t(file.content.size());
+  } catch (const FormatError& e) {
+    // Listed with the size its header claims; reads fail with EIO and this line.
+    file.error = e.what();
+    spdlog::warn("{}", file.error);
+    try {
+      file.size = parse_chunk_header(stored).nbytes;
+    } catch (const FormatError&) {
+      file.size = 0;
+    }
+  }
+  usermeta_ = std::move(file);
 }
 
 FrameFiles::~FrameFiles() = default;
@@ -204,16 +228,11 @@ void FrameFiles::load_layers() {
 }
 
 void FrameFiles::load_array() {
-  bool caterva = false;
-  const Metalayer* meta = frame_->find_metalayer("b2nd");
-  if (!meta) {
-    meta = frame_->find_metalayer("caterva");
-    caterva = true;
-  }
+  const Metalayer* meta = frame_nd_metalayer(*frame_);
   if (!meta) return;
   try {
     const FrameHeader& h = frame_->header();
-    NdMeta nd = parse_nd_meta(meta->content, caterva);
+    NdMeta nd = frame_nd_meta(*frame_, *meta);
     layout_.emplace(nd, h.typesize, nchunks_, h.chunksize);
     bool mismatch = false;
     std::string descr = npy_descr(nd, h.typesize, &mismatch);

@@ -71,6 +71,8 @@ class FrameFiles : public ChunkSource {
   // What python-blosc2 saved (README "Kinds").
   const FrameKind& kind() const { return kind_; }
   const std::shared_ptr<const ProxyState>& proxy() const { return proxy_; }
+  // Older layouts: the usermeta blob, decompressed (nullptr when the frame has none).
+  const LayerFile* usermeta() const { return usermeta_ ? &*usermeta_ : nullptr; }
   bool has_array() const { return layout_.has_value() || tensor_; }
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
@@ -99,6 +101,7 @@ class FrameFiles : public ChunkSource {
 
  private:
   void load_layers();
+  void load_usermeta();
   void load_array();
   void load_tensor();
   size_t read_tensor_bytes(int64_t offset, MutableByteSpan out);
@@ -110,6 +113,7 @@ class FrameFiles : public ChunkSource {
   std::vector<LayerFile> vlmetas_;
   const FrameKind kind_;
   const std::shared_ptr<const ProxyState> proxy_;
+  std::optional<LayerFile> usermeta_;
   std::optional<NdLayout> layout_;
   bool tensor_ = false;  // array.npy is npy_header_ + the data of a pack_tensor SChunk
   std::string npy_header_;

@@ -225,10 +225,18 @@ int mount_and_serve(const Options& o) {
       throw Failure{kExitFrameInvalid, e.what()};
     }
   } else {
-    open_frame(frame_path);  // a frame that cannot be read refuses the mount with its own exit status
+    // A frame that cannot be read refuses the mount with its own exit status.
+    const FrameLayout layout = open_frame(frame_path)->layout();
     check_mountpoint(mountpoint);
 
     writable = o.read_only != true;
+    if (writable && layout != FrameLayout::current) {
+      // Also with an explicit -o rw, as for a frame this user may not write (README "Older layouts").
+      writable = false;
+      spdlog::warn("{} has the older {} layout, which c-blosc2 3.x cannot open: mounting read-only, every write "
+                   "fails with EROFS",
+                   frame_path.string(), frame_layout_name(layout));
+    }
     if (writable && !may_write(frame_path)) {
       writable = false;
       spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());

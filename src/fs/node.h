@@ -21,6 +21,7 @@ enum class NodeKind : uint8_t {
   array_npy,
   cache_stats,  // .blosc2fs-cache
   items_jsonl,  // items.jsonl: the items of an ObjectArray, BatchArray or ListArray (README "Kinds")
+  usermeta,     // older layouts' usermeta blob, decompressed (read-only)
   chunk,        // chunks/N: index = N
   raw_chunk,    // raw/N.chunk: index = N
   meta,         // meta/NAME

@@ -101,6 +101,7 @@ bool Volume::exists(const Node& node) const {
   switch (node.kind) {
     case NodeKind::array_npy: return files_->has_array();
     case NodeKind::items_jsonl: return files_->has_items();
+    case NodeKind::usermeta: return files_->usermeta() != nullptr;
     case NodeKind::chunk: return node.index >= 0 && node.index < overlay_.count();
     case NodeKind::raw_chunk: {
       if (node.index >= 0 && node.index < files_->nchunks()) return true;
@@ -327,6 +328,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     case NodeKind::array_npy: return files_->array_size();
     case NodeKind::items_jsonl: return files_->has_items() ? files_->items().size() : 0;
     case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
+    case NodeKind::usermeta: return files_->usermeta() ? files_->usermeta()->size : 0;
     case NodeKind::chunk:
       if (overlay_.holds(node.index)) return overlay_.chunk_size(*files_, node.index);
       return files_->chunk_size_for_stat(node.index);
@@ -439,6 +441,12 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);
     case NodeKind::array_npy: return files_->read_array(offset, out);
     case NodeKind::items_jsonl: return files_->has_items() ? files_->items().read(offset, out) : 0;
+    case NodeKind::usermeta: {
+      const LayerFile* layer = files_->usermeta();
+      if (!layer) return 0;
+      if (!layer->error.empty()) throw FormatError(layer->error);
+      return copy_from(layer->content, offset, out);
+    }
     case NodeKind::chunk: return overlay_.read_chunk(*files_, node.index, offset, out);
     case NodeKind::raw_chunk: return files_->read_raw(node.index, offset, out);
     case NodeKind::meta: {

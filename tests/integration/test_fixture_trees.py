@@ -237,34 +237,13 @@ def check_cache_stats(h, name):
             check_equal(e.errno, errno.EOPNOTSUPP, f"errno of getxattr on {path}")
 
 
-# Frames of fixtures-extra that blosc2fs does not open yet (the pre-2.0 layouts of
-# ../shared/docs/legacy-layouts.md). Each must still be refused, so the list is
-# emptied as soon as they open.
-EXTRA_NOT_YET_SUPPORTED = {
-    "python-caterva-example.cat",
-    "v2.0.0-beta.1-lz4-shuffle-f4.b2frame",
-    "v2.0.0-beta.1-zstd-bitshuffle-f8-meta.b2frame",
-    "v2.0.0-beta.2-zstd-bitshuffle-f8-meta-usermeta.b2frame",
-    "v2.0.0.beta.5-lz4hc-shuffle-i8-usermeta.b2frame",
-    "v2.0.0.beta.5-zlib-delta-shuffle-i4-meta.b2frame",
-}
-
-
-def check_not_yet_supported(h, name):
-    r = h.run(["--info", h.frame(name)])
-    check(r.returncode != 0, f"{name} opens now: take it off EXTRA_NOT_YET_SUPPORTED")
-
-
 def main():
     h = Harness("fixture trees")
     h.require_fuse()
     for name in h.frame_names():
         h.test(name, check_frame, h, name)
     for name in h.extra_frame_names():
-        if name in EXTRA_NOT_YET_SUPPORTED:
-            h.test("extra " + name + " (not yet supported)", check_not_yet_supported, h, name)
-        else:
-            h.test("extra " + name, check_frame, h, name)
+        h.test("extra " + name, check_frame, h, name)
     h.test("cache statistics file .blosc2fs-cache", check_cache_stats, h, h.frame_names()[0])
     h.finish()
 

@@ -32,18 +32,6 @@ struct FixtureParam {
   std::filesystem::path expect_file(const std::string& suffix) const { return root / "expect" / (name + suffix); }
 };
 
-// Frames of fixtures-extra this library does not open yet (the pre-2.0 layouts
-// of ../shared/docs/legacy-layouts.md). Each must still fail to open, so the
-// list is emptied as soon as they do.
-const std::set<std::string> kExtraNotYetSupported = {
-    "python-caterva-example.cat",
-    "v2.0.0-beta.1-lz4-shuffle-f4.b2frame",
-    "v2.0.0-beta.1-zstd-bitshuffle-f8-meta.b2frame",
-    "v2.0.0-beta.2-zstd-bitshuffle-f8-meta-usermeta.b2frame",
-    "v2.0.0.beta.5-lz4hc-shuffle-i8-usermeta.b2frame",
-    "v2.0.0.beta.5-zlib-delta-shuffle-i4-meta.b2frame",
-};
-
 std::vector<FixtureParam> all_fixture_frames() {
   std::vector<FixtureParam> out;
   for (const std::string& name : fixture_frame_names()) out.push_back({fixtures_dir(), name, false});
@@ -52,16 +40,7 @@ std::vector<FixtureParam> all_fixture_frames() {
   return out;
 }
 
-class FixtureFrame : public ::testing::TestWithParam<FixtureParam> {
- protected:
-  // False (with the test failed) for a listed frame that opens after all.
-  bool supported() const {
-    const FixtureParam& p = GetParam();
-    if (!p.extra || !kExtraNotYetSupported.count(p.name)) return true;
-    EXPECT_ANY_THROW(Frame::open(p.frame())) << p.name << " opens now: take it off kExtraNotYetSupported";
-    return false;
-  }
-};
+class FixtureFrame : public ::testing::TestWithParam<FixtureParam> {};
 
 std::string param_name(const ::testing::TestParamInfo<FixtureParam>& info) {
   std::string s = info.param.extra ? "extra_" : "";
@@ -103,7 +82,6 @@ Bytes reference_array(const NdMeta& m, const Bytes& data, int ts, int64_t chunk_
 }
 
 TEST_P(FixtureFrame, MatchesExpectations) {
-  if (!supported()) return;
   const FixtureParam& fixture = GetParam();
   auto expect = load_expect(fixture.root, fixture.name);
   auto frame = Frame::open(fixture.frame());
@@ -239,7 +217,6 @@ TEST_P(FixtureFrame, MatchesExpectations) {
 }
 
 TEST_P(FixtureFrame, HeaderAndTrailerSerializeByteIdentically) {
-  if (!supported()) return;
   const FixtureParam& fixture = GetParam();
   auto frame = Frame::open(fixture.frame());
   auto file = frame->sparse() ? fixture.frame() / "chunks.b2frame" : fixture.frame();
