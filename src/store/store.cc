@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "frame_json.h"
+#include "kind.h"
 #include "store_key.h"
 #include "embed_map.h"
 #include "zip_directory.h"
@@ -362,6 +363,8 @@ Json Store::to_json() const {
   j["store"] = path_.string();
   j["format"] = store_format_name(format_);
   j["tag"] = tag_;
+  // What the embed store's own frame is, as its frame.json would name it (kind.h).
+  j["kind"] = embed_ ? Json(detect_frame_kind(*embed_).name) : Json(nullptr);
   j["embed"] = location_json(embed_where_);
   Json keys = Json::array();
   Json tables = Json::array();

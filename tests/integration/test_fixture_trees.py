@@ -105,6 +105,9 @@ def check_frame(h, name):
     want_root = {"frame.json", "index.tsv", "data", "chunks", "raw", "meta", "vlmeta", "attrs", ".blosc2fs-cache"}
     if nd:
         want_root.add("array.npy")
+    if expect.get("usermeta"):  # older layouts' usermeta blob (fixtures-extra README)
+        want_root.add("usermeta")
+        check_equal(read_file(os.path.join(mnt, "usermeta")).hex(), expect["usermeta"], "usermeta")
     check_equal(set(os.listdir(mnt)), want_root, "root listing")
 
     # Every regular file: stat size == bytes read; ls -l agrees with stat.
@@ -210,6 +213,8 @@ def check_frame(h, name):
             shape = tuple(shape)
             want = assemble_array(data, shape, chunkshape, blockshape, expect["typesize"], nchunks)
             dtype = np.dtype(f"V{expect['typesize']}")
+            if "type" in expect["metalayers"]:  # python-caterva's {"dtype": ...} metalayer names it
+                dtype = np.dtype(msgpack.unpackb(bytes.fromhex(expect["metalayers"]["type"]))["dtype"])
         for mode in (None, "r"):
             arr = np.load(path, mmap_mode=mode, allow_pickle=False)
             check_equal(arr.shape, shape, f"array.npy shape (mmap_mode={mode})")

@@ -138,6 +138,8 @@ def check_store(h, path, want_kinds=None):
             check_equal(entry["kind"], "objectarray", f"{path} {key} kind")
         elif isinstance(value, blosc2.BatchArray):
             check_equal(entry["kind"], "batcharray", f"{path} {key} kind")
+        elif "kind" in sc.vlmeta and sc.vlmeta["kind"] == "ctable":
+            check_equal(entry["kind"], "ctable", f"{path} {key} kind")  # a CTable's part (README "Kinds")
         else:
             check_equal(entry["kind"], "schunk", f"{path} {key} kind")
         chunks, attrs = content(value)
