@@ -11,6 +11,7 @@
 #include <set>
 
 #include "b2nd.h"
+#include "exercise_frame.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "frame_json.h"
@@ -36,73 +37,6 @@ struct Outcome {
   int rejected = 0;
 };
 
-// Reads everything a mount would; returns whether open() succeeded.
-bool exercise(const std::filesystem::path& path) {
-  std::unique_ptr<Frame> frame;
-  try {
-    frame = Frame::open(path);
-  } catch (const FormatError&) {
-    return false;
-  } catch (const IoError&) {
-    return false;
-  }
-  const int64_t n = std::min<int64_t>(frame->nchunks(), 2000);
-  for (int64_t i = 0; i < n; ++i) {
-    try {
-      frame->index_entry(i);
-      frame->chunk_info(i);
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-    try {
-      frame->read_raw_chunk(i);
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-    try {
-      Bytes c = frame->read_chunk(i);
-      EXPECT_EQ(int64_t(c.size()), frame->chunk_nbytes(i));
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-    try {
-      frame->chunk_data_offset(i);
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-  }
-  for (const Vlmetalayer& v : frame->vlmetalayers()) {
-    try {
-      frame->vlmetalayer_content(v);
-    } catch (const FormatError&) {
-    }
-  }
-  try {
-    frame_json_text(*frame);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "frame_json_text: " << e.what();
-  }
-  if (frame->nchunks() <= 2000) {
-    EXPECT_NO_THROW(index_tsv_text(*frame));
-  }
-  const Metalayer* nd = frame->find_metalayer("b2nd");
-  if (nd && frame->nchunks() <= 2000) {
-    try {
-      NdMeta meta = parse_nd_meta(nd->content, false);
-      NdLayout layout(meta, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
-      std::vector<Bytes> chunks(size_t(layout.nchunks()));
-      Bytes out(size_t(std::min<int64_t>(layout.array_bytes(), 1 << 20)));
-      layout.read(0, out, [&](int64_t c) {
-        chunks[size_t(c)] = frame->read_chunk(c);
-        return ByteSpan(chunks[size_t(c)]);
-      });
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-  }
-  return true;
-}
-
 std::vector<std::string> cframe_names() {
   std::vector<std::string> names;
   for (const std::string& name : testing::fixture_frame_names())
@@ -124,14 +58,14 @@ TEST(Hostile, TruncatedCframes) {
     for (size_t len : lengths) {
       Bytes cut(bytes.begin(), bytes.begin() + ptrdiff_t(len));
       write_file(path, cut);
-      opened += exercise(path);
+      opened += testing::exercise_frame(path);
       ++cases;
       // The same cut with frame_len claiming it, so the checks past the
       // file-size test (trailer, index, chunks) see the damage.
       if (len >= 24) {
         store_be64(cut.data() + 16, len);
         write_file(path, cut);
-        opened += exercise(path);
+        opened += testing::exercise_frame(path);
         ++cases;
       }
     }
@@ -146,14 +80,14 @@ TEST(Hostile, TruncatedCframes) {
       const uint64_t header_len = load_be32(bytes.data() + 11), cbytes = load_be64(bytes.data() + 39);
       if (from >= header_len && from + count <= header_len + cbytes) store_be64(cut.data() + 39, cbytes - count);
       write_file(path, cut);
-      opened += exercise(path);
+      opened += testing::exercise_frame(path);
       ++cases;
     }
     // Trailing junk is accepted, as in c-blosc2.
     Bytes longer = bytes;
     longer.insert(longer.end(), 100, 0xEE);
     write_file(path, longer);
-    EXPECT_TRUE(exercise(path)) << name;
+    EXPECT_TRUE(testing::exercise_frame(path)) << name;
   }
   std::printf("%d truncation cases, %d opened\n", cases, opened);
   EXPECT_GT(cases, 10000);
@@ -186,7 +120,7 @@ TEST(Hostile, CorruptedCframes) {
         b = how == 0 ? uint8_t(b ^ (1u << (rng() % 8))) : how == 1 ? 0xFF : how == 2 ? 0x00 : uint8_t(rng());
       }
       write_file(path, bytes);
-      opened += exercise(path);
+      opened += testing::exercise_frame(path);
       ++cases;
     }
   }
@@ -214,7 +148,7 @@ TEST(Hostile, CorruptedSframes) {
         for (int k = 0; k < 3; ++k) bytes[rng() % bytes.size()] = uint8_t(rng());
       }
       write_file(victim, bytes);
-      exercise(path);
+      testing::exercise_frame(path);
       ++cases;
     }
   }
@@ -229,7 +163,7 @@ TEST(Hostile, HandCraftedHeaders) {
     Bytes b = original;
     std::copy(v.begin(), v.end(), b.begin() + ptrdiff_t(at));
     write_file(path, b);
-    return exercise(path);
+    return testing::exercise_frame(path);
   };
   EXPECT_FALSE(put(11, {0x7F, 0xFF, 0xFF, 0xFF}));                          // header_len huge
   EXPECT_FALSE(put(11, {0xFF, 0xFF, 0xFF, 0xFF}));                          // header_len negative

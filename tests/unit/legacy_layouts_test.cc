@@ -11,6 +11,7 @@
 
 #include "b2nd.h"
 #include "chunk_codec.h"
+#include "exercise_frame.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "frame_editor.h"
@@ -323,38 +324,6 @@ TEST(LegacyLayouts, FuzzSeedsReadLikeTheirFixtures) {
   }
 }
 
-// Reads everything the mount would; false when the frame does not open.
-bool exercise(const std::filesystem::path& path) {
-  std::unique_ptr<Frame> frame;
-  try {
-    frame = Frame::open(path);
-  } catch (const FormatError&) {
-    return false;
-  } catch (const IoError&) {
-    return false;
-  }
-  for (int64_t i = 0; i < std::min<int64_t>(frame->nchunks(), 64); ++i) {
-    try {
-      frame->chunk_info(i);
-      frame->read_raw_chunk(i);
-      Bytes c = frame->read_chunk(i);
-      EXPECT_EQ(int64_t(c.size()), frame->chunk_nbytes(i));
-      frame->chunk_data_offset(i);
-    } catch (const FormatError&) {
-    } catch (const IoError&) {
-    }
-  }
-  try {
-    frame->usermeta();
-  } catch (const FormatError&) {
-  }
-  EXPECT_NO_THROW(frame_json_text(*frame));
-  if (frame->nchunks() <= 2000) {
-    EXPECT_NO_THROW(index_tsv_text(*frame));
-  }
-  return true;
-}
-
 TEST(LegacyLayouts, TruncatedAndCorruptedCopiesFailCleanly) {
   TempDir dir;
   auto path = dir.path() / "t.b2frame";
@@ -362,7 +331,7 @@ TEST(LegacyLayouts, TruncatedAndCorruptedCopiesFailCleanly) {
   std::mt19937 rng(2019);
   for (const LegacyFixture& f : kLegacyFixtures) {
     const Bytes bytes = testing::read_file(legacy_path(f.name));
-    EXPECT_TRUE(exercise(legacy_path(f.name))) << f.name;
+    EXPECT_TRUE(testing::exercise_frame(legacy_path(f.name))) << f.name;
     std::set<size_t> lengths;
     for (size_t len = 0; len < 140; ++len) lengths.insert(len);
     for (size_t back = 1; back < 80; ++back) lengths.insert(bytes.size() - back);
@@ -370,12 +339,12 @@ TEST(LegacyLayouts, TruncatedAndCorruptedCopiesFailCleanly) {
     for (size_t len : lengths) {
       Bytes cut(bytes.begin(), bytes.begin() + ptrdiff_t(len));
       write_file(path, cut);
-      opened += exercise(path);
+      opened += testing::exercise_frame(path);
       ++cases;
       if (len >= 24) {  // frame_len claiming the cut: the trailer and index checks see it
         store_be64(cut.data() + 16, len);
         write_file(path, cut);
-        opened += exercise(path);
+        opened += testing::exercise_frame(path);
         ++cases;
       }
     }
@@ -389,7 +358,7 @@ TEST(LegacyLayouts, TruncatedAndCorruptedCopiesFailCleanly) {
       for (int k = 0; k < 1 + int(rng() % 3) && pos + size_t(k) < b.size(); ++k)
         b[pos + size_t(k)] = i % 2 ? uint8_t(rng()) : uint8_t(b[pos + size_t(k)] ^ (1u << (rng() % 8)));
       write_file(path, b);
-      opened += exercise(path);
+      opened += testing::exercise_frame(path);
       ++cases;
     }
   }
