@@ -21,16 +21,7 @@ namespace {
 
 using testing::frame_path;
 using testing::TempDir;
-
-// Overwrites in place and then truncates: truncating to zero before rewriting
-// makes ext4 flush on close, which slows thousands of cases to a crawl.
-void write_file(const std::filesystem::path& path, ByteSpan data) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 0), ssize_t(data.size()));
-  ASSERT_EQ(::ftruncate(fd, off_t(data.size())), 0);
-  ::close(fd);
-}
+using testing::write_file;
 
 struct Outcome {
   int opened = 0;

@@ -25,6 +25,7 @@ using testing::fixtures_extra_dir;
 using testing::gunzip_file;
 using testing::hex_to_bytes;
 using testing::TempDir;
+using testing::write_file;
 
 struct LegacyFixture {
   const char* name;
@@ -41,14 +42,6 @@ const LegacyFixture kLegacyFixtures[] = {
     {"v2.0.0.beta.5-zlib-delta-shuffle-i4-meta.b2frame", FrameLayout::beta3_5, 13},
     {"python-caterva-example.cat", FrameLayout::beta3_5, 13},
 };
-
-void write_file(const std::filesystem::path& path, ByteSpan data) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 0), ssize_t(data.size()));
-  ASSERT_EQ(::ftruncate(fd, off_t(data.size())), 0);
-  ::close(fd);
-}
 
 std::filesystem::path legacy_path(const std::string& name) { return fixtures_extra_dir() / "frames" / name; }
 

@@ -1,5 +1,8 @@
 #include "exercise_frame.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -80,6 +83,14 @@ bool exercise_frame(const std::filesystem::path& path) {
     }
   }
   return true;
+}
+
+void write_file(const std::filesystem::path& path, ByteSpan data) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 0), ssize_t(data.size()));
+  ASSERT_EQ(::ftruncate(fd, off_t(data.size())), 0);
+  ::close(fd);
 }
 
 }  // namespace blosc2fs::testing
