@@ -138,12 +138,13 @@ std::shared_ptr<const ProxyState> proxy_of(const FrameKind& kind) {
 
 }  // namespace
 
-FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache)
+FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields)
     : frame_(std::move(frame)),
       cache_(cache),
       nchunks_(frame_->nchunks()),
       kind_(detect_frame_kind(*frame_)),
       proxy_(proxy_of(kind_)),
+      frame_json_fields_(std::move(frame_json_fields)),
       index_tsv_(frame_, proxy_) {
   load_layers();
   load_usermeta();
@@ -254,7 +255,15 @@ void FrameFiles::load_tensor() {
 
 const std::string& FrameFiles::frame_json() {
   std::lock_guard lock(text_mutex_);
-  if (!frame_json_) frame_json_ = frame_json_text(*frame_, &kind_);
+  if (!frame_json_) {
+    if (frame_json_fields_.empty()) {
+      frame_json_ = frame_json_text(*frame_, &kind_);
+    } else {
+      Json j = frame_to_json(*frame_, &kind_);
+      for (auto it = frame_json_fields_.begin(); it != frame_json_fields_.end(); ++it) j[it.key()] = *it;
+      frame_json_ = j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+    }
+  }
   return *frame_json_;
 }
 

@@ -55,7 +55,8 @@ class FrameFiles : public ChunkSource {
  public:
   // Reads the metalayers, decompresses the vlmetalayers and sets up array.npy.
   // Layers whose names cannot be file names are left out with a warning.
-  FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache);
+  // `frame_json_fields` replace (or follow) frame.json's own fields.
+  FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields = Json::object());
   ~FrameFiles() override;
   FrameFiles(const FrameFiles&) = delete;
   FrameFiles& operator=(const FrameFiles&) = delete;
@@ -120,6 +121,7 @@ class FrameFiles : public ChunkSource {
 
   std::mutex text_mutex_;
   std::optional<std::string> frame_json_;
+  const Json frame_json_fields_;
   IndexTsvFile index_tsv_;
   std::optional<PagedText> items_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -20,6 +21,30 @@ namespace {
 
 // A remote C2Array reference has no frame: its directory holds frame.json only.
 constexpr uint64_t kRemoteJsonLocal = 2;
+
+// Listing cookies of a leaf directory's keys, after its Volume's own entries.
+constexpr int64_t kLeafChildCookie = int64_t(1) << 56;
+// What a key component shows as when a name of the mount's own or another key's takes it.
+constexpr const char* kTakenNameSuffix = ".key";
+
+// Names the mount shows in a leaf's directory: its single-frame tree.
+bool name_of_leaf_tree(std::string_view name) {
+  for (const FixedFile& f : kRootChildren)
+    if (name == f.name) return true;
+  return false;
+}
+
+// Names the mount shows in a group's directory: store.json (the root), a table's
+// files, a TreeStore group's attrs/.
+bool name_of_group_tree(std::string_view name, bool root, bool tree) {
+  return (root && name == "store.json") || name == "table.csv" || name == "schema.json" || (tree && name == "attrs");
+}
+
+const StoreTree::Child* find_child(const std::vector<StoreTree::Child>& children, std::string_view name) {
+  auto it = std::lower_bound(children.begin(), children.end(), name,
+                             [](const StoreTree::Child& c, std::string_view n) { return c.name < n; });
+  return it != children.end() && it->name == name ? &*it : nullptr;
+}
 
 std::string remote_json(const StoreLeaf& leaf) {
   Json j = Json::object();
@@ -47,36 +72,95 @@ StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, s
     throw FormatError(store_->path().string() + ": " + std::to_string(store_->leaves().size()) +
                       " keys, more than the " + std::to_string(kMaxLeaves) + " a mount can number");
   // The groups, from the keys' components (keys are sorted, so "/a" comes before "/a/b").
-  std::vector<std::map<std::string, Child>> children(1);
-  groups_.push_back(Group{"/", {}});
+  // A container is a directory keys are shown in: a group's, or a leaf's when keys lie under it.
+  const bool tree = store_->tree();
+  struct Container {
+    std::map<std::string, Child> by_key;  // key component -> the child (Child::name: the name shown)
+    std::set<std::string> shown;
+    bool leaf = false, root = false;
+  };
+  std::vector<Container> containers(1);
+  containers[0].root = true;
+  std::vector<size_t> group_container{0};  // group -> container
+  std::map<size_t, size_t> leaf_container;  // leaf -> container, made when a key lies under it
+  groups_.push_back(Group{"/", {}, {}, std::nullopt});
+  // The name a key component shows as in container c: itself, or with ".key" appended
+  // while a name of the mount's own or an earlier key's takes it.
+  auto free_name = [&](size_t c, const std::string& name) -> std::optional<std::string> {
+    std::string shown = name;
+    for (int i = 0; i < 4; ++i, shown += kTakenNameSuffix) {
+      const bool reserved = containers[c].leaf ? name_of_leaf_tree(shown)
+                                               : name_of_group_tree(shown, containers[c].root, tree);
+      if (!reserved && !containers[c].shown.count(shown) && shown.size() <= kMaxKeyComponent) return shown;
+    }
+    return std::nullopt;
+  };
+  auto container_of = [&](const Child& child) -> size_t {
+    if (!child.leaf) return group_container[child.index];
+    auto [it, made] = leaf_container.try_emplace(child.index, containers.size());
+    if (made) {
+      containers.emplace_back();
+      containers.back().leaf = true;
+    }
+    return it->second;
+  };
   for (const StoreLeaf& leaf : store_->leaves()) {
     std::vector<std::string> parts = key_components(leaf.key);
-    size_t g = 0;
-    bool usable = true;
+    size_t c = 0, group = 0;
+    bool in_group = true, usable = true;
+    std::string prefix;
     for (size_t i = 0; i + 1 < parts.size() && usable; ++i) {
-      auto it = children[g].find(parts[i]);
-      if (it == children[g].end()) {
-        groups_.push_back(Group{groups_[g].path + (g == 0 ? "" : "/") + parts[i], {}});
-        children.emplace_back();
-        it = children[g].emplace(parts[i], Child{parts[i], false, groups_.size() - 1}).first;
-      } else if (it->second.leaf) {
-        usable = false;  // a DictStore may hold "/a" and "/a/b": "/a" is a frame's directory
+      prefix += "/" + parts[i];
+      auto it = containers[c].by_key.find(parts[i]);
+      if (it == containers[c].by_key.end()) {
+        std::optional<std::string> shown = free_name(c, parts[i]);
+        if (!shown) {
+          usable = false;
+          break;
+        }
+        groups_.push_back(Group{prefix, {}, {}, std::nullopt});
+        group_container.push_back(containers.size());
+        containers.emplace_back();
+        containers[c].shown.insert(*shown);
+        it = containers[c].by_key.emplace(parts[i], Child{*shown, false, groups_.size() - 1}).first;
       }
-      g = it->second.index;
+      const Child child = it->second;
+      c = container_of(child);
+      in_group = !child.leaf;
+      group = child.index;
     }
-    const std::string& name = parts.back();
-    if (!usable || children[g].count(name) || (g == 0 && name == "store.json")) {
-      spdlog::warn("{}: key {} is not shown: its name is taken by another key or by store.json",
+    // A TreeStore group's attribute carrier: the group's attrs/, not a directory of its own.
+    if (usable && tree && in_group && parts.back() == kAttrsCarrierName && !groups_[group].attrs_leaf) {
+      groups_[group].attrs_leaf = leaves_.size();
+      Leaf l;
+      l.store_leaf = &leaf;
+      leaves_.push_back(std::move(l));
+      continue;
+    }
+    std::optional<std::string> shown;
+    if (usable && !containers[c].by_key.count(parts.back())) shown = free_name(c, parts.back());
+    if (!shown) {
+      spdlog::warn("{}: key {} is not shown: its name is taken by other keys or the mount's own files",
                    store_->path().string(), leaf.key);
       continue;
     }
-    children[g].emplace(name, Child{name, true, leaves_.size()});
+    if (*shown != parts.back())
+      spdlog::info("{}: key {} is shown as '{}': '{}' is taken there", store_->path().string(), leaf.key, *shown,
+                   parts.back());
+    containers[c].shown.insert(*shown);
+    containers[c].by_key.emplace(parts.back(), Child{*shown, true, leaves_.size()});
     Leaf l;
     l.store_leaf = &leaf;
     leaves_.push_back(std::move(l));
   }
-  for (size_t g = 0; g < groups_.size(); ++g)
-    for (auto& [name, child] : children[g]) groups_[g].children.push_back(child);
+  auto sorted_children = [&](size_t c) {
+    std::vector<Child> out;
+    for (auto& [key, child] : containers[c].by_key) out.push_back(child);
+    std::sort(out.begin(), out.end(), [](const Child& x, const Child& y) { return x.name < y.name; });
+    return out;
+  };
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].children = sorted_children(group_container[g]);
+  for (auto& [l, c] : leaf_container) leaves_[l].children = sorted_children(c);
   groups_[0].files.push_back(TreeFile{"store.json", kStoreJsonIno, 0, false});
   add_tables();
   for (const std::string& line : store_->skipped()) spdlog::warn("{}: skipped {}", store_->path().string(), line);
@@ -90,21 +174,10 @@ void StoreTree::add_tables() {
     if (!key.ends_with("/_meta")) continue;
     const std::string prefix = key.substr(0, key.size() - 6);
     // The group directory of the table: the root, or the group at `prefix`.
-    const Group* group = &groups_[0];
-    size_t g = 0;
-    if (!prefix.empty()) {
-      for (const std::string& part : key_components(prefix)) {
-        auto it = std::find_if(group->children.begin(), group->children.end(),
-                               [&](const Child& c) { return c.name == part; });
-        if (it == group->children.end() || it->leaf) {
-          group = nullptr;
-          break;
-        }
-        g = it->index;
-        group = &groups_[g];
-      }
-    }
-    if (!group) continue;
+    const std::string path = prefix.empty() ? "/" : prefix;
+    auto group = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) { return g.path == path; });
+    if (group == groups_.end()) continue;
+    const size_t g = size_t(group - groups_.begin());
     try {
       std::shared_ptr<const Frame> meta = store_->open_leaf(*leaf.store_leaf);
       const Vlmetalayer* kind = meta->find_vlmetalayer("kind");
@@ -205,6 +278,16 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
     const Store* store = store_.get();
     options.frame_source = [store, sl] { return store->open_leaf(*sl); };
     file = store_->path();
+    if (sl->where.type == LeafLocation::Type::embedded) {
+      // Its frame is read from an in-memory copy: frame.json says where the bytes lie instead.
+      Json embedded = Json::object();
+      embedded["store"] = store_->path().string();
+      embedded["key"] = sl->key;
+      embedded["offset"] = sl->where.offset;
+      embedded["length"] = sl->where.length;
+      options.frame_json_fields["path"] = store_->embed_file().string();
+      options.frame_json_fields["embedded"] = std::move(embedded);
+    }
   } else if (writable_) {
     options.writable = true;
     options.store_lock = LockSidecar::path_for(store_->path() / "embed.b2e", false);
@@ -237,7 +320,7 @@ std::shared_ptr<Volume> StoreTree::open_volume_if_open(uint64_t slot) {
   return leaves_[slot - 1].volume;
 }
 
-void StoreTree::translate(uint64_t slot, KernelNotes& notes) const {
+void StoreTree::translate(uint64_t slot, KernelNotes& notes) {
   for (uint64_t& ino : notes.inodes) ino = global(slot, ino);
   for (auto& [parent, name] : notes.entries) parent = global(slot, parent);
 }
@@ -284,12 +367,14 @@ std::optional<uint64_t> StoreTree::lookup(uint64_t parent, std::string_view name
     if (!g) throw FsError{ENOENT};
     for (const TreeFile& f : g->files)
       if (f.name == name) return f.ino;
-    auto it = std::lower_bound(g->children.begin(), g->children.end(), name,
-                               [](const Child& c, std::string_view n) { return c.name < n; });
-    if (it == g->children.end() || it->name != name) return std::nullopt;
-    return child_ino(*it);
+    if (g->attrs_leaf && name == "attrs") return global(*g->attrs_leaf + 1, directory_inode(NodeKind::attrs_dir));
+    const Child* c = find_child(g->children, name);
+    if (!c) return std::nullopt;
+    return child_ino(*c);
   }
   Leaf& leaf = leaf_of(slot);
+  if (local == kRootIno)
+    if (const Child* c = find_child(leaf.children, name)) return child_ino(*c);
   if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
     if (local == kRootIno && name == "frame.json") return global(slot, kRemoteJsonLocal);
     return std::nullopt;
@@ -304,24 +389,35 @@ std::optional<DirEntry> StoreTree::entry(uint64_t dir, int64_t cookie) {
   if (slot == 0) {
     const Group* g = group_of(dir);
     if (!g) throw FsError{ENOENT};
-    const int64_t first = int64_t(g->files.size());
-    if (cookie < first) {
+    const int64_t files = int64_t(g->files.size());
+    if (cookie < files) {
       const TreeFile& f = g->files[size_t(std::max<int64_t>(cookie, 0))];
       return DirEntry{f.name, f.ino, false, std::max<int64_t>(cookie, 0) + 1};
     }
+    const int64_t first = files + (g->attrs_leaf ? 1 : 0);
+    if (cookie < first)
+      return DirEntry{"attrs", global(*g->attrs_leaf + 1, directory_inode(NodeKind::attrs_dir)), true, first};
     const int64_t i = std::max<int64_t>(cookie, first) - first;
     if (i >= int64_t(g->children.size())) return std::nullopt;
     const Child& c = g->children[size_t(i)];
     return DirEntry{c.name, child_ino(c), true, first + i + 1};
   }
   Leaf& leaf = leaf_of(slot);
+  // A leaf's directory: its own tree, then the keys under it.
+  auto key_child = [&](int64_t i) -> std::optional<DirEntry> {
+    if (local != kRootIno || i >= int64_t(leaf.children.size())) return std::nullopt;
+    const Child& c = leaf.children[size_t(i)];
+    return DirEntry{c.name, child_ino(c), true, kLeafChildCookie + i + 1};
+  };
+  if (cookie >= kLeafChildCookie) return key_child(cookie - kLeafChildCookie);
+  std::optional<DirEntry> e;
   if (leaf.store_leaf->where.type == LeafLocation::Type::remote) {
-    if (cookie <= 0 && local == kRootIno) return DirEntry{"frame.json", global(slot, kRemoteJsonLocal), false, 1};
-    return std::nullopt;
+    if (cookie <= 0 && local == kRootIno) e = DirEntry{"frame.json", global(slot, kRemoteJsonLocal), false, 1};
+  } else {
+    e = volume(slot)->entry(local, cookie);
+    if (e) e->ino = global(slot, e->ino);
   }
-  std::optional<DirEntry> e = volume(slot)->entry(local, cookie);
-  if (e) e->ino = global(slot, e->ino);
-  return e;
+  return e ? e : key_child(0);
 }
 
 struct stat StoreTree::attributes(uint64_t ino) {
@@ -450,6 +546,10 @@ void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPiece
   volume(slot)->read_pieces(local, offset, size, out);
 }
 
+bool StoreTree::key_child_named(uint64_t slot, uint64_t local, std::string_view name) const {
+  return slot != 0 && local == kRootIno && slot <= leaves_.size() && find_child(leaves_[slot - 1].children, name);
+}
+
 void StoreTree::refuse_write(uint64_t slot) const {
   if (!writable_) throw FsError{EROFS};
   const StoreLeaf& leaf = *leaves_[slot - 1].store_leaf;
@@ -466,38 +566,43 @@ std::shared_ptr<Volume> StoreTree::pinned_volume(uint64_t slot) {
   return v;
 }
 
+class StoreTree::LeafCall {
+ public:
+  LeafCall(uint64_t slot, OpenFile* file, KernelNotes& notes) : slot_(slot), file_(file), notes_(notes) {
+    if (file_) {
+      mount_ino_ = file_->ino;
+      file_->ino = local_of(mount_ino_);
+    }
+  }
+  ~LeafCall() {
+    if (file_) file_->ino = mount_ino_;
+    translate(slot_, notes_);
+  }
+  LeafCall(const LeafCall&) = delete;
+  LeafCall& operator=(const LeafCall&) = delete;
+
+ private:
+  uint64_t slot_;
+  OpenFile* file_;
+  KernelNotes& notes_;
+  uint64_t mount_ino_ = 0;
+};
+
 void StoreTree::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
-  const uint64_t slot = slot_of(file.ino), ino = file.ino;
+  const uint64_t slot = slot_of(file.ino);
   if (slot == 0) throw FsError{EROFS};
   std::shared_ptr<Volume> v = pinned_volume(slot);
   if (!v->writable()) refuse_write(slot);
-  file.ino = local_of(ino);
-  try {
-    v->write(file, offset, data, notes);
-  } catch (...) {
-    file.ino = ino;
-    translate(slot, notes);
-    throw;
-  }
-  file.ino = ino;
-  translate(slot, notes);
+  LeafCall call(slot, &file, notes);
+  v->write(file, offset, data, notes);
 }
 
 void StoreTree::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   const uint64_t slot = slot_of(file.ino);
   std::shared_ptr<Volume> v = slot == 0 ? nullptr : open_volume_if_open(slot);
   if (!v) return;
-  const uint64_t ino = file.ino;
-  file.ino = local_of(ino);
-  try {
-    v->flush(file, notes, fsync);
-  } catch (...) {
-    file.ino = ino;
-    translate(slot, notes);
-    throw;
-  }
-  file.ino = ino;
-  translate(slot, notes);
+  LeafCall call(slot, &file, notes);
+  v->flush(file, notes, fsync);
 }
 
 void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
@@ -510,8 +615,8 @@ void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
     if (leaf.pins) --leaf.pins;
   }
   file->ino = local_of(file->ino);
+  LeafCall call(slot, nullptr, notes);  // the file goes to the Volume: only the notes come back
   v->release(std::move(file), notes);
-  translate(slot, notes);
 }
 
 struct stat StoreTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
@@ -522,17 +627,11 @@ struct stat StoreTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64
   }
   std::shared_ptr<Volume> v = volume(slot);
   if (size && !v->writable()) refuse_write(slot);
-  if (file) file->ino = local;
   struct stat st;
-  try {
+  {
+    LeafCall call(slot, file, notes);
     st = v->setattr(local, file, size, notes);
-  } catch (...) {
-    if (file) file->ino = ino;
-    translate(slot, notes);
-    throw;
   }
-  if (file) file->ino = ino;
-  translate(slot, notes);
   st.st_ino = ino;
   return st;
 }
@@ -542,6 +641,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> StoreTree::create(uint64_t parent
   const uint64_t slot = slot_of(parent), local = local_of(parent);
   if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
     throw FsError{writable_ ? EPERM : EROFS};  // keys are not made through the mount
+  if (key_child_named(slot, local, name)) throw FsError{EEXIST};  // a key's directory
   std::shared_ptr<Volume> v = volume(slot);
   if (!v->writable()) refuse_write(slot);
   auto [child, file] = v->create(local, name, flags, notes);
@@ -558,6 +658,7 @@ void StoreTree::unlink(uint64_t parent, std::string_view name, KernelNotes& note
   const uint64_t slot = slot_of(parent), local = local_of(parent);
   if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
     throw FsError{writable_ ? EPERM : EROFS};
+  if (key_child_named(slot, local, name)) throw FsError{writable_ ? EPERM : EROFS};  // keys are not removed
   std::shared_ptr<Volume> v = volume(slot);
   if (!v->writable()) refuse_write(slot);
   v->unlink(local, name, notes);
@@ -570,6 +671,8 @@ void StoreTree::rename(uint64_t parent, std::string_view name, uint64_t new_pare
   if (slot == 0 || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote)
     throw FsError{writable_ ? EPERM : EROFS};
   if (slot_of(new_parent) != slot) throw FsError{EXDEV};
+  if (key_child_named(slot, local_of(parent), name) || key_child_named(slot, local_of(new_parent), new_name))
+    throw FsError{writable_ ? EPERM : EROFS};  // keys are not renamed, nor replaced
   std::shared_ptr<Volume> v = volume(slot);
   if (!v->writable()) refuse_write(slot);
   v->rename(local_of(parent), name, local_of(new_parent), new_name, flags, notes);

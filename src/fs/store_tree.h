@@ -15,6 +15,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,12 +70,14 @@ class StoreTree : public MountTree {
               KernelNotes& notes) override;
   void maybe_refresh(KernelNotes& notes) override;
 
- private:
+  // A name in a group directory, or a key under a leaf in the leaf's directory.
   struct Child {
     std::string name;
     bool leaf = false;
     size_t index = 0;  // group or leaf index
   };
+
+ private:
   // A file of the store's own tree: store.json, a table's table.csv and schema.json.
   struct TreeFile {
     std::string name;
@@ -83,9 +86,12 @@ class StoreTree : public MountTree {
     bool csv = false;      // table.csv: made as it is read (direct I/O, size 0)
   };
   struct Group {
-    std::string path;             // "/" or "/a/b", for log lines
+    std::string path;             // "/" or the key prefix "/a/b"
     std::vector<TreeFile> files;  // listed first
     std::vector<Child> children;  // sorted by name
+    // A TreeStore group's attributes: the leaf of its __vlmeta__ carrier, whose
+    // attrs/ directory the group shows as its own attrs/.
+    std::optional<size_t> attrs_leaf;
   };
   // A CTable: table.csv made a block of rows at a time as it is read in order;
   // a read elsewhere starts again from the top, holding at most about 1 MiB.
@@ -102,7 +108,11 @@ class StoreTree : public MountTree {
     std::shared_ptr<Volume> volume;                // null while closed
     std::list<size_t>::iterator lru;               // valid while open
     uint64_t pins = 0;                             // kernel references to named inodes, and open files
+    std::vector<Child> children;                   // keys under this one ("/a/b" under "/a"), by name
   };
+  // Turns an open file's inode number into its leaf Volume's own for one call,
+  // and back (and the call's kernel notes into the mount's numbers) when it ends.
+  class LeafCall;
 
   static uint64_t slot_of(uint64_t ino) { return ino >> kSlotShift; }
   static uint64_t local_of(uint64_t ino) { return ino & kLocalMask; }
@@ -118,7 +128,9 @@ class StoreTree : public MountTree {
   std::shared_ptr<Volume> volume(uint64_t slot);
   std::shared_ptr<Volume> open_volume_if_open(uint64_t slot);
   Leaf& leaf_of(uint64_t slot);
-  void translate(uint64_t slot, KernelNotes& notes) const;
+  static void translate(uint64_t slot, KernelNotes& notes);
+  // Whether `name` in the directory (slot, local) is a key under a leaf (it cannot be made, removed or renamed there).
+  bool key_child_named(uint64_t slot, uint64_t local, std::string_view name) const;
   const std::string& store_json();
   struct stat directory_attributes(uint64_t ino) const;
   // EROFS, after one log line, for a write to a leaf that cannot be changed in place.

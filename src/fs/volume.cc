@@ -33,7 +33,7 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   disk_stamp_ = stamp;
   if (frame->nchunks() > kMaxChunksShown)
     throw FormatError("the frame claims " + std::to_string(frame->nchunks()) + " chunks, more than can be shown");
-  files_ = std::make_shared<FrameFiles>(frame, cache_);
+  files_ = std::make_shared<FrameFiles>(frame, cache_, options_.frame_json_fields);
   loader_.set_frame(frame, files_->proxy());
   overlay_.reset(*files_, overlay_limits(*files_));
   mtime_ns_ = stamp.mtime_ns;

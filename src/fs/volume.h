@@ -74,6 +74,9 @@ struct VolumeOptions {
   // the frame's own: a python-blosc2 .b2d store's (its embed.b2e's), which
   // python-blosc2 holds around every change of the store.
   std::filesystem::path store_lock;
+  // Fields frame.json shows instead of (or besides) the frame's own: an embedded
+  // store leaf says where its bytes lie rather than naming its in-memory copy.
+  Json frame_json_fields = Json::object();
 };
 
 // What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).

@@ -261,6 +261,8 @@ const StoreLeaf* Store::find(std::string_view key) const {
   return it != leaves_.end() && it->key == key ? &*it : nullptr;
 }
 
+fs::path Store::embed_file() const { return format_ == StoreFormat::b2d ? path_ / kEmbedName : path_; }
+
 fs::path Store::leaf_file(const StoreLeaf& leaf) const {
   if (format_ != StoreFormat::b2d || leaf.where.type != LeafLocation::Type::file) return {};
   return path_ / leaf.where.relative_path;
@@ -358,6 +360,71 @@ Json leaf_summary_json(const Frame& frame) {
   return j;
 }
 
+Json Store::leaf_json(const StoreLeaf& leaf, Json& tables) const {
+  Json k = Json::object();
+  k["key"] = leaf.key;
+  if (leaf.where.type == LeafLocation::Type::remote) {
+    k["kind"] = "c2array";
+  } else {
+    try {
+      std::shared_ptr<const Frame> frame = open_leaf(leaf);
+      Json summary = leaf_summary_json(*frame);
+      for (auto it = summary.begin(); it != summary.end(); ++it) k[it.key()] = *it;
+      // A CTable: its /_meta leaf says kind "ctable" and holds the schema as JSON text.
+      if (leaf.key.ends_with("/_meta") && k["attrs"].value("kind", "") == "ctable") {
+        Json table = Json::object();
+        std::string prefix = leaf.key.substr(0, leaf.key.size() - 6);
+        table["path"] = prefix.empty() ? "/" : prefix;
+        const Json& attrs = k["attrs"];
+        if (attrs.contains("schema") && attrs["schema"].is_string()) {
+          Json schema = Json::parse(attrs["schema"].get<std::string>(), nullptr, false);
+          table["schema"] = schema.is_discarded() ? attrs["schema"] : schema;
+        }
+        tables.push_back(std::move(table));
+      }
+    } catch (const std::exception& e) {
+      k["error"] = e.what();
+    }
+  }
+  k["storage"] = location_json(leaf.where);
+  return k;
+}
+
+std::map<std::string, std::string> Store::object_roots() const {
+  std::map<std::string, std::string> roots;  // full key -> kind
+  if (const Vlmetalayer* layer = embed_->find_vlmetalayer(kObjectRegistryLayer)) {
+    std::optional<Json> registry;
+    try {
+      registry = msgpack_to_json(embed_->vlmetalayer_content(*layer));
+    } catch (const FormatError&) {
+    }
+    if (registry && registry->is_object())
+      for (auto it = registry->begin(); it != registry->end(); ++it)
+        if (!bad_key(it.key()))
+          roots[it.key()] = it->is_object() && (*it)["kind"].is_string() ? (*it)["kind"].get<std::string>() : "object";
+  }
+  if (!roots.empty()) return roots;
+  // Stores written before the registry: a CTable's root is found by its /_meta leaf (not the store's own root).
+  for (const StoreLeaf& leaf : leaves_) {
+    if (!leaf.key.ends_with("/_meta") || leaf.key.size() <= 6 || leaf.where.type == LeafLocation::Type::remote)
+      continue;
+    try {
+      std::shared_ptr<const Frame> meta = open_leaf(leaf);
+      const Vlmetalayer* kind = meta->find_vlmetalayer("kind");
+      std::optional<Json> value = kind ? msgpack_to_json(meta->vlmetalayer_content(*kind)) : std::nullopt;
+      if (value && *value == "ctable") roots[leaf.key.substr(0, leaf.key.size() - 6)] = "ctable";
+    } catch (const std::exception&) {
+    }
+  }
+  return roots;
+}
+
+bool is_attrs_carrier_key(std::string_view key) { return key.ends_with(std::string("/") + kAttrsCarrierName); }
+
+std::string attrs_carrier_group(std::string_view key) {
+  return std::string(key.substr(0, key.size() - std::string_view(kAttrsCarrierName).size() - 1));
+}
+
 Json Store::to_json() const {
   Json j = Json::object();
   j["store"] = path_.string();
@@ -368,34 +435,67 @@ Json Store::to_json() const {
   j["embed"] = location_json(embed_where_);
   Json keys = Json::array();
   Json tables = Json::array();
-  for (const StoreLeaf& leaf : leaves_) {
-    Json k = Json::object();
-    k["key"] = leaf.key;
-    if (leaf.where.type == LeafLocation::Type::remote) {
-      k["kind"] = "c2array";
-    } else {
-      try {
-        std::shared_ptr<const Frame> frame = open_leaf(leaf);
-        Json summary = leaf_summary_json(*frame);
-        for (auto it = summary.begin(); it != summary.end(); ++it) k[it.key()] = *it;
-        // A CTable: its /_meta leaf says kind "ctable" and holds the schema as JSON text.
-        if (leaf.key.ends_with("/_meta") && k["attrs"].value("kind", "") == "ctable") {
-          Json table = Json::object();
-          std::string prefix = leaf.key.substr(0, leaf.key.size() - 6);
-          table["path"] = prefix.empty() ? "/" : prefix;
-          const Json& attrs = k["attrs"];
-          if (attrs.contains("schema") && attrs["schema"].is_string()) {
-            Json schema = Json::parse(attrs["schema"].get<std::string>(), nullptr, false);
-            table["schema"] = schema.is_discarded() ? attrs["schema"] : schema;
-          }
-          tables.push_back(std::move(table));
-        }
-      } catch (const std::exception& e) {
-        k["error"] = e.what();
+  if (!tree()) {
+    // DictStore and EmbedStore: every stored key.
+    for (const StoreLeaf& leaf : leaves_) keys.push_back(leaf_json(leaf, tables));
+  } else {
+    // TreeStore: its keys() -- the data leaves, the groups (every proper prefix, and
+    // a group holding only attributes), the object roots (CTables) as one key each,
+    // their parts listed under them; the __vlmeta__ carriers become their group's attrs.
+    const std::map<std::string, std::string> roots = object_roots();
+    auto root_of = [&](const std::string& key) -> const std::string* {
+      for (const auto& [root, kind] : roots)
+        if (key.size() > root.size() && key.starts_with(root) && key[root.size()] == '/') return &root;
+      return nullptr;
+    };
+    std::map<std::string, Json> entries;           // key -> entry
+    std::map<std::string, const StoreLeaf*> carriers;  // group ("" the root) -> its attribute carrier
+    std::map<std::string, Json> parts;             // object root -> its leaves
+    for (const StoreLeaf& leaf : leaves_) {
+      const std::string* root = root_of(leaf.key);
+      if (is_attrs_carrier_key(leaf.key) && !(root && *root != attrs_carrier_group(leaf.key))) {
+        carriers[attrs_carrier_group(leaf.key)] = &leaf;
+        continue;
       }
+      if (root) {
+        parts[*root].push_back(leaf_json(leaf, tables));
+        continue;
+      }
+      entries[leaf.key] = leaf_json(leaf, tables);
     }
-    k["storage"] = location_json(leaf.where);
-    keys.push_back(std::move(k));
+    for (const auto& [root, kind] : roots) {
+      Json e = Json::object();
+      e["key"] = root;
+      e["kind"] = kind;
+      e["parts"] = parts.count(root) ? parts[root] : Json::array();
+      entries[root] = std::move(e);
+    }
+    for (const auto& [group, carrier] : carriers)
+      if (!group.empty() && !entries.count(group)) entries[group] = Json::object();
+    // Every proper prefix of a key is a group.
+    std::vector<std::string> all;
+    for (const auto& [key, e] : entries) all.push_back(key);
+    for (const std::string& key : all)
+      for (size_t slash = key.find('/', 1); slash != std::string::npos; slash = key.find('/', slash + 1))
+        if (!entries.count(key.substr(0, slash))) entries[key.substr(0, slash)] = Json::object();
+    auto attrs_of = [&](const StoreLeaf& carrier, Json& into) {
+      Json c = leaf_json(carrier, tables);
+      into["attrs"] = c.contains("attrs") ? c["attrs"] : Json::object();
+      if (c.contains("error")) into["attrs_error"] = c["error"];
+      into["attrs_storage"] = c["storage"];
+    };
+    for (auto& [key, e] : entries) {
+      if (e.empty()) {
+        e["key"] = key;
+        e["kind"] = "group";
+        e["attrs"] = Json::object();
+      }
+      // A group's or object root's attributes (a data leaf keeps its own).
+      if (auto it = carriers.find(key); it != carriers.end() && !e.contains("storage")) attrs_of(*it->second, e);
+      keys.push_back(std::move(e));
+    }
+    j["attrs"] = Json::object();
+    if (auto it = carriers.find(""); it != carriers.end()) attrs_of(*it->second, j);
   }
   j["keys"] = std::move(keys);
   j["tables"] = std::move(tables);

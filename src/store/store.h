@@ -7,9 +7,11 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "file.h"
@@ -35,6 +37,16 @@ struct LeafLocation {
   std::string urlbase, remote_path;  // remote
 };
 
+// A TreeStore keeps the attributes of its root and of each group (`tstore.vlmeta`,
+// `tstore["/grp"].vlmeta`) as the vlmetalayers of an empty SChunk at key
+// "<group>/__vlmeta__"; its keys() hides those carriers.
+inline constexpr const char* kAttrsCarrierName = "__vlmeta__";
+// The embed store's vlmetalayer naming a TreeStore's object roots (CTables).
+inline constexpr const char* kObjectRegistryLayer = "_object_registry";
+bool is_attrs_carrier_key(std::string_view key);
+// "/a/b" of "/a/b/__vlmeta__", "" (the root) of "/__vlmeta__".
+std::string attrs_carrier_group(std::string_view key);
+
 struct StoreLeaf {
   std::string key;  // "/a/b", a valid key (store_key.h)
   LeafLocation where;
@@ -56,6 +68,13 @@ class Store {
   // One line per entry left out (hostile names, duplicates, overlaps, ...).
   const std::vector<std::string>& skipped() const { return skipped_; }
   const StoreLeaf* find(std::string_view key) const;
+  // A TreeStore (b2tree): python-blosc2 lists groups and object roots as keys and
+  // keeps attributes in __vlmeta__ carriers. A b2dict store, an EmbedStore and a
+  // store written before python-blosc2 4.1 (b2embed) list every stored key.
+  bool tree() const { return tag_ == "b2tree"; }
+  // A TreeStore's object roots (full key -> kind, e.g. "ctable"): the registry,
+  // or, when it is empty, every "/x/_meta" leaf whose vlmeta kind is "ctable".
+  std::map<std::string, std::string> object_roots() const;
 
   // The leaf's frame, read-only. Throws FormatError when it is not a frame, or
   // UnsupportedError for a remote reference.
@@ -64,8 +83,10 @@ class Store {
   std::filesystem::path leaf_file(const StoreLeaf& leaf) const;
   // The embed store's frame (embed.b2e, or the .b2e itself).
   const Frame& embed_frame() const { return *embed_; }
+  // The file holding the embed store: STORE/embed.b2e (b2d), the zip (b2z), the .b2e.
+  std::filesystem::path embed_file() const;
 
-  // store.json: the store, every key (kind, shape, dtype, sizes, storage,
+  // store.json: the store, every key as python-blosc2's keys() lists it (kind, shape, dtype, sizes, storage,
   // attributes), the tables and what was skipped.
   Json to_json() const;
 
@@ -73,6 +94,8 @@ class Store {
   Store() = default;
   // Writes stream bytes [offset, offset + length) of the embed store to `fd`.
   void copy_embedded(int64_t offset, int64_t length, int fd) const;
+  // One stored leaf as store.json lists it; a CTable's _meta adds to `tables`.
+  Json leaf_json(const StoreLeaf& leaf, Json& tables) const;
 
   StoreFormat format_ = StoreFormat::b2d;
   std::filesystem::path path_;

@@ -306,10 +306,59 @@ TEST(Store, B2zLeavesReadInPlaceAndEmbedded) {
   EXPECT_EQ(first_chunk_text(*store->open_leaf(store->leaves()[1])), "embedded leaf");
   Json j = store->to_json();
   EXPECT_EQ(j["format"], "b2z");
-  EXPECT_EQ(j["keys"].size(), 2u);
-  EXPECT_EQ(j["keys"][0]["kind"], "schunk");
-  EXPECT_EQ(j["keys"][0]["nbytes"], 13);
-  EXPECT_EQ(j["keys"][1]["storage"]["type"], "embedded");
+  // A TreeStore lists its group /a as a key, as python-blosc2's TreeStore.keys() does.
+  ASSERT_EQ(j["keys"].size(), 3u);
+  EXPECT_EQ(j["keys"][0]["key"], "/a");
+  EXPECT_EQ(j["keys"][0]["kind"], "group");
+  EXPECT_EQ(j["keys"][1]["kind"], "schunk");
+  EXPECT_EQ(j["keys"][1]["nbytes"], 13);
+  EXPECT_EQ(j["keys"][2]["storage"]["type"], "embedded");
+}
+
+TEST(Store, TreeStoreKeysGroupsAttributesAndObjectRoots) {
+  TempDir tmp;
+  auto carrier = [&](const char* attrs_json) {
+    std::vector<std::pair<std::string, Bytes>> vl;
+    Json attrs = Json::parse(attrs_json);
+    for (auto it = attrs.begin(); it != attrs.end(); ++it) vl.emplace_back(it.key(), json_to_msgpack(*it));
+    return frame_bytes(tmp, {}, 64, {}, vl);
+  };
+  Bytes ctable_meta = frame_bytes(tmp, {}, 64, {}, {{"kind", msgpack_of("\"ctable\"")}});
+  const std::vector<std::pair<std::string, Bytes>> frames = {
+      {"/__vlmeta__", carrier("{\"title\": \"root\"}")},
+      {"/g/__vlmeta__", carrier("{\"level\": 1}")},
+      {"/g/h/x", leaf_frame(tmp, "x")},
+      {"/only_attrs/__vlmeta__", carrier("{\"a\": [1, 2]}")},
+      {"/t/_meta", ctable_meta},
+      {"/t/_cols/id", leaf_frame(tmp, "ids")},
+  };
+  for (const char* tag : {"b2tree", "b2dict"}) {
+    write_file(tmp.path() / tag / "s.b2z", make_zip({{"embed.b2e", embed_frame(tmp, frames, 0, tag)}}));
+    auto store = Store::open(tmp.path() / tag / "s.b2z");
+    Json j = store->to_json();
+    std::vector<std::string> keys;
+    for (const Json& k : j["keys"]) keys.push_back(k["key"]);
+    if (std::string(tag) == "b2dict") {
+      // A DictStore lists what is stored, carriers included.
+      EXPECT_EQ(keys, (std::vector<std::string>{"/__vlmeta__", "/g/__vlmeta__", "/g/h/x", "/only_attrs/__vlmeta__",
+                                                "/t/_cols/id", "/t/_meta"}));
+      EXPECT_FALSE(j.contains("attrs"));
+      continue;
+    }
+    // TreeStore.keys(): groups (prefixes and attribute-only groups), the CTable root, not its parts nor carriers.
+    EXPECT_EQ(keys, (std::vector<std::string>{"/g", "/g/h", "/g/h/x", "/only_attrs", "/t"}));
+    EXPECT_EQ(j["attrs"], Json::parse("{\"title\": \"root\"}"));
+    EXPECT_EQ(j["attrs_storage"]["type"], "embedded");
+    EXPECT_EQ(j["keys"][0]["kind"], "group");
+    EXPECT_EQ(j["keys"][0]["attrs"], Json::parse("{\"level\": 1}"));
+    EXPECT_EQ(j["keys"][1]["attrs"], Json::object());
+    EXPECT_FALSE(j["keys"][1].contains("attrs_storage"));
+    EXPECT_EQ(j["keys"][3]["attrs"], Json::parse("{\"a\": [1, 2]}"));
+    EXPECT_EQ(j["keys"][4]["kind"], "ctable");
+    ASSERT_EQ(j["keys"][4]["parts"].size(), 2u);
+    EXPECT_EQ(j["keys"][4]["parts"][0]["key"], "/t/_cols/id");
+    EXPECT_EQ(j["keys"][4]["parts"][1]["key"], "/t/_meta");
+  }
 }
 
 TEST(Store, EmbeddedFramesSpanningChunksAndWrongLengths) {
