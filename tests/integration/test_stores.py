@@ -28,6 +28,49 @@ import numpy as np  # noqa: E402
 
 EXIT_FRAME_INVALID = 3
 
+# A fake Caterva2 server (started by main): python-blosc2's C2Array asks it `api/info/<path>`
+# when the reference is made and again when a store's key is read back.
+REMOTE_PATH = "root/dir/remote.b2nd"
+REMOTE_INFO = {"shape": [10], "chunks": [10], "blocks": [10], "dtype": "<i8",
+               "schunk": {"cparams": {"typesize": 8}, "nbytes": 80, "cbytes": 112, "cratio": 0.71,
+                          "blocksize": 80, "vlmeta": {}}}
+URLBASE = None
+INFO_REQUESTS = []
+
+
+def start_fake_caterva2():
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            INFO_REQUESTS.append(self.path)
+            if self.path.split("?")[0] != "/api/info/" + REMOTE_PATH:
+                self.send_error(404)
+                return
+            body = json.dumps(REMOTE_INFO).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    global URLBASE
+    URLBASE = f"http://127.0.0.1:{server.server_address[1]}/"
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1"
+    return server
+
+
+def python_store(path, info):
+    """The store as python-blosc2 opens it: a TreeStore for the b2tree tag, else a DictStore."""
+    cls = blosc2.TreeStore if info["tag"] == "b2tree" else blosc2.DictStore
+    return cls(path, mode="r", deserialize="full")
+
 
 def schunk_of(value):
     return value.schunk if hasattr(value, "schunk") else value
@@ -75,10 +118,13 @@ def fill_store(store, kind):
     a.vlmeta["units"] = "m"
     a.vlmeta["scale"] = [1, 2.5]
     store["/with_attrs"] = a
+    store["/remote"] = blosc2.C2Array(REMOTE_PATH, urlbase=URLBASE)
     if kind == "tree":
         store.vlmeta["title"] = "root attrs"
         store["/grp"].vlmeta["level"] = 1
         store["/grp/sub"].vlmeta["level"] = 2
+        store["/grp/sub"].vlmeta["tags"] = ["a", "b"]
+        store.get_subtree("/attrs_only").vlmeta["note"] = "a group of attributes only"
 
 
 def make_store(path, kind, threshold):
@@ -115,39 +161,80 @@ def value_at(path, storage, embed):
     raise TestFailure(f"no bytes for storage {storage}")
 
 
+def check_leaf_entry(path, entry, ds, embed):
+    """One stored leaf of store.json against what python-blosc2 reads for its key."""
+    key = entry["key"]
+    check("error" not in entry, f"{path} {key}: {entry.get('error')}")
+    value = ds[key]
+    if isinstance(value, blosc2.C2Array):
+        check_equal(entry["kind"], "c2array", f"{path} {key} kind")
+        check_equal(entry["storage"], {"type": "remote", "urlbase": value.urlbase, "path": value.path},
+                    f"{path} {key} storage")
+        return
+    sc = schunk_of(value)
+    check_equal(entry["nbytes"], sc.nbytes, f"{path} {key} nbytes")
+    check_equal(entry["cbytes"], sc.cbytes, f"{path} {key} cbytes")
+    if isinstance(value, blosc2.NDArray):
+        check_equal(entry["kind"], "ndarray", f"{path} {key} kind")
+        check_equal(tuple(entry["shape"]), value.shape, f"{path} {key} shape")
+        # Structured dtypes are written as their descr list's text.
+        got = np.dtype(ast.literal_eval(entry["dtype"])) if entry["dtype"].startswith("[") else np.dtype(entry["dtype"])
+        check_equal(got, value.dtype, f"{path} {key} dtype")
+    elif isinstance(value, blosc2.ObjectArray):
+        check_equal(entry["kind"], "objectarray", f"{path} {key} kind")
+    elif isinstance(value, blosc2.BatchArray):
+        check_equal(entry["kind"], "batcharray", f"{path} {key} kind")
+    elif "kind" in sc.vlmeta and sc.vlmeta["kind"] == "ctable":
+        check_equal(entry["kind"], "ctable", f"{path} {key} kind")  # a CTable's part (README "Kinds")
+    else:
+        check_equal(entry["kind"], "schunk", f"{path} {key} kind")
+    chunks, attrs = content(value)
+    check_equal(entry["attrs"], json_safe(attrs), f"{path} {key} attrs")
+    at = value_at(path, entry["storage"], embed)
+    check(content(at)[0] == chunks, f"{path} {key}: the frame at {entry['storage']} is not the key's")
+
+
+def check_attrs_entry(path, entry, group_vlmeta, embed, what):
+    """A TreeStore group's (or root's) attrs: python-blosc2's vlmeta, its carrier where attrs_storage says."""
+    check_equal(entry["attrs"], json_safe(group_vlmeta), f"{path} {what} attrs")
+    if "attrs_storage" in entry:
+        _, stored = content(value_at(path, entry["attrs_storage"], embed))
+        check_equal(json_safe(stored), entry["attrs"], f"{path} {what}: the carrier at {entry['attrs_storage']}")
+
+
 def check_store(h, path, want_kinds=None):
     info = h.info(path)
-    ds = blosc2.DictStore(path, mode="r")
-    check_equal(sorted(k["key"] for k in info["keys"]), sorted(ds.keys()), f"keys of {path}")
+    store = python_store(path, info)
+    check_equal(sorted(k["key"] for k in info["keys"]), sorted(store.keys()), f"keys of {path}")
     check_equal(info["skipped"], [], f"skipped entries of {path}")
+    ds = blosc2.DictStore(path, mode="r", deserialize="full")  # every stored leaf, as stored
     embed = embed_location(path, info)
+    stored = 0
     for entry in info["keys"]:
         key = entry["key"]
-        check("error" not in entry, f"{path} {key}: {entry.get('error')}")
-        value = ds[key]
-        sc = schunk_of(value)
-        check_equal(entry["nbytes"], sc.nbytes, f"{path} {key} nbytes")
-        check_equal(entry["cbytes"], sc.cbytes, f"{path} {key} cbytes")
-        if isinstance(value, blosc2.NDArray):
-            check_equal(entry["kind"], "ndarray", f"{path} {key} kind")
-            check_equal(tuple(entry["shape"]), value.shape, f"{path} {key} shape")
-            # Structured dtypes are written as their descr list's text.
-            got = np.dtype(ast.literal_eval(entry["dtype"])) if entry["dtype"].startswith("[") else np.dtype(entry["dtype"])
-            check_equal(got, value.dtype, f"{path} {key} dtype")
-        elif isinstance(value, blosc2.ObjectArray):
-            check_equal(entry["kind"], "objectarray", f"{path} {key} kind")
-        elif isinstance(value, blosc2.BatchArray):
-            check_equal(entry["kind"], "batcharray", f"{path} {key} kind")
-        elif "kind" in sc.vlmeta and sc.vlmeta["kind"] == "ctable":
-            check_equal(entry["kind"], "ctable", f"{path} {key} kind")  # a CTable's part (README "Kinds")
+        if entry["kind"] == "group":
+            check(isinstance(store[key], blosc2.TreeStore), f"{path} {key}: python-blosc2 has no group there")
+            check_attrs_entry(path, entry, store[key].vlmeta[:], embed, key)
+            stored += "attrs_storage" in entry
+        elif "parts" in entry:  # an object root (a CTable inside a TreeStore)
+            check_equal(entry["kind"], "ctable", f"{path} {key} kind")
+            check(isinstance(store[key], blosc2.CTable), f"{path} {key}: python-blosc2 has no CTable there")
+            for part in entry["parts"]:
+                check_leaf_entry(path, part, ds, embed)
+            stored += len(entry["parts"])
         else:
-            check_equal(entry["kind"], "schunk", f"{path} {key} kind")
-        chunks, attrs = content(value)
-        check_equal(entry["attrs"], json_safe(attrs), f"{path} {key} attrs")
-        at = value_at(path, entry["storage"], embed)
-        check(content(at)[0] == chunks, f"{path} {key}: the frame at {entry['storage']} is not the key's")
+            check_leaf_entry(path, entry, ds, embed)
+            stored += 1
+    if info["tag"] == "b2tree":
+        check_attrs_entry(path, info, store.vlmeta[:], embed, "root")
+        stored += "attrs_storage" in info
+    else:
+        check("attrs" not in info, f"{path}: a DictStore has no tree attributes")
+    # Nothing stored is left out: every DictStore key is a key, a part or a carrier.
+    check_equal(stored, len(ds.keys()), f"{path}: stored leaves described")
     if want_kinds:
-        check_equal(sorted({e["storage"]["type"] for e in info["keys"]}), want_kinds, f"storage types of {path}")
+        check_equal(sorted({e["storage"]["type"] for e in info["keys"] if "storage" in e} - {"remote"}), want_kinds,
+                    f"storage types of {path}")
     return info
 
 
@@ -161,20 +248,28 @@ def stores_of_every_layout(h):
                 info = check_store(h, path, kinds)
                 check_equal(info["format"], ext, f"format of {path}")
                 check_equal(info["tag"], "b2tree" if kind == "tree" else "b2dict", f"tag of {path}")
-                types = {e["storage"]["type"] for e in info["keys"]}
+                types = {e["storage"]["type"] for e in info["keys"] if "storage" in e}
                 if threshold == 0:
-                    check("embedded" not in types or all(
-                        e["key"].endswith("__vlmeta__") for e in info["keys"] if e["storage"]["type"] == "embedded"),
-                        f"{path}: threshold 0 embedded data leaves: {types}")
+                    check("embedded" not in types, f"{path}: threshold 0 embedded data leaves: {types}")
                     check(types & {"file", "zip_member"}, f"{path}: no external leaves: {types}")
                 if threshold == 2**13:
                     check("embedded" in types and types & {"file", "zip_member"},
                           f"{path}: wanted embedded and external leaves: {types}")
+                remote = [e for e in info["keys"] if e["key"] == "/remote"]
+                check_equal(remote, [{"key": "/remote", "kind": "c2array",
+                                      "storage": {"type": "remote", "urlbase": URLBASE, "path": REMOTE_PATH}}],
+                            f"{path}: the C2Array reference")
+                got = python_store(path, info)["/remote"]
+                check(isinstance(got, blosc2.C2Array) and (got.urlbase, got.path) == (URLBASE, REMOTE_PATH),
+                      f"{path}: python-blosc2 reads back {got!r}")
                 if kind == "tree":
-                    attrs = {e["key"]: e["attrs"] for e in info["keys"] if e["key"].endswith("__vlmeta__")}
-                    check_equal(attrs.get("/__vlmeta__"), {"title": "root attrs"}, f"{path} root attrs")
-                    check_equal(attrs.get("/grp/__vlmeta__"), {"level": 1}, f"{path} /grp attrs")
-                    check_equal(attrs.get("/grp/sub/__vlmeta__"), {"level": 2}, f"{path} /grp/sub attrs")
+                    groups = {e["key"]: e for e in info["keys"] if e["kind"] == "group"}
+                    check_equal(info["attrs"], {"title": "root attrs"}, f"{path} root attrs")
+                    check_equal(groups["/grp"]["attrs"], {"level": 1}, f"{path} /grp attrs")
+                    check_equal(groups["/grp/sub"]["attrs"], {"level": 2, "tags": ["a", "b"]}, f"{path} /grp/sub attrs")
+                    check_equal(groups["/attrs_only"]["attrs"], {"note": "a group of attributes only"},
+                                f"{path} /attrs_only attrs")
+                    check(not any("__vlmeta__" in e["key"] for e in info["keys"]), f"{path}: carriers listed as keys")
 
 
 def embed_store(h):
@@ -298,7 +393,7 @@ def hostile_stores(h):
     deflated = os.path.join(d, "deflated.b2z")
     rezip(base, deflated, lambda n: (n, zipfile.ZIP_DEFLATED if n == "ints.b2nd" else zipfile.ZIP_STORED))
     info = h.info(deflated)
-    check_equal(sorted(k["key"] for k in info["keys"]), sorted(blosc2.DictStore(deflated, mode="r").keys()),
+    check_equal(sorted(k["key"] for k in info["keys"]), sorted(python_store(deflated, info).keys()),
                 "keys without the deflated leaf")
     check("/ints" not in {k["key"] for k in info["keys"]}, "deflated leaf listed")
     check(any("ints.b2nd" in s and "compressed" in s for s in info["skipped"]), f"skipped: {info['skipped']}")
@@ -335,12 +430,25 @@ def hostile_stores(h):
         check_equal(r.stdout, "", f"--info {path} stdout")
 
 
-def check_mounted_leaf(mnt, key, value):
+def check_mounted_leaf(mnt, key, value, storage=None, store_path=None):
     """A leaf's directory holds the single-frame tree of the very frame python-blosc2 reads."""
     d = mnt + key
+    if isinstance(value, blosc2.C2Array):
+        # A remote reference: frame.json says where the array lives, and there is nothing else.
+        check_equal(sorted(os.listdir(d)), ["frame.json"], f"{key}: a C2Array's directory")
+        with open(os.path.join(d, "frame.json")) as f:
+            check_equal(json.load(f), {"kind": "c2array", "key": key, "urlbase": value.urlbase, "path": value.path},
+                        f"{key}/frame.json")
+        return
     sc = schunk_of(value)
     with open(os.path.join(d, "frame.json")) as f:
         fj = json.load(f)
+    if storage and storage["type"] == "embedded":
+        # Not the in-memory copy it is read from: the embed store, and where in its stream.
+        embed_file = os.path.join(store_path, "embed.b2e") if store_path.endswith(".b2d") else store_path
+        check_equal(fj["path"], embed_file, f"{key}/frame.json path")
+        check_equal(fj["embedded"], {"store": store_path, "key": key, "offset": storage["offset"],
+                                     "length": storage["length"]}, f"{key}/frame.json embedded")
     check_equal(fj["nbytes"], sc.nbytes, f"{key}/frame.json nbytes")
     check_equal(fj["nchunks"], sc.nchunks, f"{key}/frame.json nchunks")
     chunks, attrs = content(value)
@@ -366,16 +474,33 @@ def mounted_trees(h):
         # A .b2z is always read-only; a .b2d here with -o ro (its writes: b2d_leaf_writes).
         mnt = h.mount(path, ["-o", "ro"] if path.endswith(".b2d") else [])
         try:
-            ds = blosc2.DictStore(path, mode="r")
+            info = h.info(path)
+            ds = blosc2.DictStore(path, mode="r", deserialize="full")
             keys = sorted(ds.keys())
             with open(os.path.join(mnt, "store.json")) as f:
-                check_equal(json.load(f), h.info(path), f"{path}: store.json equals --info")
-            top = sorted({k.split("/")[1] for k in keys} | {"store.json"})
-            check_equal(sorted(os.listdir(mnt)), top, f"{path}: the root lists the top-level names")
+                check_equal(json.load(f), info, f"{path}: store.json equals --info")
+            storage = {e["key"]: e.get("storage") for e in info["keys"]}
+            tree = info["tag"] == "b2tree"
+            carriers = [k for k in keys if tree and k.endswith("/__vlmeta__")]
+            top = {k.split("/")[1] for k in keys if k != "/__vlmeta__" or not tree} | {"store.json"}
+            if "/__vlmeta__" in carriers:
+                top.add("attrs")
+            check_equal(sorted(os.listdir(mnt)), sorted(top), f"{path}: the root lists the top-level names")
             for key in keys:
-                check_mounted_leaf(mnt, key, ds[key])
+                if key in carriers:
+                    # A TreeStore's attributes: attrs/ of the group, one JSON file each, as python-blosc2 has them.
+                    group = key[: -len("/__vlmeta__")]
+                    want = python_store(path, info)[group or "/"].vlmeta[:] if group else python_store(path, info).vlmeta[:]
+                    d = os.path.join(mnt + group, "attrs")
+                    check_equal(sorted(os.listdir(d)), sorted(want), f"{path}: {d}")
+                    for name, v in want.items():
+                        with open(os.path.join(d, name)) as f:
+                            check_equal(json.load(f), json_safe(v), f"{path}: {d}/{name}")
+                    check(not os.path.exists(mnt + key), f"{path}: {key} shown as a leaf")
+                    continue
+                check_mounted_leaf(mnt, key, ds[key], storage.get(key), path)
             # Read-only: a write fails with EROFS.
-            target = os.path.join(mnt + keys[0], "attrs", "new")
+            target = os.path.join(mnt + "/ints", "attrs", "new")
             try:
                 with open(target, "w") as f:
                     f.write("1")
@@ -399,6 +524,62 @@ def mounted_embed_store(h):
             check_mounted_leaf(mnt, key, es[key])
     finally:
         h.unmount(mnt)
+
+
+def keys_under_a_leaf(h):
+    """A DictStore holding /a and keys under it: /a's directory holds its frame's tree and the
+    keys under it; a key named like a file of that tree shows with ".key" appended."""
+    path = os.path.join(h.new_dir("nested"), "n.b2d")
+    values = {"/a": np.arange(4, dtype="i4"), "/a/b": np.arange(5, dtype="f4"), "/a/b/c": np.arange(6, dtype="u1"),
+              "/a/data": np.arange(7, dtype="i2"), "/a/data.key": np.arange(8, dtype="i8"),
+              "/x/attrs": np.arange(3, dtype="i4")}
+    with blosc2.DictStore(path, mode="w", threshold=0) as s:
+        for k, v in values.items():
+            s[k] = v
+    info = check_store(h, path)
+    check_equal(sorted(e["key"] for e in info["keys"]), sorted(values), "keys")
+    shown = {"/a": "a", "/a/b": "a/b", "/a/b/c": "a/b/c", "/a/data": "a/data.key", "/a/data.key": "a/data.key.key",
+             "/x/attrs": "x/attrs"}  # a DictStore's groups have no attrs/
+    mnt = h.mount(path)
+    try:
+        names = os.listdir(os.path.join(mnt, "a"))
+        check({"frame.json", "data", "array.npy", "b", "data.key", "data.key.key"} <= set(names), f"a/ lists {names}")
+        with open(os.path.join(mnt, "a", "data"), "rb") as f:
+            check_equal(f.read(), np.arange(4, dtype="i4").tobytes(), "a/data is /a's data")
+        for key, where in shown.items():
+            got = np.load(os.path.join(mnt, where, "array.npy"))
+            check(np.array_equal(got, values[key]), f"{where}/array.npy is not {key}")
+        for op in (lambda: os.rmdir(os.path.join(mnt, "a", "b")),
+                   lambda: os.rename(os.path.join(mnt, "a", "b"), os.path.join(mnt, "a", "bb")),
+                   lambda: open(os.path.join(mnt, "a", "b"), "w")):
+            try:
+                op()
+                raise TestFailure("a key under a leaf was changed through the mount")
+            except OSError as e:
+                check(e.errno in (errno.EPERM, errno.EEXIST, errno.EISDIR, errno.EROFS), f"errno {e.errno}")
+    finally:
+        h.unmount(mnt)
+
+
+def tree_attrs_edited(h):
+    """A .b2d TreeStore's attributes carried by a frame file of its own are edited through
+    the group's attrs/; python-blosc2 reads the new attributes."""
+    path = os.path.join(h.new_dir("treeattrs"), "t.b2d")
+    with blosc2.TreeStore(path, mode="w", threshold=0) as s:
+        s["/grp/x"] = np.arange(3)
+        s.vlmeta["title"] = "old"
+        s["/grp"].vlmeta["level"] = 1
+    mnt = h.mount(path)
+    try:
+        with open(os.path.join(mnt, "attrs", "title"), "w") as f:
+            f.write('"new"')
+        with open(os.path.join(mnt, "grp", "attrs", "added"), "w") as f:
+            f.write('[1, 2]')
+    finally:
+        h.unmount(mnt)
+    s = blosc2.TreeStore(path, mode="r")
+    check_equal(s.vlmeta[:], {"title": "new"}, "root attrs after the edit")
+    check_equal(s["/grp"].vlmeta[:], {"level": 1, "added": [1, 2]}, "/grp attrs after the edit")
 
 
 def many_leaves_stay_bounded(h):
@@ -541,6 +722,7 @@ def not_a_store(h):
 def main():
     h = Harness("python-blosc2 stores", watchdog_seconds=600)
     h.require_fuse()
+    start_fake_caterva2()
     h.test("DictStore/TreeStore as .b2d/.b2z, every threshold: store.json equals python-blosc2",
            stores_of_every_layout, h)
     h.test("EmbedStore .b2e with a dead gap", embed_store, h)
@@ -549,6 +731,8 @@ def main():
     h.test("table.csv and schema.json of a CTable equal python-blosc2's rows", table_csv, h)
     h.test("mounted stores: every leaf's files are what python-blosc2 reads", mounted_trees, h)
     h.test("a mounted EmbedStore", mounted_embed_store, h)
+    h.test("keys under a leaf show in its directory; taken names get .key", keys_under_a_leaf, h)
+    h.test("a .b2d TreeStore's attributes edited through attrs/", tree_attrs_edited, h)
     h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)
     h.test("a path that is no frame and no store says what it is not", not_a_store, h)
     h.test(".b2d leaves edited with sed -i, vim, appends; python-blosc2 reads them", b2d_leaf_writes, h)
