@@ -518,10 +518,11 @@ def mounted_embed_store(h):
     es["/b/c"] = blosc2.SChunk(data=b"xyz" * 100)
     del es
     es = blosc2.EmbedStore(path, mode="r")
+    storage = {e["key"]: e["storage"] for e in h.info(path)["keys"]}
     mnt = h.mount(path)
     try:
         for key in es.keys():
-            check_mounted_leaf(mnt, key, es[key])
+            check_mounted_leaf(mnt, key, es[key], storage[key], path)
     finally:
         h.unmount(mnt)
 
