@@ -97,6 +97,19 @@ def json_safe(v):
     return json.loads(json.dumps(v, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
+def small_ctable():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Row:
+        id: int = blosc2.field(blosc2.int64())
+        score: float = blosc2.field(blosc2.float64())
+
+    t = blosc2.CTable(Row)
+    t.extend([(1, 0.5), (2, 1.5)])
+    return t
+
+
 def fill_store(store, kind):
     """Nested groups, attributes at every level, several dtypes and object kinds."""
     store["/ints"] = np.arange(24, dtype="i4").reshape(4, 6)
@@ -125,6 +138,7 @@ def fill_store(store, kind):
         store["/grp/sub"].vlmeta["level"] = 2
         store["/grp/sub"].vlmeta["tags"] = ["a", "b"]
         store.get_subtree("/attrs_only").vlmeta["note"] = "a group of attributes only"
+        store["/table"] = small_ctable()  # an object root: one key, its parts under it in store.json
 
 
 def make_store(path, kind, threshold):
