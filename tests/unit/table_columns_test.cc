@@ -8,10 +8,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "error.h"
 #include "fixtures.h"
 #include "frame_writer.h"
+#include "store.h"
+#include "table_csv.h"
 
 namespace blosc2fs {
 namespace {
@@ -22,9 +25,9 @@ Bytes mp(const char* json) { return json_to_msgpack(Json::parse(json)); }
 
 int counter = 0;
 
-// An N-d array leaf of dtype `dtype` (itemsize bytes per item), shape `shape`, in one chunk.
-std::unique_ptr<NdColumn> nd_column(const TempDir& dir, const std::string& dtype, int32_t itemsize,
-                                    std::vector<int64_t> shape, Bytes data) {
+// Writes an N-d array frame of dtype `dtype` (itemsize bytes per item), shape `shape`, in one chunk.
+void write_nd(const std::filesystem::path& path, const std::string& dtype, int32_t itemsize, std::vector<int64_t> shape,
+              Bytes data) {
   NdMeta meta;
   meta.ndim = int(shape.size());
   meta.shape = shape;
@@ -38,13 +41,50 @@ std::unique_ptr<NdColumn> nd_column(const TempDir& dir, const std::string& dtype
   p.cparams.typesize = itemsize;
   p.chunksize = int32_t(chunk_items * itemsize);
   p.metalayers.push_back({"b2nd", serialize_b2nd_meta(meta)});
+  std::filesystem::create_directories(path.parent_path());
+  FrameWriter w(path, p);
+  w.append(data);
+  w.close();
+}
+
+std::unique_ptr<NdColumn> nd_column(const TempDir& dir, const std::string& dtype, int32_t itemsize,
+                                    std::vector<int64_t> shape, Bytes data) {
   const auto path = dir.path() / ("nd" + std::to_string(counter++) + ".b2nd");
-  {
-    FrameWriter w(path, p);
-    w.append(data);
-    w.close();
-  }
+  write_nd(path, dtype, itemsize, std::move(shape), std::move(data));
   return std::make_unique<NdColumn>(Frame::open(path), "column " + path.filename().string());
+}
+
+// A frame without data holding `vlmetas`, with metalayers `metas`.
+void write_empty(const std::filesystem::path& path, std::vector<Metalayer> metas,
+                 const std::vector<std::pair<std::string, Bytes>>& vlmetas) {
+  FrameParams p;
+  p.cparams.typesize = 1;
+  p.chunksize = 8192;
+  p.metalayers = std::move(metas);
+  std::filesystem::create_directories(path.parent_path());
+  FrameWriter w(path, p);
+  for (const auto& [name, content] : vlmetas) w.set_vlmetalayer(name, content);
+  w.close();
+}
+
+// A CTable as a .b2d TreeStore: `_meta` with `schema`, `_valid_rows`, and the
+// column leaves `columns` writes.
+std::filesystem::path table_store(const TempDir& dir, const std::string& schema, const Bytes& valid,
+                                  const std::function<void(const std::filesystem::path&)>& columns) {
+  const auto root = dir.path() / ("t" + std::to_string(counter++) + ".b2d");
+  write_empty(root / "embed.b2e", {{"b2tree", mp(R"({"version":1})")}},
+              {{"estore_metadata", mp(R"({"embed_map":{},"current_offset":0})")}});
+  write_empty(root / "_meta.b2f", {}, {{"kind", mp(R"("ctable")")}, {"schema", json_to_msgpack(Json(schema))}});
+  write_nd(root / "_valid_rows.b2nd", "|b1", 1, {int64_t(valid.size())}, valid);
+  columns(root / "_cols");
+  return root;
+}
+
+std::string whole_csv(const TableCsv& t) {
+  std::string out = t.header();
+  int64_t row = 0;
+  while (row < t.physical_rows()) row = t.append_rows(row, out.size() + 7, out);
+  return out;
 }
 
 template <typename T>
@@ -217,6 +257,58 @@ TEST(TableColumns, DictionaryCodesAndValues) {
   EXPECT_THROW(make_dictionary_reader(nd_column(dir, "<f8", 8, {1}, Bytes(8)),
                                       batch_column(dir, {mp("[1]")}, R"({"batch_lengths":[1]})"), -1),
                FormatError);
+}
+
+TEST(TableCsv, ColumnsMasksSentinelsNestedNamesAndDeletedRows) {
+  TempDir dir;
+  const std::string schema = R"({"version":3,"columns":[{"name":"a.b","kind":"int32"},)"
+                             R"({"name":"s","kind":"utf8","nullable":true,"null_storage":"mask"},)"
+                             R"({"name":"n","kind":"int16","nullable":true,"null_value":-9},)"
+                             R"({"name":"f","kind":"float64","nullable":true,"null_value":NaN}]})";
+  auto root = table_store(dir, schema, Bytes{1, 0, 1, 1}, [](const std::filesystem::path& cols) {
+    write_nd(cols / "a" / "b.b2nd", "<i4", 4, {4}, raw_of<int32_t>({10, 11, 12, 13}));
+    write_nd(cols / "s.b2nd", "<i8", 8, {5}, raw_of<int64_t>({0, 3, 3, 5, 5}));
+    write_nd(cols / "s.utf8.b2nd", "|u1", 1, {5}, text_bytes("a,bxy"));
+    write_nd(cols / "s.notnull.b2nd", "|b1", 1, {4}, Bytes{1, 1, 0, 1});
+    write_nd(cols / "n.b2nd", "<i2", 2, {4}, raw_of<int16_t>({-9, 1, 2, 3}));
+    write_nd(cols / "f.b2nd", "<f8", 8, {4}, raw_of<double>({1.5, 2, NAN, 0.25}));
+  });
+  auto store = Store::open(root);
+  TableCsv table(*store, "");
+  EXPECT_EQ(whole_csv(table), "a.b,s,n,f\r\n10,\"a,b\",,1.5\r\n12,,2,\r\n13,\"\",3,0.25\r\n");
+  EXPECT_NE(table.schema_json().find("NaN"), std::string::npos);  // shown as python-blosc2 stored it
+}
+
+TEST(TableCsv, HostileTablesAreOneLineErrors) {
+  TempDir dir;
+  const std::string schema = R"({"columns":[{"name":"x","kind":"int32","nullable":true}]})";
+  auto expect_error = [&](const std::function<void(const std::filesystem::path&)>& columns, Bytes valid,
+                          const std::string& what) {
+    auto store = Store::open(table_store(dir, schema, valid, columns));
+    try {
+      TableCsv table(*store, "");
+      FAIL() << "no error, wanted " << what;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  };
+  // A mask shorter than the column, a column shorter than _valid_rows, a mask of the wrong dtype.
+  expect_error(
+      [](const std::filesystem::path& cols) {
+        write_nd(cols / "x.b2nd", "<i4", 4, {3}, raw_of<int32_t>({1, 2, 3}));
+        write_nd(cols / "x.notnull.b2nd", "|b1", 1, {2}, Bytes{1, 1});
+      },
+      Bytes{1, 1, 1}, "the null mask of x is not a boolean per row");
+  expect_error(
+      [](const std::filesystem::path& cols) {
+        write_nd(cols / "x.b2nd", "<i4", 4, {3}, raw_of<int32_t>({1, 2, 3}));
+        write_nd(cols / "x.notnull.b2nd", "<i4", 4, {3}, raw_of<int32_t>({1, 1, 1}));
+      },
+      Bytes{1, 1, 1}, "the null mask of x is not a boolean per row");
+  expect_error([](const std::filesystem::path& cols) { write_nd(cols / "x.b2nd", "<i4", 4, {2}, Bytes(8)); },
+               Bytes{1, 1, 1}, "column x is shorter than _valid_rows");
+  expect_error([](const std::filesystem::path&) {}, Bytes{1}, "table column /_cols/x is missing");
 }
 
 }  // namespace
