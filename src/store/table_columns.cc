@@ -15,6 +15,11 @@ namespace {
 
 // A utf8 block whose bytes exceed this is read a row at a time.
 constexpr int64_t kMaxBlockBytes = int64_t(64) << 20;
+// The most bytes one cell (a utf8 string, an ndarray cell) may take; a leaf
+// claiming more (a small compressed file can claim terabytes) is refused.
+constexpr int64_t kMaxCellBytes = int64_t(256) << 20;
+// Fixed-width rows are read at most this many bytes at a time.
+constexpr int64_t kMaxFixedReadBytes = int64_t(16) << 20;
 // Decoded chunks of an items leaf kept at once.
 constexpr size_t kItemChunksKept = 4;
 
@@ -240,22 +245,30 @@ void scalar_text(const uint8_t* p, int size, ScalarType t, const ValueStyle& sty
 class FixedReader : public ColumnReader {
  public:
   FixedReader(std::unique_ptr<NdColumn> values, ValueStyle style)
-      : values_(std::move(values)), style_(std::move(style)), type_(scalar_type(*values_)) {}
+      : values_(std::move(values)), style_(std::move(style)), type_(scalar_type(*values_)) {
+    if (values_->row_items() > kMaxCellBytes / values_->itemsize())
+      throw UnsupportedError(values_->where() + ": cells of " + std::to_string(values_->row_items()) +
+                             " items are not shown in table.csv");
+  }
   int64_t length() const override { return values_->rows(); }
   void read(int64_t first, int64_t count, CsvCells& cells) const override {
-    const Bytes data = values_->rows_bytes(first, count);
     const int size = values_->itemsize();
-    const size_t row_bytes = size_t(values_->row_items()) * size_t(size);
+    const int64_t row_bytes = values_->row_items() * size;
+    const int64_t step = std::max<int64_t>(1, kMaxFixedReadBytes / row_bytes);
     const std::vector<int64_t>& shape = values_->item_shape();
-    for (int64_t i = 0; i < count; ++i) {
-      const uint8_t* p = data.data() + size_t(i) * row_bytes;
-      std::string text;
-      if (shape.empty()) {
-        scalar_text(p, size, type_, style_, false, text);
-      } else {
-        nested(p, 0, text);
+    for (int64_t done = 0; done < count; done += step) {
+      const int64_t n = std::min(step, count - done);
+      const Bytes data = values_->rows_bytes(first + done, n);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint8_t* p = data.data() + size_t(i * row_bytes);
+        std::string text;
+        if (shape.empty()) {
+          scalar_text(p, size, type_, style_, false, text);
+        } else {
+          nested(p, 0, text);
+        }
+        cells[size_t(done + i)] = std::move(text);
       }
-      cells[size_t(i)] = std::move(text);
     }
   }
 
@@ -305,6 +318,10 @@ class Utf8Reader : public ColumnReader {
                                                                        " bytes"
                                                                  : "below the one before"));
     }
+    for (size_t k = 0; k < size_t(count); ++k)
+      if (off[k + 1] - off[k] > kMaxCellBytes)
+        throw FormatError(offsets_->where() + ": row " + std::to_string(first + int64_t(k)) + " claims " +
+                          std::to_string(off[k + 1] - off[k]) + " bytes, more than table.csv shows in a cell");
     const bool whole = off[size_t(count)] - off[0] <= kMaxBlockBytes;
     const Bytes blob = whole ? bytes_->item_bytes(off[0], off[size_t(count)] - off[0]) : Bytes();
     for (size_t k = 0; k < size_t(count); ++k) {
