@@ -515,43 +515,49 @@ std::optional<std::string> numpy_descr_text(const Json& dtype) {
   return out + "]";
 }
 
+std::vector<Json> chunk_items(const Frame& frame, ItemsLayout layout, int64_t n) {
+  std::vector<Json> items;
+  if (layout == ItemsLayout::none || n < 0 || n >= frame.nchunks()) return items;
+  auto value = [&](ByteSpan bytes, const char* what) -> Json {
+    std::optional<Json> v = msgpack_to_json(bytes);
+    if (!v) throw FormatError("chunk " + std::to_string(n) + ": " + what + " is not one msgpack value");
+    return std::move(*v);
+  };
+  const Bytes stored = frame.read_raw_chunk(n);
+  ChunkView view(stored);
+  const Bytes decoded = view.decode();
+  if (layout == ItemsLayout::one_per_chunk) {
+    items.push_back(value(decoded, "the chunk"));
+    return items;
+  }
+  // A batch: its VL blocks each hold a msgpack array of items (a chunk
+  // without VL blocks is one such array).
+  const int32_t nblocks = view.header().vlblocks() ? view.nblocks() : 1;
+  for (int32_t j = 0; j < nblocks; ++j) {
+    ByteSpan block = view.header().vlblocks()
+                         ? ByteSpan(decoded).subspan(size_t(view.block_offset(j)), size_t(view.block_size(j)))
+                         : ByteSpan(decoded);
+    Json block_items = value(block, "a block");
+    if (!block_items.is_array())
+      throw FormatError("chunk " + std::to_string(n) + ": block " + std::to_string(j) + " is not an array of items");
+    for (Json& item : block_items) items.push_back(std::move(item));
+  }
+  return items;
+}
+
 std::string items_jsonl_rows(const Frame& frame, ItemsLayout layout, int64_t first, int64_t count) {
   std::string out;
   if (layout == ItemsLayout::none) return out;
   const int64_t begin = std::clamp<int64_t>(first, 0, frame.nchunks());
   const int64_t end = std::clamp<int64_t>(first + std::max<int64_t>(count, 0), begin, frame.nchunks());
-  auto line = [&](int64_t n, ByteSpan bytes, const char* what) -> Json {
-    std::optional<Json> value = msgpack_to_json(bytes);
-    if (!value) throw FormatError("chunk " + std::to_string(n) + ": " + what + " is not one msgpack value");
-    return std::move(*value);
-  };
-  auto emit = [&](int64_t n, const Json& value) {
-    try {
-      out += value.dump();
-    } catch (const Json::exception& e) {
-      throw FormatError("chunk " + std::to_string(n) + ": an item has no JSON text: " + e.what());
-    }
-    out += '\n';
-  };
   for (int64_t n = begin; n < end; ++n) {
-    const Bytes stored = frame.read_raw_chunk(n);
-    ChunkView view(stored);
-    const Bytes decoded = view.decode();
-    if (layout == ItemsLayout::one_per_chunk) {
-      emit(n, line(n, decoded, "the chunk"));
-      continue;
-    }
-    // A batch: its VL blocks each hold a msgpack array of items (a chunk
-    // without VL blocks is one such array).
-    const int32_t nblocks = view.header().vlblocks() ? view.nblocks() : 1;
-    for (int32_t j = 0; j < nblocks; ++j) {
-      ByteSpan block = view.header().vlblocks()
-                           ? ByteSpan(decoded).subspan(size_t(view.block_offset(j)), size_t(view.block_size(j)))
-                           : ByteSpan(decoded);
-      const Json items = line(n, block, "a block");
-      if (!items.is_array())
-        throw FormatError("chunk " + std::to_string(n) + ": block " + std::to_string(j) + " is not an array of items");
-      for (const Json& item : items) emit(n, item);
+    for (const Json& item : chunk_items(frame, layout, n)) {
+      try {
+        out += item.dump();
+      } catch (const Json::exception& e) {
+        throw FormatError("chunk " + std::to_string(n) + ": an item has no JSON text: " + e.what());
+      }
+      out += '\n';
     }
   }
   return out;

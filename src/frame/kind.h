@@ -62,6 +62,11 @@ FrameKind detect_frame_kind(const Frame& frame);
 // query parameters. Each becomes "<redacted>".
 Json redact_secrets(const Json& value);
 
+// The items chunk n holds (msgpack values as JSON, see msgpack.h), in item
+// order; empty for ItemsLayout::none or a chunk number out of range. Throws
+// FormatError when the chunk does not hold what the layout says.
+std::vector<Json> chunk_items(const Frame& frame, ItemsLayout layout, int64_t n);
+
 // The lines of items.jsonl that chunks [first, first + count) hold: one JSON
 // value per item, in item order, each followed by "\n". Throws FormatError when
 // a chunk does not hold what the layout says (naming the chunk).

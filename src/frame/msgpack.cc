@@ -368,4 +368,14 @@ Bytes json_text_to_msgpack(std::string_view text) {
   return json_to_msgpack(value);
 }
 
+std::optional<Bytes> json_bytes_value(const Json& value) {
+  if (!value.is_object() || value.size() != 1 || !value.contains(kBytesKey) || !value[kBytesKey].is_string())
+    return std::nullopt;
+  try {
+    return base64_decode(value[kBytesKey].get<std::string>());
+  } catch (const FormatError&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace blosc2fs

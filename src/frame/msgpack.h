@@ -23,6 +23,9 @@ inline constexpr int kMsgpackMaxNesting = 65;
 // key that is not a UTF-8 string, duplicate keys).
 // bin values become {"__bytes__": "<base64>"}; ext values {"__ext__": [type, "<base64>"]}.
 std::optional<Json> msgpack_to_json(ByteSpan data);
+// The bytes of a decoded bin value ({"__bytes__": "<base64>"}); nullopt for any
+// other value or base64 that does not decode.
+std::optional<Bytes> json_bytes_value(const Json& value);
 // Encodes with the smallest encodings, floats as float64, strings as str,
 // {"__bytes__": ...} as bin. Throws FormatError for values it cannot encode.
 Bytes json_to_msgpack(const Json& value);

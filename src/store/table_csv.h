@@ -1,6 +1,7 @@
 // A CTable (python-blosc2) of a store as CSV text: its live rows (`_valid_rows`)
-// in order, its columns in schema order, nulls (the `<col>.notnull` masks) as
-// empty fields, RFC 4180 quoting, CRLF line ends. The text is made a block of
+// in order, its columns in schema order (each read by a table_columns.h
+// reader), nulls (the `<col>.notnull` masks, null sentinels, null codes, msgpack
+// nils) as empty fields, RFC 4180 quoting, CRLF line ends. The text is made a block of
 // rows at a time from the column frames, never held whole.
 #pragma once
 
@@ -10,14 +11,15 @@
 #include <vector>
 
 #include "store.h"
+#include "table_columns.h"
 
 namespace blosc2fs {
 
 class TableCsv {
  public:
   // The table whose `_meta` leaf is `<prefix>/_meta` (prefix "" for the store's
-  // root). Throws FormatError, or UnsupportedError for a column kind it cannot
-  // show (variable-length and list columns).
+  // root). Throws FormatError, or UnsupportedError for a column it cannot
+  // show (an Arrow-serialized list column, an unknown dtype).
   TableCsv(const Store& store, const std::string& prefix);
   ~TableCsv();
 
@@ -33,7 +35,7 @@ class TableCsv {
  private:
   struct Column;
   std::vector<std::unique_ptr<Column>> columns_;
-  std::unique_ptr<Column> valid_;
+  std::unique_ptr<NdColumn> valid_;
   std::string schema_json_;
   std::string header_;
   int64_t physical_rows_ = 0;
