@@ -74,7 +74,9 @@ need_packages() {
   source "$ROOT/scripts/apt.sh"
   apt_get install -y -qq "${missing[@]}" >/dev/null || { apt_get update -qq && apt_get install -y -qq "${missing[@]}" >/dev/null; }
 }
-need_packages squashfuse squashfs-tools fuse3 strace cmake g++ pkg-config python3-venv
+need_packages fuse3 cmake g++ pkg-config
+if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
+wants store && need_packages python3-venv
 
 if ((BUILD_IT)); then
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
@@ -130,13 +132,16 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 # The value of key=... in a line of fsbench output.
 kv() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
-# "median (min–max)" of several figures, or just the figure when there is one.
-spread() {
-  local m lo hi
-  m=$(fmt "$(median "$@")")
+# "median (min–max)" of several figures, or just the figure when there is one;
+# spread_d: the same with D decimals.
+spread() { spread_d 0 "$@"; }
+spread_d() {
+  local d=$1 m lo hi
+  shift
+  m=$(fmt "$(median "$@")" "$d")
   (($# > 1)) || { echo "$m"; return; }
   lo=$(printf '%s\n' "$@" | sort -g | head -1) hi=$(printf '%s\n' "$@" | sort -g | tail -1)
-  echo "$m ($(fmt "$lo")–$(fmt "$hi"))"
+  echo "$m ($(fmt "$lo" "$d")–$(fmt "$hi" "$d"))"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { if (v == "" || v == "nan") print "n/a"; else printf "%.*f", d, v }'; }
@@ -643,6 +648,7 @@ vlmeta_edit() {
 # --- 5. a store of many leaves ---------------------------------------------------------------
 
 rss_mb() { awk '$1 == "VmRSS:" { print $2 / 1024 }' "/proc/$1/status"; }
+children_cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$$/stat"; }
 # Leaf frames the daemon holds open: the leaf files (.b2d) and embedded frames'
 # memory files it has open, each once (a writable leaf's editor has a
 # descriptor of its own, an embedded frame is read through /proc/self/fd), and
@@ -668,7 +674,7 @@ store_rows() {
   fi
   log "$what: mount, first leaf, cold listing, memory"
   wait_quiet
-  local mount_t=() first_t=() list_t=() list_cpu=() entries=() rss_list=() rss_json=() json_t=() open_list=() open_json=()
+  local f0 f1 find_cpu=() mount_t=() first_t=() list_t=() list_cpu=() entries=() rss_list=() rss_json=() json_t=() open_list=() open_json=()
   for ((r = 0; r < RUNS; r++)); do
     drop_caches
     t0=$(now)
@@ -686,11 +692,13 @@ store_rows() {
     mount_b2 "$store" "$mnt" -o "cache_size=${STORE_CACHE_MB}M"
     pid=$(daemon_pid "$mnt")
     # What `ls -lR` needs: every entry's type and size (a stat of each), here from find.
-    c0=$(proc_cpu_ticks "$pid") t0=$(now)
+    # CPU of the daemon, and of find (this shell's waited-for children), for it.
+    c0=$(proc_cpu_ticks "$pid") f0=$(children_cpu_ticks) t0=$(now)
     n=$(find "$mnt" -printf '%y %s %p\n' | wc -l)
-    t1=$(now) c1=$(proc_cpu_ticks "$pid")
+    t1=$(now) c1=$(proc_cpu_ticks "$pid") f1=$(children_cpu_ticks)
     list_t+=("$(elapsed "$t0" "$t1")") entries+=("$n")
     list_cpu+=("$(awk -v t="$((c1 - c0))" -v hz="$CLK_TCK" 'BEGIN { print t / hz }')")
+    find_cpu+=("$(awk -v t="$((f1 - f0))" -v hz="$CLK_TCK" 'BEGIN { print t / hz }')")
     rss_list+=("$(rss_mb "$pid")") open_list+=("$(open_leaves "$pid" "$store")")
     t0=$(now)
     find "$mnt" -name frame.json -print0 | xargs -0 cat >/dev/null
@@ -703,12 +711,12 @@ store_rows() {
   drop_caches
   lib=$("$FSBENCH" store "$store")
   m=$(median "${mount_t[@]}") l=$(median "${list_t[@]}")
-  row "$what: mount until the mount point answers, cold (s)" "$(spread "${mount_t[@]}")" \
+  row "$what: mount until the mount point answers, cold (s)" "$(spread_d 3 "${mount_t[@]}")" \
     "Store::open $(fmt "$(kv open_s "$lib")" 3)" "—" "< 1 s" "$(verdict "$m < 1")"
   row "$what: cold listing, \`find -printf '%y %s %p'\` of the whole tree, first after mounting (s)" \
-    "$(spread "${list_t[@]}"): $(fmt "$(median "${entries[@]}")") entries, daemon CPU $(fmt "$(median "${list_cpu[@]}")" 2) s" \
+    "$(spread_d 2 "${list_t[@]}"): $(fmt "$(median "${entries[@]}")") entries; CPU: daemon $(fmt "$(median "${list_cpu[@]}")" 2) s, find $(fmt "$(median "${find_cpu[@]}")" 2) s" \
     "every leaf's frame opened once $(fmt "$(kv leaves_s "$lib")" 3)" "—" "< 2 s" "$(verdict "$l < 2")"
-  row "$what: \`cat\` of the first leaf's \`data\`, right after mounting, cold (s)" "$(spread "${first_t[@]}")" "—" "—" \
+  row "$what: \`cat\` of the first leaf's \`data\`, right after mounting, cold (s)" "$(spread_d 3 "${first_t[@]}")" "—" "—" \
     "— (informational)" "—"
   # The memory bound: the cache budget, plus a small cost per leaf.
   rl=$(median "${rss_list[@]}") rj=$(median "${rss_json[@]}")

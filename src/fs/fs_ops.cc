@@ -138,7 +138,11 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // largest read the kernel sends too.
   conn->max_write = 1 << 20;
   conn->time_gran = 1;
-  (void)userdata;
+  FsContext& c = *static_cast<FsContext*>(userdata);
+  if (c.unchanging && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
+    conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+    c.no_opendir = true;
+  }
   spdlog::debug("FUSE protocol {}.{}, max_write {}, max_readahead {}", conn->proto_major, conn->proto_minor,
                 conn->max_write, conn->max_readahead);
 }
@@ -230,6 +234,9 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino) {
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, "opendir", ino, [&] {
     FsContext& c = context(req);
+    // ENOSYS: from now on the kernel opens directories itself, keeping their
+    // listings (only for trees that never change, see FsContext).
+    if (c.no_opendir) throw FsError{ENOSYS};
     refresh(c);
     std::optional<Node> node = c.volume.node(ino);
     if (!node) throw FsError{ENOENT};
