@@ -15,6 +15,7 @@
 //   fsbench vlmeta FRAME NAME VALUE                 FrameEditor::set_vlmetalayer + commit
 //   fsbench show-vlmeta FRAME NAME                  prints a vlmetalayer's content
 //   fsbench folios FILE                             how much of FILE's page cache is in large folios
+//   fsbench store STORE                             Store::open, then every leaf's frame opened once
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -44,6 +45,7 @@
 #include "frame.h"
 #include "frame_editor.h"
 #include "frame_writer.h"
+#include "store.h"
 
 namespace {
 
@@ -326,6 +328,24 @@ int cmd_open(const std::string& path) {
   return 0;
 }
 
+// What a mount of a store does before it answers (Store::open), and the least a
+// listing of every leaf's files costs in-process (each leaf's frame opened once).
+int cmd_store(const std::string& path) {
+  auto start = Clock::now();
+  std::unique_ptr<Store> store = Store::open(path);
+  const double open_s = seconds_since(start);
+  start = Clock::now();
+  int64_t opened = 0;
+  for (const StoreLeaf& leaf : store->leaves()) {
+    if (leaf.where.type == LeafLocation::Type::remote) continue;
+    opened += store->open_leaf(leaf)->nchunks() >= 0;
+  }
+  const double leaves_s = seconds_since(start);
+  std::printf("open_s=%.4f leaves=%zu leaves_s=%.4f opened=%" PRId64 " rss_kb=%" PRId64 "\n", open_s,
+              store->leaves().size(), leaves_s, opened, vm_rss_kb());
+  return 0;
+}
+
 void write_all(int fd, const uint8_t* p, size_t n, const std::string& what) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -482,7 +502,8 @@ int usage() {
       "       fsbench write SRC OUT CODEC CLEVEL TYPESIZE CHUNKSIZE\n"
       "       fsbench vlmeta FRAME NAME VALUE\n"
       "       fsbench show-vlmeta FRAME NAME\n"
-      "       fsbench folios FILE\n",
+      "       fsbench folios FILE\n"
+      "       fsbench store STORE\n",
       stderr);
   return 1;
 }
@@ -505,6 +526,7 @@ int run(std::vector<std::string> args) {
   if (cmd == "vlmeta" && args.size() == 3) return cmd_vlmeta(args[0], args[1], args[2]);
   if (cmd == "show-vlmeta" && args.size() == 2) return cmd_show_vlmeta(args[0], args[1]);
   if (cmd == "folios" && args.size() == 1) return cmd_folios(args[0]);
+  if (cmd == "store" && args.size() == 1) return cmd_store(args[0]);
   return usage();
 }
 

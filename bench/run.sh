@@ -5,9 +5,11 @@
 # and, where squashfs can do that work, with squashfuse_ll on a squashfs image
 # of the same uncompressed bytes. Needs root (drops the page cache).
 #
-#   bench/run.sh [--quick] [--runs N] [--no-build] [--prepare] [--read-ahead KB] [BUILD_DIR]
+#   bench/run.sh [--quick] [--runs N] [--no-build] [--prepare] [--read-ahead KB] [--only GROUPS] [BUILD_DIR]
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
+# --only GROUPS: these groups of rows alone, comma-separated, out of reads,
+#   random, ls, mount, cp, vlmeta, store (only their data sets are made).
 # --no-build: use the binaries already in BUILD_DIR as they are.
 # --prepare: make the data sets, then stop.
 # --read-ahead KB: the kernel's readahead of every FUSE mount, blosc2fs
@@ -24,6 +26,7 @@ RUNS=3
 BUILD_IT=1
 PREPARE_ONLY=0
 READ_AHEAD_KB=""
+ONLY=""
 BUILD=""
 while (($#)); do
   case "$1" in
@@ -32,7 +35,8 @@ while (($#)); do
     --no-build) BUILD_IT=0 ;;
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only) ONLY=$2; shift ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
@@ -40,6 +44,11 @@ while (($#)); do
 done
 BUILD=$(realpath -m "${BUILD:-$ROOT/build-bench}")
 SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
+# wants GROUP: whether this run measures that group of rows (--only).
+wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
+for g in ${ONLY//,/ }; do
+  case $g in reads | random | ls | mount | cp | vlmeta | store) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+done
 
 if ((QUICK)); then
   SIZE_MB=128; TEXT_MB=64; CP_MB=64; NREADS=4000; ((RUNS == 3)) && RUNS=1
@@ -65,7 +74,9 @@ need_packages() {
   source "$ROOT/scripts/apt.sh"
   apt_get install -y -qq "${missing[@]}" >/dev/null || { apt_get update -qq && apt_get install -y -qq "${missing[@]}" >/dev/null; }
 }
-need_packages squashfuse squashfs-tools fuse3 strace cmake g++ pkg-config
+need_packages fuse3 cmake g++ pkg-config
+if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
+wants store && need_packages python3-venv
 
 if ((BUILD_IT)); then
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
@@ -121,13 +132,16 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 # The value of key=... in a line of fsbench output.
 kv() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
-# "median (min–max)" of several figures, or just the figure when there is one.
-spread() {
-  local m lo hi
-  m=$(fmt "$(median "$@")")
+# "median (min–max)" of several figures, or just the figure when there is one;
+# spread_d: the same with D decimals.
+spread() { spread_d 0 "$@"; }
+spread_d() {
+  local d=$1 m lo hi
+  shift
+  m=$(fmt "$(median "$@")" "$d")
   (($# > 1)) || { echo "$m"; return; }
   lo=$(printf '%s\n' "$@" | sort -g | head -1) hi=$(printf '%s\n' "$@" | sort -g | tail -1)
-  echo "$m ($(fmt "$lo")–$(fmt "$hi"))"
+  echo "$m ($(fmt "$lo" "$d")–$(fmt "$hi" "$d"))"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { if (v == "" || v == "nan") print "n/a"; else printf "%.*f", d, v }'; }
@@ -253,10 +267,12 @@ make_many() {
   "$MKFRAME" many-chunks "$frame.tmp" "$n" && mv "$frame.tmp" "$frame"
 }
 
-for s in "${SET_ORDER[@]}"; do make_set "$s"; done
-make_many "$MANY_LS" "$LS_CHUNKS"
-make_many "$MANY_MOUNT" "$MOUNT_CHUNKS"
-if [[ ! -f $MANY_LS_SQFS ]]; then
+if wants reads || wants random || wants cp || wants vlmeta; then
+  for s in "${SET_ORDER[@]}"; do make_set "$s"; done
+fi
+wants ls && make_many "$MANY_LS" "$LS_CHUNKS"
+wants mount && make_many "$MANY_MOUNT" "$MOUNT_CHUNKS"
+if wants ls && [[ ! -f $MANY_LS_SQFS ]]; then
   log "making $MANY_LS_SQFS (the same $LS_CHUNKS chunks as files)"
   # 100,000 small files: in memory when there is a tmpfs (removing them from a
   # disk file system can take minutes).
@@ -268,7 +284,29 @@ if [[ ! -f $MANY_LS_SQFS ]]; then
   mv "$MANY_LS_SQFS.tmp" "$MANY_LS_SQFS"
   rm -rf "$files"
 fi
-if [[ ! -f $CP_SRC ]]; then
+# A python-blosc2 TreeStore of many leaves, as .b2d and .b2z (bench/mkstore.py:
+# nested groups, every other leaf embedded in embed.b2e), made by the test
+# venv's pinned python-blosc2.
+STORE_LEAVES=10000
+# The store mounts' cache budget: what the memory rows are held to.
+STORE_CACHE_MB=64
+store_path() { echo "$DATA/store-$STORE_LEAVES.$1"; }
+STORE_WHY=""  # why the store rows cannot be measured, when they cannot
+make_stores() {
+  local f
+  for f in b2d b2z; do
+    [[ -e $(store_path "$f") ]] && continue
+    if ! "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+      STORE_WHY="no python-blosc2 to make the store with (scripts/test-venv.sh $BUILD failed)"
+      return
+    fi
+    log "making $(store_path "$f") ($STORE_LEAVES leaves, python-blosc2)"
+    "$BUILD/venv/bin/python" "$ROOT/bench/mkstore.py" "$(store_path "$f")" "$STORE_LEAVES" >/dev/null ||
+      { STORE_WHY="bench/mkstore.py failed"; return; }
+  done
+}
+wants store && make_stores
+if wants cp && [[ ! -f $CP_SRC ]]; then
   head -c "$((CP_MB << 20))" "$(set_raw f32)" >"$CP_SRC.tmp" && mv "$CP_SRC.tmp" "$CP_SRC"
 fi
 if ((PREPARE_ONLY)); then
@@ -607,15 +645,98 @@ vlmeta_edit() {
   fi
 }
 
+# --- 5. a store of many leaves ---------------------------------------------------------------
+
+rss_mb() { awk '$1 == "VmRSS:" { print $2 / 1024 }' "/proc/$1/status"; }
+children_cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$$/stat"; }
+# Leaf frames the daemon holds open: the leaf files (.b2d) and embedded frames'
+# memory files it has open, each once (a writable leaf's editor has a
+# descriptor of its own, an embedded frame is read through /proc/self/fd), and
+# its descriptors of the .b2z but the embed store's own.
+open_leaves() {
+  local pid=$1 store=$2 fd
+  for fd in /proc/"$pid"/fd/*; do
+    printf '%s %s\n' "$(stat -L -c %d:%i "$fd" 2>/dev/null)" "$(readlink "$fd")"
+  done | awk -v s="$store" '
+    index($2, "/memfd:blosc2fs-embedded") == 1 && !seen[$1]++ { n++; next }
+    s ~ /\.b2z$/ && $2 == s { z++; next }
+    index($2, s "/") == 1 && $2 ~ /\.(b2nd|b2f|b2b)$/ && !seen[$1]++ { n++ }
+    END { print n + (z > 1 ? z - 1 : 0) }'
+}
+
+store_rows() {
+  local fmt=$1 store mnt=$MNT/b2 first=g00/s00/leaf00000 pid t0 t1 c0 c1 n out
+  store=$(store_path "$fmt")
+  local what="TreeStore of $STORE_LEAVES leaves (.$fmt)"
+  if [[ -n $STORE_WHY ]]; then
+    row "$what: mount, cold listing" "n/a ($STORE_WHY)" "—" "—" "mount < 1 s; listing < 2 s" "n/a"
+    return
+  fi
+  log "$what: mount, first leaf, cold listing, memory"
+  wait_quiet
+  local f0 f1 find_cpu=() mount_t=() first_t=() list_t=() list_cpu=() entries=() rss_list=() rss_json=() json_t=() open_list=() open_json=()
+  for ((r = 0; r < RUNS; r++)); do
+    drop_caches
+    t0=$(now)
+    mount_b2 "$store" "$mnt" -o "cache_size=${STORE_CACHE_MB}M"
+    [[ -d $mnt/g00 ]] || die "$store: g00 is not a directory of the mount"
+    t1=$(now)
+    mount_t+=("$(elapsed "$t0" "$t1")")
+    t0=$(now)
+    cat "$mnt/$first/data" >/dev/null
+    t1=$(now)
+    first_t+=("$(elapsed "$t0" "$t1")")
+    unmount_wait "$mnt"
+
+    drop_caches
+    mount_b2 "$store" "$mnt" -o "cache_size=${STORE_CACHE_MB}M"
+    pid=$(daemon_pid "$mnt")
+    # What `ls -lR` needs: every entry's type and size (a stat of each), here from find.
+    # CPU of the daemon, and of find (this shell's waited-for children), for it.
+    c0=$(proc_cpu_ticks "$pid") f0=$(children_cpu_ticks) t0=$(now)
+    n=$(find "$mnt" -printf '%y %s %p\n' | wc -l)
+    t1=$(now) c1=$(proc_cpu_ticks "$pid") f1=$(children_cpu_ticks)
+    list_t+=("$(elapsed "$t0" "$t1")") entries+=("$n")
+    list_cpu+=("$(awk -v t="$((c1 - c0))" -v hz="$CLK_TCK" 'BEGIN { print t / hz }')")
+    find_cpu+=("$(awk -v t="$((f1 - f0))" -v hz="$CLK_TCK" 'BEGIN { print t / hz }')")
+    rss_list+=("$(rss_mb "$pid")") open_list+=("$(open_leaves "$pid" "$store")")
+    t0=$(now)
+    find "$mnt" -name frame.json -print0 | xargs -0 cat >/dev/null
+    t1=$(now)
+    json_t+=("$(elapsed "$t0" "$t1")")
+    rss_json+=("$(rss_mb "$pid")") open_json+=("$(open_leaves "$pid" "$store")")
+    unmount_wait "$mnt"
+  done
+  local lib m l rl rj bound
+  drop_caches
+  lib=$("$FSBENCH" store "$store")
+  m=$(median "${mount_t[@]}") l=$(median "${list_t[@]}")
+  row "$what: mount until the mount point answers, cold (s)" "$(spread_d 3 "${mount_t[@]}")" \
+    "Store::open $(fmt "$(kv open_s "$lib")" 3)" "—" "< 1 s" "$(verdict "$m < 1")"
+  row "$what: cold listing, \`find -printf '%y %s %p'\` of the whole tree, first after mounting (s)" \
+    "$(spread_d 2 "${list_t[@]}"): $(fmt "$(median "${entries[@]}")") entries; CPU: daemon $(fmt "$(median "${list_cpu[@]}")" 2) s, find $(fmt "$(median "${find_cpu[@]}")" 2) s" \
+    "every leaf's frame opened once $(fmt "$(kv leaves_s "$lib")" 3)" "—" "< 2 s" "$(verdict "$l < 2")"
+  row "$what: \`cat\` of the first leaf's \`data\`, right after mounting, cold (s)" "$(spread_d 3 "${first_t[@]}")" "—" "—" \
+    "— (informational)" "—"
+  # The memory bound: the cache budget, plus a small cost per leaf.
+  rl=$(median "${rss_list[@]}") rj=$(median "${rss_json[@]}")
+  bound=$(awk -v c="$STORE_CACHE_MB" -v n="$STORE_LEAVES" 'BEGIN { print c + n * 4 / 1024 }')
+  row "$what: daemon RSS (MB) and leaves open after the listing, then after reading every leaf's \`frame.json\` ($(fmt "$(median "${json_t[@]}")" 2) s), \`-o cache_size=${STORE_CACHE_MB}M\`" \
+    "$(fmt "$rl" 1) MB, $(fmt "$(median "${open_list[@]}")") open; $(fmt "$rj" 1) MB, $(fmt "$(median "${open_json[@]}")") open" \
+    "process RSS after opening every leaf once: $(fmt "$(awk -v k="$(kv rss_kb "$lib")" 'BEGIN { print k / 1024 }')" 1) MB" "—" \
+    "≤ cache_size + 4 KB per leaf ($(fmt "$bound") MB); ≤ 64 leaves open" \
+    "$(verdict "$rl <= $bound && $rj <= $bound") / $(verdict "$(median "${open_list[@]}") <= 64 && $(median "${open_json[@]}") <= 64")"
+}
+
 # --- run and print -----------------------------------------------------------------------------
 
-for s in "${SET_ORDER[@]}"; do seq_reads "$s"; done
-random_reads 1
-random_reads 4
-list_many
-mount_many
-copy_in
-vlmeta_edit
+if wants reads; then for s in "${SET_ORDER[@]}"; do seq_reads "$s"; done; fi
+if wants random; then random_reads 1; random_reads 4; fi
+wants ls && list_many
+wants mount && mount_many
+wants cp && copy_in
+wants vlmeta && vlmeta_edit
+if wants store; then store_rows b2d; store_rows b2z; fi
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)

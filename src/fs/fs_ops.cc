@@ -138,7 +138,11 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // largest read the kernel sends too.
   conn->max_write = 1 << 20;
   conn->time_gran = 1;
-  (void)userdata;
+  FsContext& c = *static_cast<FsContext*>(userdata);
+  if (c.unchanging && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
+    conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+    c.no_opendir = true;
+  }
   spdlog::debug("FUSE protocol {}.{}, max_write {}, max_readahead {}", conn->proto_major, conn->proto_minor,
                 conn->max_write, conn->max_readahead);
 }
@@ -230,6 +234,9 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino) {
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, "opendir", ino, [&] {
     FsContext& c = context(req);
+    // ENOSYS: from now on the kernel opens directories itself, keeping their
+    // listings (only for trees that never change, see FsContext).
+    if (c.no_opendir) throw FsError{ENOSYS};
     refresh(c);
     std::optional<Node> node = c.volume.node(ino);
     if (!node) throw FsError{ENOENT};
@@ -248,7 +255,12 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
   if (!dir) throw FsError{ENOENT};
   if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   size = std::min<size_t>(size, 1 << 20);
-  std::vector<char> buf(size);
+  // The kernel asks for up to a megabyte per call (its max_pages): a listing of
+  // a few names must not pay for zeroing that much (a store's thousands of
+  // small directories spent most of their time there). Left uninitialized,
+  // only the pages the entries are written to are ever touched.
+  std::unique_ptr<char[]> reply = std::make_unique_for_overwrite<char[]>(size);
+  char* const buf = reply.get();
   size_t used = 0;
   // Adds one entry; false when it does not fit (it will come in the next call).
   auto add = [&](const std::string& name, uint64_t child, bool directory, bool self_or_parent, off_t next) {
@@ -269,12 +281,12 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
           e.attr.st_mode = directory ? S_IFDIR : S_IFREG;
         }
       }
-      need = fuse_add_direntry_plus(req, buf.data() + used, size - used, name.c_str(), &e, next);
+      need = fuse_add_direntry_plus(req, buf + used, size - used, name.c_str(), &e, next);
     } else {
       struct stat st {};
       st.st_ino = child;
       st.st_mode = directory ? S_IFDIR : S_IFREG;
-      need = fuse_add_direntry(req, buf.data() + used, size - used, name.c_str(), &st, next);
+      need = fuse_add_direntry(req, buf + used, size - used, name.c_str(), &st, next);
     }
     if (need > size - used) return false;
     used += need;
@@ -296,7 +308,7 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
       cookie = entry->next;
     }
   }
-  fuse_reply_buf(req, buf.data(), used);
+  fuse_reply_buf(req, buf, used);
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info*) {

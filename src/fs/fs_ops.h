@@ -22,6 +22,12 @@ struct FsContext {
   // Entry and attribute timeouts: long, because every change the mount makes
   // or notices is followed by an invalidation of what it affects.
   double timeout = 86400.0;
+  // Nothing under the mount ever changes while it is mounted (a .b2z or .b2e
+  // store): the kernel may then list directories without opening them and keep
+  // every listing (FUSE_CAP_NO_OPENDIR_SUPPORT), which halves the requests of a
+  // listing of thousands of small directories. Set by op_init when granted.
+  bool unchanging = false;
+  bool no_opendir = false;
 };
 
 const fuse_lowlevel_ops& lowlevel_operations();

@@ -266,6 +266,8 @@ int mount_and_serve(const Options& o) {
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
   FsContext context{tree, notifier, read_ahead};
+  // A .b2z or .b2e is never edited in place (README "Stores"): its tree never changes.
+  context.unchanging = store && store->store().format() != StoreFormat::b2d;
 
   FuseArgs args(o, frame_path, writable);
   const fuse_lowlevel_ops& ops = lowlevel_operations();

@@ -272,6 +272,7 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
     return leaf.volume;
   }
   VolumeOptions options = leaf_options_;
+  if (leaf.inodes) options.inodes = std::move(*leaf.inodes);
   std::filesystem::path file = store_->leaf_file(*leaf.store_leaf);
   if (file.empty()) {
     const StoreLeaf* sl = leaf.store_leaf;
@@ -300,14 +301,22 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
     options.writable = false;
     leaf.volume = std::make_shared<Volume>(file, options);
   }
+  leaf.inodes.reset();
   lru_.push_front(slot - 1);
   leaf.lru = lru_.begin();
-  // Close the least recently used beyond the bound, skipping pinned ones.
+  // Close the least recently used beyond the bound, skipping those in use:
+  // with open files, held by a request (every copy of the pointer is made
+  // under mutex_, so a count of 1 is exact), or holding uncommitted state.
   for (auto it = lru_.end(); lru_.size() > max_open_ && it != lru_.begin();) {
     --it;
     Leaf& old = leaves_[*it];
-    if (old.pins > 0 || *it == slot - 1) continue;
+    if (old.open_files > 0 || *it == slot - 1 || old.volume.use_count() > 1 || !old.volume->closable()) continue;
     if (old.volume->writable()) old.volume->shutdown();  // a compaction when due
+    // Layers' numbers are kept even when the kernel holds none of them now:
+    // a request may have just looked one up and not yet told remember().
+    InodeMemory memory = old.volume->inode_memory();
+    if (!memory.lookups.empty() || !memory.layers.empty())
+      old.inodes = std::make_unique<InodeMemory>(std::move(memory));
     old.volume.reset();
     it = lru_.erase(it);
   }
@@ -322,11 +331,12 @@ std::shared_ptr<Volume> StoreTree::open_volume_if_open(uint64_t slot) {
 
 void StoreTree::translate(uint64_t slot, KernelNotes& notes) {
   for (uint64_t& ino : notes.inodes) ino = global(slot, ino);
+  for (uint64_t& ino : notes.attributes) ino = global(slot, ino);
   for (auto& [parent, name] : notes.entries) parent = global(slot, parent);
 }
 
 const std::string& StoreTree::store_json() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(store_json_mutex_);  // not mutex_: making it opens every leaf, for a while
   if (!store_json_made_) {
     store_json_ = store_json_text(*store_);
     store_json_made_ = true;
@@ -429,9 +439,9 @@ struct stat StoreTree::attributes(uint64_t ino) {
     struct stat st = directory_attributes(ino);
     st.st_mode = S_IFREG | node_access(NodeKind::frame_json, store_access_, writable_, leaf_options_.access).mode;
     st.st_nlink = 1;
-    if (ino == kStoreJsonIno) st.st_size = off_t(store_json().size());
-    else if (!f->csv) st.st_size = off_t(tables_[f->table]->csv->schema_json().size());
-    // table.csv: size 0, read with direct I/O until its end (it is made as it is read).
+    if (ino != kStoreJsonIno && !f->csv) st.st_size = off_t(tables_[f->table]->csv->schema_json().size());
+    // table.csv: size 0, read with direct I/O until its end (it is made as it is
+    // read); store.json too: it opens every leaf, which a listing must not wait for.
     st.st_blocks = (st.st_size + 511) / 512;
     return st;
   }
@@ -464,30 +474,30 @@ std::string StoreTree::path_of(uint64_t ino) const {
   return key + "/" + (v ? v->path_of(local) : "inode " + std::to_string(local));
 }
 
+// The kernel's references go to the leaf's Volume, or while it is closed to
+// what it left (given to the next one). Under mutex_, without a copy of the
+// Volume's pointer, so that they never keep a leaf from being closed.
 void StoreTree::remember(uint64_t ino) {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0 || slot > leaves_.size() || local == kRootIno) return;
-  std::shared_ptr<Volume> v;
-  {
-    std::lock_guard lock(mutex_);
-    Leaf& leaf = leaves_[slot - 1];
-    if (pins_volume(local) && leaf.volume) ++leaf.pins;
-    v = leaf.volume;
-  }
-  if (v) v->remember(local);
+  std::lock_guard lock(mutex_);
+  Leaf& leaf = leaves_[slot - 1];
+  if (leaf.volume) return leaf.volume->remember(local);
+  if (!leaf.inodes) leaf.inodes = std::make_unique<InodeMemory>();
+  ++leaf.inodes->lookups[local];
 }
 
 void StoreTree::forget(uint64_t ino, uint64_t count) {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0 || slot > leaves_.size() || local == kRootIno) return;
-  std::shared_ptr<Volume> v;
-  {
-    std::lock_guard lock(mutex_);
-    Leaf& leaf = leaves_[slot - 1];
-    if (pins_volume(local) && leaf.volume) leaf.pins -= std::min(leaf.pins, count);
-    v = leaf.volume;
-  }
-  if (v) v->forget(local, count);
+  std::lock_guard lock(mutex_);
+  Leaf& leaf = leaves_[slot - 1];
+  if (leaf.volume) return leaf.volume->forget(local, count);
+  if (!leaf.inodes) return;
+  auto it = leaf.inodes->lookups.find(local);
+  if (it == leaf.inodes->lookups.end()) return;
+  if (it->second > count) it->second -= count;
+  else leaf.inodes->lookups.erase(it);
 }
 
 std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
@@ -499,7 +509,7 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
     if (!node(ino)) throw FsError{ENOENT};
     if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{EROFS};
     const TreeFile* f = slot == 0 ? file_of(ino) : nullptr;
-    direct_io = f && f->csv;
+    direct_io = f && (f->csv || ino == kStoreJsonIno);
     keep_cache = !direct_io;
     auto file = std::make_unique<OpenFile>();
     file->ino = ino;
@@ -511,7 +521,7 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
   translate(slot, notes);
   {
     std::lock_guard lock(mutex_);
-    ++leaves_[slot - 1].pins;  // the handle belongs to this Volume: it stays open
+    ++leaves_[slot - 1].open_files;  // the handle belongs to this Volume: it stays open
   }
   file->ino = ino;
   return file;
@@ -612,7 +622,7 @@ void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   {
     std::lock_guard lock(mutex_);
     Leaf& leaf = leaves_[slot - 1];
-    if (leaf.pins) --leaf.pins;
+    if (leaf.open_files) --leaf.open_files;
   }
   file->ino = local_of(file->ino);
   LeafCall call(slot, nullptr, notes);  // the file goes to the Volume: only the notes come back
@@ -648,7 +658,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> StoreTree::create(uint64_t parent
   translate(slot, notes);
   {
     std::lock_guard lock(mutex_);
-    ++leaves_[slot - 1].pins;
+    ++leaves_[slot - 1].open_files;
   }
   file->ino = global(slot, child);
   return {global(slot, child), std::move(file)};
@@ -684,6 +694,11 @@ void StoreTree::maybe_refresh(KernelNotes& notes) {
   std::vector<std::pair<uint64_t, std::shared_ptr<Volume>>> open;
   {
     std::lock_guard lock(mutex_);
+    // Every request asks: the open leaves are looked at once per refresh
+    // interval, not each of them at every request (a listing's thousands).
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_refresh_ < leaf_options_.refresh_interval) return;
+    last_refresh_ = now;
     for (size_t i : lru_) open.emplace_back(i + 1, leaves_[i].volume);
   }
   for (auto& [slot, v] : open) {
@@ -691,6 +706,7 @@ void StoreTree::maybe_refresh(KernelNotes& notes) {
     v->maybe_refresh(mine);
     translate(slot, mine);
     notes.inodes.insert(notes.inodes.end(), mine.inodes.begin(), mine.inodes.end());
+    notes.attributes.insert(notes.attributes.end(), mine.attributes.begin(), mine.attributes.end());
     notes.entries.insert(notes.entries.end(), mine.entries.begin(), mine.entries.end());
   }
 }

@@ -7,11 +7,15 @@
 // the low 44 bits are that Volume's own inode number (its root, 1, being the
 // leaf's directory), so every Volume keeps the numbering of a single-frame
 // mount. The store's own tree: 1 the root, 2 store.json, kGroupBase + g group g.
-// A Volume is closed only when the kernel holds no reference to one of its
-// named inodes (layers: their numbers are handed out in order of first sight,
-// so a reopened Volume could give them other numbers) and no file of it is open.
+// A Volume is closed only when no file of it is open, no request is using it
+// and it holds nothing but its committed frame (Volume::closable); what it
+// numbered and the kernel holds (its InodeMemory: layers' numbers are handed
+// out in order of first sight) is kept with the leaf and given to the Volume
+// that opens it again, so the kernel may keep every inode it looked up while
+// the leaves come and go.
 #pragma once
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -107,8 +111,9 @@ class StoreTree : public MountTree {
     const StoreLeaf* store_leaf = nullptr;
     std::shared_ptr<Volume> volume;                // null while closed
     std::list<size_t>::iterator lru;               // valid while open
-    uint64_t pins = 0;                             // kernel references to named inodes, and open files
     std::vector<Child> children;                   // keys under this one ("/a/b" under "/a"), by name
+    uint64_t open_files = 0;                       // it stays open while a file of it is open
+    std::unique_ptr<InodeMemory> inodes;           // while closed: what its last Volume numbered
   };
   // Turns an open file's inode number into its leaf Volume's own for one call,
   // and back (and the call's kernel notes into the mount's numbers) when it ends.
@@ -117,14 +122,13 @@ class StoreTree : public MountTree {
   static uint64_t slot_of(uint64_t ino) { return ino >> kSlotShift; }
   static uint64_t local_of(uint64_t ino) { return ino & kLocalMask; }
   static uint64_t global(uint64_t slot, uint64_t local) { return slot << kSlotShift | local; }
-  static bool pins_volume(uint64_t local) { return local >= kNamedBase && local < kChunkBase; }
   uint64_t child_ino(const Child& child) const;
   const Group* group_of(uint64_t ino) const;
   const TreeFile* file_of(uint64_t ino) const;
   void add_tables();
   void read_table_csv(Table& table, int64_t offset, size_t size, ReadPieces& out);
   // The leaf's Volume, opened when closed; closes the least recently used
-  // unpinned ones beyond max_open_.
+  // closable ones beyond max_open_.
   std::shared_ptr<Volume> volume(uint64_t slot);
   std::shared_ptr<Volume> open_volume_if_open(uint64_t slot);
   Leaf& leaf_of(uint64_t slot);
@@ -149,11 +153,13 @@ class StoreTree : public MountTree {
   std::vector<std::unique_ptr<Table>> tables_;
   std::vector<TreeFile> files_;  // every group's files, by ino - kFileBase (store.json apart)
 
-  mutable std::mutex mutex_;  // leaves_' volumes, pins and the LRU; store_json_
+  mutable std::mutex mutex_;  // leaves_' volumes, open files, inode memories and the LRU
+  std::mutex store_json_mutex_;  // store_json_
   std::vector<Leaf> leaves_;  // slot = index + 1
   std::list<size_t> lru_;     // open leaves, most recently used first
   std::string store_json_;
   bool store_json_made_ = false;
+  std::chrono::steady_clock::time_point last_refresh_{};  // of the open leaves (maybe_refresh)
 };
 
 }  // namespace blosc2fs

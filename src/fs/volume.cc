@@ -39,9 +39,39 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   mtime_ns_ = stamp.mtime_ns;
   frame_access_ = read_access();
   size_at_compaction_check_ = stamp.file_size;
+  if (options_.inodes) {
+    for (const auto& [node, ino] : options_.inodes->layers) {
+      by_name_[{dir_of(node), node.name}] = ino;
+      named_[ino] = node;
+    }
+    next_named_ = std::max(next_named_, options_.inodes->next_named);
+    lookups_ = std::move(options_.inodes->lookups);
+    options_.inodes.reset();
+  }
 }
 
 Volume::~Volume() = default;
+
+bool Volume::closable() const {
+  std::shared_lock lock(state_mutex_);
+  // Every named inode is a layer's current name (no scratch file, no alias of a renamed one).
+  return scratch_.empty() && drafts_.empty() && hidden_.empty() && writers_.empty() && overlay_.clean() &&
+         named_.size() == by_name_.size();
+}
+
+InodeMemory Volume::inode_memory() const {
+  InodeMemory memory;
+  {
+    std::shared_lock lock(state_mutex_);
+    for (const auto& [key, ino] : by_name_)
+      if (auto it = named_.find(ino); it != named_.end() && it->second.kind != NodeKind::scratch)
+        memory.layers.emplace_back(it->second, ino);
+    memory.next_named = next_named_;
+  }
+  std::lock_guard lock(kernel_mutex_);
+  memory.lookups = lookups_;
+  return memory;
+}
 
 FrameAccess Volume::read_access() const {
   if (!options_.frame_source) return read_frame_access(path_);

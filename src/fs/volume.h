@@ -49,6 +49,17 @@
 
 namespace blosc2fs {
 
+// The numbers the kernel knows a Volume's files by, kept while a store's leaf is
+// closed (store_tree.h) so that the Volume opened again for it answers to the
+// same ones: the numbers given to layer names (handed out in order of first
+// sight) and the kernel's references (commits tell the kernel only about
+// inodes it holds). A few entries per name the kernel has looked up.
+struct InodeMemory {
+  std::vector<std::pair<Node, uint64_t>> layers;  // meta/, vlmeta/, attrs/ names and their numbers
+  uint64_t next_named = kNamedBase;
+  std::unordered_map<uint64_t, uint64_t> lookups;
+};
+
 struct VolumeOptions {
   bool writable = false;
   // The tree shows the frame's owner, group and permissions (tree_access.h), but for these.
@@ -77,6 +88,9 @@ struct VolumeOptions {
   // Fields frame.json shows instead of (or besides) the frame's own: an embedded
   // store leaf says where its bytes lie rather than naming its in-memory copy.
   Json frame_json_fields = Json::object();
+  // What an earlier Volume of this frame numbered and gave the kernel (a store
+  // leaf opened again).
+  std::optional<InodeMemory> inodes;
 };
 
 // What the kernel must forget after an operation (fuse_lowlevel_notify_inval_*).
@@ -198,6 +212,13 @@ class Volume : public MountTree {
   void maybe_refresh(KernelNotes& notes);
   // Unmount: commits everything still held, then compacts when due. Logs failures.
   void shutdown();
+
+  // Whether the Volume holds nothing but the committed frame and its inode
+  // numbers (no written and uncommitted bytes, no scratch files, no renamed
+  // names), so that closing it and opening the frame again with its
+  // inode_memory() shows the same tree: a store leaf may then be closed.
+  bool closable() const;
+  InodeMemory inode_memory() const;
 
  private:
   struct Draft {

@@ -613,6 +613,88 @@ def many_leaves_stay_bounded(h):
         h.unmount(mnt)
 
 
+def daemon_pid(mnt):
+    """The serving process of a mount: the blosc2fs whose last argument is it."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(args) >= 2 and args[-1] == b"" and args[-2] == mnt.encode() and b"blosc2fs" in args[0]:
+            return int(entry)
+    raise TestFailure(f"no daemon process found for {mnt}")
+
+
+def open_leaf_frames(pid, store):
+    """Leaf frames the daemon holds open: the .b2d's leaf files and the
+    in-memory files of embedded frames it has open, each counted once however
+    many descriptors it has (a writable leaf's editor has its own, an embedded
+    frame is read through /proc/self/fd)."""
+    files = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/memfd:blosc2fs-embedded") or (
+                target.startswith(store + "/") and target.endswith((".b2nd", ".b2f", ".b2b"))):
+            files.add((st.st_dev, st.st_ino))
+    return len(files)
+
+
+def listing_keeps_leaves_bounded(h):
+    """A full listing of 2,000 leaves (every file stat'ed, as `ls -lR` does) keeps
+    at most 64 leaf frames open, although the kernel keeps every inode it looked
+    up: closed leaves answer to the same inode numbers when opened again, and the
+    sizes listed are the sizes read."""
+    path = os.path.join(h.new_dir("listing"), "big.b2d")
+    n = 2000
+    with blosc2.DictStore(path, mode="w", threshold=2048) as s:
+        for i in range(n):
+            # 100 int32 (embedded) or 1,000 (a frame file of its own).
+            a = blosc2.asarray(np.arange(i, i + (100 if i % 2 else 1000), dtype="i4"))
+            if i % 3 == 0:
+                a.vlmeta["index"] = i
+            s[f"/g{i // 500}/s{i // 50 % 10}/leaf{i}"] = a
+    mnt = h.mount(path)
+    try:
+        pid = daemon_pid(mnt)
+        seen = {}
+        for root, dirs, files in os.walk(mnt):
+            for name in dirs + files:
+                p = os.path.join(root, name)
+                seen[p] = os.lstat(p)
+        leaves = [p for p in seen if os.path.basename(p).startswith("leaf") and not os.path.dirname(p).endswith(
+            ("meta", "vlmeta", "attrs", "chunks", "raw"))]
+        check_equal(len(leaves), n, "leaf directories listed")
+        opened = open_leaf_frames(pid, path)
+        check(opened <= 64, f"{opened} leaf frames open after listing {n} leaves, more than 64")
+        # Leaves closed since: the names looked up keep their inode numbers, and
+        # every size listed is what reading gives.
+        for i in range(0, n, 7):
+            d = os.path.join(mnt, f"g{i // 500}", f"s{i // 50 % 10}", f"leaf{i}")
+            names = ["index.tsv", "data", "array.npy", "meta/b2nd", "frame.json"]
+            if i % 3 == 0:
+                names += ["attrs/index", "vlmeta/index"]
+            for name in names:
+                p = os.path.join(d, name)
+                st = os.lstat(p)
+                check_equal(st.st_ino, seen[p].st_ino, f"inode number of {p} after its leaf was closed")
+                with open(p, "rb") as f:
+                    check_equal(len(f.read()), seen[p].st_size, f"size of {p} as listed")
+            if i % 3 == 0:
+                with open(os.path.join(d, "attrs", "index")) as f:
+                    check_equal(json.load(f), i, f"{d}/attrs/index")
+        opened = open_leaf_frames(pid, path)
+        check(opened <= 64, f"{opened} leaf frames open after reading, more than 64")
+    finally:
+        h.unmount(mnt)
+
+
 def b2d_leaf_writes(h):
     """A .b2d's frame-file leaves are edited like a mounted frame; python-blosc2
     reads the edits back through its store API. Embedded leaves are read-only."""
@@ -749,6 +831,8 @@ def main():
     h.test("keys under a leaf show in its directory; taken names get .key", keys_under_a_leaf, h)
     h.test("a .b2d TreeStore's attributes edited through attrs/", tree_attrs_edited, h)
     h.test("150 leaves, at most 64 open: all read right twice", many_leaves_stay_bounded, h)
+    h.test("a listing of 2,000 leaves keeps at most 64 open; closed leaves keep their inode numbers",
+           listing_keeps_leaves_bounded, h)
     h.test("a path that is no frame and no store says what it is not", not_a_store, h)
     h.test(".b2d leaves edited with sed -i, vim, appends; python-blosc2 reads them", b2d_leaf_writes, h)
     h.test("kill -9 during .b2d leaf edits leaves a store python-blosc2 opens", b2d_kill_during_edits, h)
