@@ -8,6 +8,7 @@ import math
 import multiprocessing
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -77,9 +78,17 @@ def worker(seed):
     return problems
 
 
+def default_signals():
+    """pool.terminate() ends idle workers with SIGTERM. With the harness's
+    handler inherited, a worker ran Python's exit path instead of dying, waited
+    for the queue lock a sibling had died holding, and the pool's join hung."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run_workers(h, seeds, timeout=600):
     ctx = multiprocessing.get_context("fork")
-    pool = ctx.Pool(NPROC)
+    pool = ctx.Pool(NPROC, initializer=default_signals)
     try:
         results = pool.map_async(worker, seeds).get(timeout=timeout)
     except multiprocessing.TimeoutError:
