@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, daemon_pid  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
@@ -169,20 +169,6 @@ def rss_kib(pid):
             if line.startswith("RssAnon:"):
                 return int(line.split()[1])
     raise TestFailure(f"no RssAnon for process {pid}")
-
-
-def daemon_pid(mnt):
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if mnt.encode() in args and any(a.endswith(b"blosc2fs") for a in args[:1]):
-            return int(pid)
-    raise TestFailure(f"no blosc2fs process serves {mnt}")
 
 
 @dataclass
