@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "b2nd.h"
+#include "utf8.h"
 
 namespace blosc2fs {
 
@@ -21,24 +22,6 @@ struct PyValue {
   int64_t value = 0;
   std::vector<PyValue> items;
 };
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 class PyLiteralParser {
  public:
@@ -434,29 +417,11 @@ std::optional<Described> describe(const PyValue& v, int depth) {
   }
 }
 
-// python-blosc2 decodes the dtype as UTF-8 and numpy the header of format 3.0: a
-// string that is not UTF-8 cannot be a descr.
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (size_t k = 1; k < len; ++k) {
-      const auto cont = static_cast<unsigned char>(s[i + k]);
-      if ((cont & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (cont & 0x3F);
-    }
-    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<NpyDtype> npy_dtype(std::string_view dtype) {
+  // python-blosc2 decodes the dtype as UTF-8 and numpy the header of format 3.0: a
+  // string that is not UTF-8 cannot be a descr.
   if (!valid_utf8(dtype)) return std::nullopt;
   std::string_view trimmed = dtype;
   while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.remove_prefix(1);

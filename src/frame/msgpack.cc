@@ -4,6 +4,7 @@
 // what JSON lacks (bin, ext, non-finite floats) and the checks that keep the
 // JSON view a faithful one (UTF-8 strings, string keys, no duplicate keys).
 #include "msgpack.h"
+#include "utf8.h"
 
 #include <cmath>
 #include <cstdio>
@@ -76,37 +77,6 @@ Bytes base64_decode(const std::string& text) {
     if (pad < 1) out.push_back(uint8_t(v));
   }
   return out;
-}
-
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const uint8_t c = uint8_t(s[i]);
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const uint8_t cont = uint8_t(s[i + k]);
-      if ((cont & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (cont & 0x3F);
-    }
-    static const uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 // True for a one-key object json_to_msgpack would read as bin, ext or a special float.

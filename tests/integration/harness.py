@@ -98,6 +98,21 @@ def gunzip(path):
         return f.read()
 
 
+def daemon_pid(mnt):
+    """The serving process of a mount: the blosc2fs whose last argument is it."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(args) >= 2 and args[-1] == b"" and args[-2] == mnt.encode() and b"blosc2fs" in args[0]:
+            return int(entry)
+    raise TestFailure(f"no daemon process found for {mnt}")
+
+
 class Harness:
     def __init__(self, title, watchdog_seconds=120):
         parser = argparse.ArgumentParser(description=title)

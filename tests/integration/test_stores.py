@@ -20,7 +20,7 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, daemon_pid  # noqa: E402
 from writes import sh, vim_substitute  # noqa: E402
 
 import blosc2  # noqa: E402
@@ -611,21 +611,6 @@ def many_leaves_stay_bounded(h):
                 check(np.array_equal(got, np.full(10, i, dtype="i4")), f"leaf{i} array.npy")
     finally:
         h.unmount(mnt)
-
-
-def daemon_pid(mnt):
-    """The serving process of a mount: the blosc2fs whose last argument is it."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(args) >= 2 and args[-1] == b"" and args[-2] == mnt.encode() and b"blosc2fs" in args[0]:
-            return int(entry)
-    raise TestFailure(f"no daemon process found for {mnt}")
 
 
 def open_leaf_frames(pid, store):
