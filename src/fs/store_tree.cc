@@ -352,6 +352,7 @@ struct stat StoreTree::directory_attributes(uint64_t ino) const {
   st.st_gid = access.gid;
   st.st_mode = S_IFDIR | access.mode;
   st.st_nlink = 2;
+  st.st_blksize = 4096;  // a small getdents buffer, as for a leaf's own directories (Volume::attributes)
   st.st_atim = st.st_mtim = st.st_ctim = store_time_;
   return st;
 }

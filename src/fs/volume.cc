@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -397,12 +398,23 @@ struct stat Volume::attributes(uint64_t ino) {
   st.st_mode = (is_directory(n->kind) ? S_IFDIR : S_IFREG) | access.mode;
   if (is_directory(n->kind)) {
     st.st_nlink = n->kind == NodeKind::root ? 7 : 2;  // root: ".", its name, 5 subdirectories' ".."
+    // glibc's opendir sizes its getdents buffer by st_blksize, and the kernel
+    // allocates that much for every FUSE readdir, the last empty one too: 1 MiB
+    // for a directory of a dozen names made a store's cold listing spend most of
+    // its time allocating and freeing pages. Only chunk listings can use big ones.
+    st.st_blksize = 4096;
+    if (n->kind == NodeKind::chunks_dir || n->kind == NodeKind::raw_dir) {
+      std::shared_lock lock(state_mutex_);
+      const int64_t entries = n->kind == NodeKind::raw_dir ? files_->nchunks() : overlay_.count();
+      const auto wanted = int64_t(std::bit_ceil(uint64_t(std::clamp<int64_t>(entries, 1, int64_t(1) << 32)))) * 256;
+      st.st_blksize = blksize_t(std::clamp<int64_t>(wanted, 4096, kPreferredIoSize));
+    }
   } else {
     st.st_nlink = 1;
     std::shared_lock lock(state_mutex_);
     st.st_size = size_of(*n, ino);
+    st.st_blksize = kPreferredIoSize;
   }
-  st.st_blksize = kPreferredIoSize;
   st.st_blocks = (st.st_size + 511) / 512;
   int64_t mtime;
   {

@@ -14,6 +14,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -656,6 +657,21 @@ def listing_keeps_leaves_bounded(h):
         leaves = [p for p in seen if os.path.basename(p).startswith("leaf") and not os.path.dirname(p).endswith(
             ("meta", "vlmeta", "attrs", "chunks", "raw"))]
         check_equal(len(leaves), n, "leaf directories listed")
+        by_ino = {}
+        for p, st in seen.items():
+            check(st.st_ino not in by_ino, f"{p} and {by_ino.get(st.st_ino)} share inode number {st.st_ino}")
+            by_ino[st.st_ino] = p
+        # The kernel hashes inode numbers by their low bits: leaves whose numbers
+        # differ only in the high bits all land in one bucket, and every lookup
+        # then walks thousands of inodes.
+        low_bits = {seen[p].st_ino & 0xFFFF for p in leaves}
+        check(len(low_bits) >= n * 9 // 10, f"the {n} leaf directories' inode numbers have only "
+              f"{len(low_bits)} distinct low 16 bits")
+        # glibc's opendir asks the kernel for st_blksize bytes per getdents, and
+        # FUSE allocates that much per readdir: small directories say 4 KiB.
+        for p, st in seen.items():
+            if stat.S_ISDIR(st.st_mode):
+                check_equal(st.st_blksize, 4096, f"st_blksize of directory {p}")
         opened = open_leaf_frames(pid, path)
         check(opened <= 64, f"{opened} leaf frames open after listing {n} leaves, more than 64")
         # Leaves closed since: the names looked up keep their inode numbers, and

@@ -2,6 +2,7 @@
 // inode numbers, listings, exact sizes, and bytes against the expectations.
 #include "volume.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,6 +96,14 @@ TEST_P(FsTreeFixture, MatchesExpectations) {
   ASSERT_EQ(::stat(header.c_str(), &file_st), 0);
   EXPECT_EQ(st.st_mtim.tv_sec, file_st.st_mtim.tv_sec);
   EXPECT_EQ(volume.attributes(ino_of(kRootIno, "data")).st_mode & 07777, 0444 & ~022);
+  // st_blksize sizes glibc's getdents buffer, and FUSE allocates as much per
+  // readdir: small directories ask for 4 KiB, chunk listings by their length.
+  EXPECT_EQ(st.st_blksize, 4096);
+  EXPECT_EQ(volume.attributes(ino_of(kRootIno, "meta")).st_blksize, 4096);
+  const blksize_t chunks_blksize = volume.attributes(ino_of(kRootIno, "chunks")).st_blksize;
+  EXPECT_GE(chunks_blksize, std::clamp<blksize_t>(blksize_t(nchunks) * 256, 4096, 1 << 20));
+  EXPECT_LE(chunks_blksize, 1 << 20);
+  EXPECT_EQ(volume.attributes(ino_of(kRootIno, "data")).st_blksize, 1 << 20);
 
   // data. Uninitialized chunks have no defined content (c-blosc2 leaves its
   // buffer as it was, and the fixture recorded that); blosc2fs shows zeros.
