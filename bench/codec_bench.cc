@@ -110,12 +110,13 @@ int bench_frame(const Options& opt) {
     return 2;
   }
   std::vector<uint8_t> out(largest);
+  const DecodeRules rules = frame->decode_rules();  // the plugin codecs need the frame's block shape
   double best_decode = 1e30, best_cpu = 1e30;
   for (int rep = 0; rep < opt.reps; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = thread_cpu_seconds();
     for (const Bytes& chunk : chunks) {
-      const ChunkView view(chunk);
+      const ChunkView view(chunk, rules);
       view.decode(MutableByteSpan(out).first(size_t(view.nbytes())));
     }
     best_decode = std::min(best_decode, seconds_since(start));
@@ -125,7 +126,7 @@ int bench_frame(const Options& opt) {
     const std::vector<uint8_t> expected = read_input(opt.input, total);
     size_t offset = 0;
     for (size_t c = 0; c < chunks.size(); ++c) {
-      const ChunkView view(chunks[c]);
+      const ChunkView view(chunks[c], rules);
       view.decode(MutableByteSpan(out).first(size_t(view.nbytes())));
       if (std::memcmp(out.data(), expected.data() + offset, size_t(view.nbytes())) != 0) {
         std::fprintf(stderr, "codec_bench: chunk %zu of %s does not match %s\n", c, opt.frame.c_str(),

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "b2nd.h"
 #include "chunk_codec.h"
 #include "frame_impl.h"
 
@@ -143,7 +144,28 @@ void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
   // beta.5 (the new rule) by their frames: they are read with the new one.
   decode_rules.old_bitshuffle_leftovers =
       header.layout == FrameLayout::beta1 || header.layout == FrameLayout::beta2;
+  decode_rules.geometry = plugin_block_geometry();
   load_index();
+}
+
+BlockGeometry Frame::Impl::plugin_block_geometry() const {
+  BlockGeometry g;
+  g.typesize = header.typesize;
+  // The plugins read the "b2nd" metalayer only, never "caterva" (plugin-codecs.md §0).
+  for (const Metalayer& m : metalayers) {
+    if (m.name != "b2nd") continue;
+    try {
+      const NdMeta nd = parse_nd_meta(m.content, false);
+      if (nd.ndim < 1 || nd.ndim > kMaxBlockDims || nd.blockshape.size() != size_t(nd.ndim)) break;
+      g.ndim = nd.ndim;
+      for (int i = 0; i < nd.ndim; ++i) g.blockshape[size_t(i)] = nd.blockshape[size_t(i)];
+    } catch (const FormatError&) {
+      // A b2nd metalayer that does not parse leaves the plugins without a block
+      // shape: their chunks then fail to decode with a message, like c-blosc2's.
+    }
+    break;
+  }
+  return g;
 }
 
 void Frame::Impl::load_index() {

@@ -75,6 +75,14 @@ struct FrameHeader {
   bool legacy() const { return layout != FrameLayout::current; }
 };
 
+struct CodecInfo;
+// The codec a frame's header names for its chunks (codec_registry): compcode
+// 0-5, or for compcode 6 its udcodec byte, a plugin. The betas numbered snappy 3
+// and lizard 6 and had no udcodec. Null when the header names no known codec.
+const CodecInfo* frame_codec(const FrameHeader& h);
+// Its name, else "codec-N" (N: the udcodec byte or the compcode).
+std::string frame_codec_name(const FrameHeader& h);
+
 struct Metalayer {
   std::string name;
   Bytes content;

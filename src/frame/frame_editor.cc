@@ -12,6 +12,7 @@
 #include <climits>
 
 #include "b2nd.h"
+#include "codec_registry.h"
 #include "error.h"
 #include "frame_editor_internal.h"
 #include "frame_writer.h"
@@ -127,11 +128,14 @@ struct FrameEditor::Impl {
 
   CompressParams frame_compress_params() const {
     const FrameHeader& h = frame->header();
-    uint8_t code = h.compcode();
-    if (code != 0 && code != 1 && code != 2 && code != 4 && code != 5)
-      fail(path, "the frame's codec (compcode " + std::to_string(code) + ") cannot be written", EOPNOTSUPP);
+    const CodecInfo* codec = frame_codec(h);
+    if (!codec || !codec->encodable())
+      fail(path, "the frame's codec " + frame_codec_name(h) +
+                     " cannot be encoded here, so chunks cannot be rewritten (metadata edits still work)",
+           EOPNOTSUPP);
     CompressParams p;
-    p.codec = Codec(code);
+    p.codec = Codec(codec->id);
+    p.geometry = frame->decode_rules().geometry;
     p.clevel = h.clevel();
     p.typesize = h.typesize;
     p.blocksize = h.blocksize;
@@ -289,7 +293,7 @@ struct FrameEditor::Impl {
       if (h.lazy()) fail(path, "raw chunk " + std::to_string(n) + " is a lazy chunk", EINVAL);
       // Before decoding: a 32-byte chunk can claim 2 GB that the frame would refuse anyway.
       cs_after = check_chunk_size(n, h.nbytes);
-      (void)decode_chunk(chunk);
+      (void)ChunkView(chunk, frame->decode_rules()).decode();
     } catch (const FormatError& e) {
       fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
     }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "codec_registry.h"
 #include "frame.h"
 
 namespace blosc2fs {
@@ -403,6 +404,28 @@ Bytes serialize_frame_trailer(const std::vector<Vlmetalayer>& vlmetalayers) {
   out.push_back(0x00);
   out.insert(out.end(), 16, 0);
   return out;
+}
+
+namespace {
+constexpr uint8_t kCompcodePlugin = 6;
+constexpr uint8_t kBetaCompcodeSnappy = 3;
+constexpr uint8_t kBetaCompcodeLizard = 6;
+}  // namespace
+
+const CodecInfo* frame_codec(const FrameHeader& h) {
+  const uint8_t code = h.compcode();
+  if (h.legacy()) {
+    if (code == kBetaCompcodeLizard) return nullptr;
+    return code == kBetaCompcodeSnappy || code <= 5 ? find_codec(code) : nullptr;
+  }
+  return find_codec(code == kCompcodePlugin ? h.udcodec : code);
+}
+
+std::string frame_codec_name(const FrameHeader& h) {
+  if (h.legacy() && h.compcode() == kBetaCompcodeLizard) return "lizard";
+  if (const CodecInfo* c = frame_codec(h)) return c->name;
+  const bool plugin = !h.legacy() && h.compcode() == kCompcodePlugin;
+  return "codec-" + std::to_string(plugin ? h.udcodec : h.compcode());
 }
 
 }  // namespace blosc2fs

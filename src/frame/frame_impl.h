@@ -60,6 +60,8 @@ struct Frame::Impl {
 
   void open(const std::filesystem::path& p, int64_t off);
   void load_index();
+  // The typesize and b2nd block shape the plugin codecs and filters read.
+  BlockGeometry plugin_block_geometry() const;
 
   int64_t raw_entry(int64_t n) const { return index_uniform ? uniform_entry : index[size_t(n)]; }
   void check_chunk_number(int64_t n) const;

@@ -7,36 +7,30 @@
 
 #include "b2nd.h"
 #include "chunk_format.h"
+#include "codec_registry.h"
 #include "frame_nd.h"
 
 namespace blosc2fs {
 
 namespace {
 
-std::string compcode_name(const FrameHeader& h) {
-  uint8_t c = h.compcode();
-  // The betas' API numbering had snappy at 3 and lizard at 6 (no udcodec field).
-  if (h.legacy() && c == 3) return "snappy";
-  if (h.legacy() && c == 6) return "lizard";
-  switch (c) {
-    case 0: case 1: case 2: case 4: case 5:
-      return codec_name(Codec(c));
-    case 6:
-      switch (h.udcodec) {
-        case 32: return "ndlz";
-        case 33: return "zfp_acc";
-        case 34: return "zfp_prec";
-        case 35: return "zfp_rate";
-        case 36: return "openhtj2k";
-        case 37: return "grok";
-        case 38: return "openzl";
-        case 39: return "j2k";
-        case 40: return "htj2k";
-        default: return "codec-" + std::to_string(h.udcodec);
-      }
-    default:
-      return "codec-" + std::to_string(c);
+// Whether the frame's own codec and filters decode here, and where its codec
+// comes from: chunks may use others, index.tsv names each chunk's.
+Json codec_json(const FrameHeader& h) {
+  const CodecInfo* codec = frame_codec(h);
+  bool decodable = codec && codec->decodable();
+  for (uint8_t f : h.filters) {
+    if (f == kFilterNone) continue;
+    const FilterInfo* info = find_filter(f);
+    decodable = decodable && info && info->decodable;
   }
+  Json j = Json::object();
+  j["decodable"] = decodable;
+  j["encodable"] = codec && codec->encodable();
+  j["written_by"] = codec ? Json(codec->writer) : Json(nullptr);
+  j["decoded_by"] = codec && codec->decodable() ? Json(codec->decoded_by) : Json(nullptr);
+  j["note"] = codec && codec->caveat ? Json(codec->caveat) : Json(nullptr);
+  return j;
 }
 
 const char* splitmode_name(SplitMode m) {
@@ -158,7 +152,9 @@ Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
   j["header_len"] = h.header_len;
   j["frame_len"] = h.frame_len;
   j["trailer_len"] = frame.trailer_len();
-  j["codec"] = compcode_name(h);
+  j["codec"] = frame_codec_name(h);
+  j["decodable"] = codec_json(h)["decodable"];
+  j["codec_info"] = codec_json(h);
   j["compcode"] = h.compcode();
   j["clevel"] = h.clevel();
   Json filters = Json::array();

@@ -105,7 +105,8 @@ FrameWriter::FrameWriter(const std::filesystem::path& path, const FrameParams& p
 
   FrameHeader& h = w.header;
   h.frame_type = params.sparse ? 1 : 0;
-  h.codec_flags = uint8_t(cp.clevel << 4 | (uint8_t(cp.codec) & 0x0F));
+  // Plugin codecs: compcode 6 and the id in udcodec, as c-blosc2 writes them.
+  h.codec_flags = uint8_t(cp.clevel << 4 | (is_plugin_codec(cp.codec) ? 6 : uint8_t(cp.codec) & 0x0F));
   h.other_flags = uint8_t((uint8_t(cp.splitmode) - 1) & 0x03);
   h.typesize = cp.typesize;
   h.blocksize = cp.blocksize;

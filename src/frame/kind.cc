@@ -524,7 +524,7 @@ std::vector<Json> chunk_items(const Frame& frame, ItemsLayout layout, int64_t n)
     return std::move(*v);
   };
   const Bytes stored = frame.read_raw_chunk(n);
-  ChunkView view(stored);
+  ChunkView view(stored, frame.decode_rules());
   const Bytes decoded = view.decode();
   if (layout == ItemsLayout::one_per_chunk) {
     items.push_back(value(decoded, "the chunk"));

@@ -12,11 +12,18 @@
 
 namespace blosc2fs {
 
-// Codec ids as the frame header (low nibble of codec_flags) and the library API
-// number them. lz4hc has its own id here but shares compformat 1 inside chunks.
-enum class Codec : uint8_t { blosclz = 0, lz4 = 1, lz4hc = 2, zlib = 4, zstd = 5 };
-// Every codec, in id order.
+// Codec ids as the frame header (low nibble of codec_flags, or its udcodec byte for
+// plugins) and the library API number them: the codecs this library encodes.
+// lz4hc has its own id here but shares compformat 1 inside chunks. The plugin
+// codecs need a frame's b2nd block shape (CompressParams::geometry).
+enum class Codec : uint8_t {
+  blosclz = 0, lz4 = 1, lz4hc = 2, zlib = 4, zstd = 5,
+  ndlz = 32, zfp_accuracy = 33, zfp_precision = 34, zfp_rate = 35,
+};
+// The stream codecs, in id order: those a new frame can be created with.
 inline constexpr Codec kCodecs[] = {Codec::blosclz, Codec::lz4, Codec::lz4hc, Codec::zlib, Codec::zstd};
+// True for the plugin codecs (ids 32 and up), which chunks record as compformat 6.
+inline constexpr bool is_plugin_codec(Codec c) { return uint8_t(c) >= 32; }
 
 // Codec ids as a chunk header stores them (flags bits 5-7).
 enum class ChunkCompformat : uint8_t { blosclz = 0, lz4 = 1, snappy = 2, zlib = 3, zstd = 4, user = 6 };
@@ -32,6 +39,7 @@ enum FilterId : uint8_t {
   kFilterTruncPrec = 4,
   kFilterBytedeltaBuggy = 34,
   kFilterBytedelta = 35,
+  kFilterIntTrunc = 36,
 };
 
 // Split modes as the library API numbers them (frame header stores mode-1).
@@ -44,7 +52,7 @@ const char* codec_name(Codec c);                 // "blosclz", "lz4", ...; "unkn
 std::optional<Codec> codec_named(std::string_view name);  // the inverse of codec_name
 const char* compformat_name(uint8_t compformat);  // "blosclz", "lz4", "zlib", "zstd", "user", ...
 const char* special_name(Special s);              // "none", "zeros", "nan", "value", "uninit"
-std::string filter_name(uint8_t id);              // "shuffle", "bytedelta", "filter-160", ...
+std::string filter_name(uint8_t id);              // "shuffle", "bytedelta", "filter-160", ... (codec_registry)
 
 inline constexpr int kMaxFilters = 6;
 inline constexpr int kExtendedHeaderSize = 32;

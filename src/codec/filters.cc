@@ -190,4 +190,22 @@ bool trunc_prec(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize, 
   return true;
 }
 
+bool int_trunc(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize, int bits) {
+  if (typesize != 1 && typesize != 2 && typesize != 4 && typesize != 8) return false;
+  const int width = int(8 * typesize);
+  const int zeroed = bits >= 0 ? width - bits : -bits;
+  if (zeroed < 0 || zeroed >= width) return false;
+  const size_t count = size / typesize;
+  const uint64_t keep = ~((uint64_t{1} << zeroed) - 1);
+  switch (typesize) {
+    case 1: mask_words<uint8_t>(src, dst, count, uint8_t(keep)); break;
+    case 2: mask_words<uint16_t>(src, dst, count, uint16_t(keep)); break;
+    case 4: mask_words<uint32_t>(src, dst, count, uint32_t(keep)); break;
+    default: mask_words<uint64_t>(src, dst, count, keep); break;
+  }
+  const size_t done = count * typesize;
+  if (size > done) std::memmove(dst + done, src + done, size - done);
+  return true;
+}
+
 }  // namespace blosc2fs

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "chunk_codec.h"
+#include "codec_registry.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -53,6 +54,10 @@ int32_t whole_items(int32_t blocksize, int32_t nbytes, int32_t typesize) {
 }
 
 int32_t resolve_blocksize(const CompressParams& p, int32_t nbytes) {
+  // The plugin codecs and filters work on blocks of the b2nd block shape.
+  const int64_t block_items = p.geometry.block_items();
+  if (p.blocksize == 0 && block_items > 0 && block_items * p.typesize <= kMaxBlocksize)
+    return whole_items(int32_t(block_items * p.typesize), nbytes, header_typesize(p.typesize));
   if (p.blocksize == 0) return automatic_blocksize(p, nbytes);
   return whole_items(p.blocksize, nbytes, header_typesize(p.typesize));
 }
@@ -69,6 +74,7 @@ bool split_streams(const CompressParams& p, int32_t typesize, int32_t blocksize)
     case SplitMode::automatic:
     case SplitMode::forward_compat: break;
   }
+  if (is_plugin_codec(p.codec)) return false;  // c-blosc2 splits no plugin codec unless told to
   const bool lz_codec = p.codec == Codec::blosclz || p.codec == Codec::lz4 || (p.codec == Codec::zstd && p.clevel <= 5);
   return lz_codec && pipeline_has(p, kFilterShuffle) && typesize <= kMaxSplitStreams &&
          blocksize / typesize >= kMinItemsPerStream;
@@ -79,10 +85,9 @@ void validate(const CompressParams& p, size_t nbytes) {
   if (p.clevel < 0 || p.clevel > 9) bad_params("clevel " + str(p.clevel) + " is outside 0..9");
   if (p.typesize < 1 || p.typesize > kMaxBlocksize) bad_params("typesize " + str(p.typesize) + " is out of range");
   if (p.blocksize < 0 || p.blocksize > kMaxBlocksize) bad_params("blocksize " + str(p.blocksize) + " is out of range");
-  switch (p.codec) {
-    case Codec::blosclz: case Codec::lz4: case Codec::lz4hc: case Codec::zlib: case Codec::zstd: break;
-    default: bad_params("unknown codec " + str(int(p.codec)));
-  }
+  const CodecInfo* codec = find_codec(uint8_t(p.codec));
+  if (!codec) bad_params("unknown codec " + str(int(p.codec)));
+  if (!codec->encodable()) throw UnsupportedError(std::string("encode_chunk: codec ") + codec->name + " cannot be encoded");
   switch (p.splitmode) {
     case SplitMode::always: case SplitMode::never: case SplitMode::automatic: case SplitMode::forward_compat: break;
     default: bad_params("unknown split mode " + str(int(p.splitmode)));
@@ -90,8 +95,11 @@ void validate(const CompressParams& p, size_t nbytes) {
   for (uint8_t id : p.filters) {
     switch (id) {
       case kFilterNone: case kFilterShuffle: case kFilterBitshuffle: case kFilterDelta: case kFilterTruncPrec:
-      case kFilterBytedeltaBuggy: case kFilterBytedelta: break;
-      default: throw UnsupportedError("encode_chunk: filter " + filter_name(id) + " cannot be encoded");
+      case kFilterBytedeltaBuggy: case kFilterBytedelta: case kFilterIntTrunc: break;
+      default: {
+        const FilterInfo* f = find_filter(id);
+        if (!f || !f->encode) throw UnsupportedError("encode_chunk: filter " + filter_name(id) + " cannot be encoded");
+      }
     }
   }
 }
@@ -206,8 +214,17 @@ const uint8_t* filter_block(const CompressParams& p, ByteSpan chunk, size_t offs
           bad_params("trunc_prec needs typesize 4 or 8 and a precision within the mantissa (typesize " + str(typesize) +
                      ", meta " + str(int8_t(meta)) + ")");
         break;
-      default:  // bytedelta, both variants
+      case kFilterIntTrunc:
+        if (!int_trunc(current, target, bsize, size_t(typesize), int8_t(meta)))
+          bad_params("int_trunc needs typesize 1, 2, 4 or 8 and a bit count within the item (typesize " +
+                     str(typesize) + ", meta " + str(int8_t(meta)) + ")");
+        break;
+      case kFilterBytedeltaBuggy:
+      case kFilterBytedelta:
         bytedelta_encode(current, target, bsize, element);
+        break;
+      default:  // a plugin filter on the whole block
+        find_filter(id)->encode(ByteSpan(current, bsize), MutableByteSpan(target, bsize), meta, p.geometry);
         break;
     }
     current = target;
@@ -240,7 +257,7 @@ class StreamWriter {
     }
     // A compressed stream must come out shorter than `size`: csize == size means raw.
     const size_t room = std::min(size - 1, budget_ - pos_);
-    const size_t n = room ? compress_stream(p.codec, p.clevel, data, size, out_.data() + pos_, room) : 0;
+    const size_t n = room ? compress(p, data, size, room) : 0;
     if (n == 0) {
       if (budget_ - pos_ < size) return false;
       std::memcpy(out_.data() + pos_, data, size);
@@ -254,6 +271,14 @@ class StreamWriter {
   }
 
  private:
+  size_t compress(const CompressParams& p, const uint8_t* data, size_t size, size_t room) {
+    if (!is_plugin_codec(p.codec)) return compress_stream(p.codec, p.clevel, data, size, out_.data() + pos_, room);
+    const size_t n = find_codec(uint8_t(p.codec))
+                         ->encode(uint8_t(p.codec), p.compcode_meta, ByteSpan(data, size),
+                                  MutableByteSpan(out_.data() + pos_, room), p.geometry);
+    return n < size ? n : 0;
+  }
+
   std::vector<uint8_t>& out_;
   size_t pos_;
   size_t budget_;

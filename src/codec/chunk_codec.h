@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "block_geometry.h"
 #include "bytes.h"
 #include "chunk_format.h"
 
@@ -17,6 +18,9 @@ struct DecodeRules {
   // item count is not a multiple of 8 without any shuffle; the chunk format
   // version (4) did not change with the new rule.
   bool old_bitshuffle_leftovers = false;
+  // What the plugin codecs and filters read from the frame (its typesize and the
+  // b2nd block shape); empty for a chunk outside a frame.
+  BlockGeometry geometry;
 };
 
 // A parsed, validated view of one stored chunk: decode all of it, one block, or
@@ -72,6 +76,9 @@ struct CompressParams {
   std::array<uint8_t, kMaxFilters> filters_meta{};
   SplitMode splitmode = SplitMode::forward_compat;
   uint8_t compcode_meta = 0;
+  // The frame's typesize and b2nd block shape: the plugin codecs (ndlz, zfp) and
+  // filters (ndcell, ndmean) need them, as c-blosc2's do.
+  BlockGeometry geometry;
   // Emit a special chunk (zeros, or repeated value) when the whole input is one
   // repeated item, as c-blosc2 does; off gives a regular chunk always.
   bool detect_specials = true;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "chunk_codec.h"
+#include "codec_registry.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -16,7 +17,6 @@ namespace {
 
 enum class Layout : uint8_t { empty, special, memcpyed, regular, vlblocks };
 
-constexpr uint8_t kFilterIntTrunc = 36;  // lossy; nothing to undo
 constexpr int32_t kMaxDictSize = 32768;
 constexpr uint8_t kBlosc2Instrumented = 0x80;
 constexpr size_t kScratchKeep = size_t(64) << 20;
@@ -68,6 +68,7 @@ struct ChunkView::Impl {
   struct FilterStep {
     uint8_t id;
     int32_t element_size;  // shuffle / bitshuffle / bytedelta item size
+    uint8_t meta = 0;      // plugin filters: their filters_meta byte
   };
 
   Layout layout = Layout::empty;
@@ -83,6 +84,15 @@ struct ChunkView::Impl {
   bool old_bitshuffle_rule = false;
   std::unique_ptr<StreamDictionary> dict;
   ByteSpan special_value;
+  BlockGeometry geometry;
+  // The plugin codec that decodes the streams (null: a built-in stream codec), and
+  // why none can when that is so. Streams that need no codec (zeros, runs, raw)
+  // decode either way, as c-blosc2 decodes them before it looks for the codec.
+  const CodecInfo* plugin = nullptr;
+  std::string undecodable;
+
+  // Decodes one compressed stream (csize != its decoded size n) into dst.
+  void decode_stream(const ChunkHeader& h, const uint8_t* src, size_t csize, uint8_t* dst, size_t n) const;
 
   void decode_regular_block(const ChunkView& view, int32_t j, uint8_t* out, const uint8_t* reference) const;
   void decode_vl_block(const ChunkView& view, int32_t j, uint8_t* out) const;
@@ -132,6 +142,11 @@ void ChunkView::Impl::init_filters(const ChunkHeader& h) {
         has_delta = true;
         break;
       default:
+        if (const FilterInfo* f = find_filter(id); f && f->decode) {
+          steps.push_back({id, int32_t(h.typesize), meta});
+          ++out_of_place_steps;
+          break;
+        }
         throw UnsupportedError("chunk: filter " + filter_name(id) + " (id " + str(id) + ", slot " + str(slot) +
                                ") is not supported");
     }
@@ -139,17 +154,20 @@ void ChunkView::Impl::init_filters(const ChunkHeader& h) {
 }
 
 static void check_codec(const ChunkHeader& h) {
-  const uint8_t format = h.compformat();
-  if (format == kCompformatLizard)
-    throw UnsupportedError("chunk: codec lizard (compressed format 5) was removed from c-blosc2; no library "
-                           "decodes it any more");
-  if (format == 6)
-    throw UnsupportedError("chunk: codec " + h.codec_label() + " (user or plugin codec " + str(h.udcompcode) +
-                           ") is not supported");
-  if (!compformat_supported(format))
-    throw UnsupportedError("chunk: compressed format " + str(format) + " (" + h.codec_label() + ") is not supported");
   if (h.extended && (h.blosc2_flags & kBlosc2Instrumented))
     throw UnsupportedError("chunk: instrumented chunk (codec timings, not data) is not supported");
+}
+
+void ChunkView::Impl::decode_stream(const ChunkHeader& h, const uint8_t* src, size_t csize, uint8_t* dst,
+                                    size_t n) const {
+  if (!undecodable.empty()) throw UnsupportedError(undecodable);
+  if (plugin) {
+    plugin->decode(plugin->id, h.compcode_meta, ByteSpan(src, csize), MutableByteSpan(dst, n), geometry);
+    return;
+  }
+  if (!decompress_stream(h.compformat(), src, csize, dst, n, dict.get()))
+    throw FormatError(h.codec_label() + " data of " + str(int64_t(csize)) + " bytes does not decode to " +
+                      str(int64_t(n)) + " bytes");
 }
 
 void ChunkView::Impl::read_tables(const ChunkHeader& h, ByteSpan chunk, int32_t nblocks) {
@@ -212,6 +230,7 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
   auto m = std::make_shared<Impl>();
   m->blocksize = h.blocksize;
   m->old_bitshuffle_rule = h.version <= 2 || rules.old_bitshuffle_leftovers;
+  m->geometry = rules.geometry;
   nblocks_ = h.nblocks();
 
   if (h.special() != Special::none) {
@@ -226,6 +245,8 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
     nblocks_ = 0;
   } else {
     check_codec(h);
+    m->undecodable = chunk_codec_unsupported_reason(h);
+    if (m->undecodable.empty() && h.compformat() == uint8_t(ChunkCompformat::user)) m->plugin = chunk_codec(h);
     m->init_filters(h);
     if (h.vlblocks()) {
       m->layout = Layout::vlblocks;
@@ -319,8 +340,12 @@ void ChunkView::Impl::run_filters(const ChunkView& view, const BlockInput& input
             std::memset(target + items_bytes, 0, size - items_bytes);
           }
           break;
-        default:  // bytedelta, both variants
+        case kFilterBytedeltaBuggy:
+        case kFilterBytedelta:
           bytedelta_decode(current, target, size, element);
+          break;
+        default:  // a plugin filter on the whole block
+          find_filter(step.id)->decode(ByteSpan(current, size), MutableByteSpan(target, size), step.meta, geometry);
           break;
       }
     }
@@ -351,8 +376,6 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
   static_assert(sizeof(ChunkHeader::typesize) == 1, "nstreams <= typesize must fit stream_at");
   const uint8_t* chunk = view.chunk_.data();
   const size_t limit = view.chunk_.size();
-  const uint8_t format = h.compformat();
-  const StreamDictionary* dictionary = dict.get();
   size_t pos = block_starts[size_t(j)];
   for (size_t s = 0; s < nstreams; ++s) {
     uint8_t* dst = work + s * neblock;
@@ -375,9 +398,13 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
       if (size_t(csize) > limit - pos)
         fail(str(csize) + " compressed bytes run past cbytes (" + str(int64_t(limit - pos)) + " left)");
       if (size_t(csize) != neblock) {
-        if (!decompress_stream(format, chunk + pos, size_t(csize), dst, neblock, dictionary))
-          fail(h.codec_label() + " data of " + str(csize) + " bytes does not decode to " + str(int64_t(neblock)) +
-               " bytes");
+        try {
+          decode_stream(h, chunk + pos, size_t(csize), dst, neblock);
+        } catch (const UnsupportedError& e) {
+          throw UnsupportedError("chunk: block " + str(j) + " stream " + str(int64_t(s)) + ": " + e.what());
+        } catch (const FormatError& e) {
+          fail(e.what());
+        }
       } else if (read_in_place) {
         stream_at[s] = chunk + pos;
       } else {
@@ -404,9 +431,13 @@ void ChunkView::Impl::decode_vl_block(const ChunkView& view, int32_t j, uint8_t*
   const uint8_t* src = view.chunk_.data() + begin;
   const uint8_t* input = data;
   if (csize != bsize) {
-    if (!decompress_stream(h.compformat(), src, csize, data, bsize, dict.get()))
-      corrupt("VL block " + str(j) + ": " + h.codec_label() + " data of " + str(int64_t(csize)) +
-              " bytes does not decode to " + str(int64_t(bsize)) + " bytes");
+    try {
+      decode_stream(h, src, csize, data, bsize);
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError("chunk: VL block " + str(j) + ": " + e.what());
+    } catch (const FormatError& e) {
+      corrupt("VL block " + str(j) + ": " + e.what());
+    }
   } else if (first_step_reads_elsewhere()) {
     input = src;
   } else {

@@ -29,4 +29,10 @@ void bytedelta_decode(const uint8_t* src, uint8_t* dst, size_t size, size_t type
 // Returns false when typesize is not 4 or 8 or the precision is out of range.
 bool trunc_prec(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize, int prec_bits);
 
+// INT_TRUNC (filter 36) forward: zero the low bits of each item read as an unsigned
+// integer of typesize 1, 2, 4 or 8 bytes: `bits` >= 0 keeps that many high bits,
+// < 0 zeroes -bits low bits (the filters_meta byte read as int8). Lossy; decode is a
+// copy. Returns false for other typesizes or a count that leaves no bit.
+bool int_trunc(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize, int bits);
+
 }  // namespace blosc2fs

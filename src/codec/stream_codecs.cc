@@ -27,6 +27,7 @@ constexpr uint8_t kFormatBlosclz = 0;
 constexpr uint8_t kFormatLz4 = 1;
 constexpr uint8_t kFormatZlib = 3;
 constexpr uint8_t kFormatZstd = 4;
+constexpr uint8_t kFormatUser = 6;  // a plugin codec, named by the chunk's udcompcode
 
 struct ZstdDctxDeleter {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
@@ -144,6 +145,10 @@ uint8_t codec_compformat(Codec codec) {
     case Codec::lz4hc: return kFormatLz4;
     case Codec::zlib: return kFormatZlib;
     case Codec::zstd: return kFormatZstd;
+    case Codec::ndlz:
+    case Codec::zfp_accuracy:
+    case Codec::zfp_precision:
+    case Codec::zfp_rate: return kFormatUser;
   }
   return kFormatBlosclz;
 }
@@ -209,6 +214,11 @@ size_t compress_stream(Codec codec, int clevel, const uint8_t* src, size_t size,
       const size_t n = ZSTD_compressCCtx(cctx, dst, size_t(capacity), src, size, zstd_level(clevel));
       return ZSTD_isError(n) ? 0 : n;
     }
+    case Codec::ndlz:
+    case Codec::zfp_accuracy:
+    case Codec::zfp_precision:
+    case Codec::zfp_rate:
+      break;  // plugin codecs: codec_registry
   }
   return 0;
 }

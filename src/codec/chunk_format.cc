@@ -1,6 +1,8 @@
 // Chunk header parsing and the names of codecs, filters and special values.
 #include "chunk_format.h"
 
+#include "codec_registry.h"
+
 #include <string>
 
 namespace blosc2fs {
@@ -24,6 +26,10 @@ const char* codec_name(Codec c) {
     case Codec::lz4hc: return "lz4hc";
     case Codec::zlib: return "zlib";
     case Codec::zstd: return "zstd";
+    case Codec::ndlz: return "ndlz";
+    case Codec::zfp_accuracy: return "zfp_acc";
+    case Codec::zfp_precision: return "zfp_prec";
+    case Codec::zfp_rate: return "zfp_rate";
   }
   return "unknown";
 }
@@ -59,19 +65,9 @@ const char* special_name(Special s) {
 }
 
 std::string filter_name(uint8_t id) {
-  switch (id) {
-    case kFilterNone: return "none";
-    case kFilterShuffle: return "shuffle";
-    case kFilterBitshuffle: return "bitshuffle";
-    case kFilterDelta: return "delta";
-    case kFilterTruncPrec: return "trunc_prec";
-    case 32: return "ndcell";
-    case 33: return "ndmean";
-    case kFilterBytedeltaBuggy: return "bytedelta_buggy";
-    case kFilterBytedelta: return "bytedelta";
-    case 36: return "int_trunc";
-    default: return "filter-" + std::to_string(id);
-  }
+  if (id == kFilterNone) return "none";
+  if (const FilterInfo* f = find_filter(id)) return f->name;
+  return "filter-" + std::to_string(id);
 }
 
 int32_t ChunkHeader::nblocks() const {
@@ -80,28 +76,7 @@ int32_t ChunkHeader::nblocks() const {
   return int32_t((int64_t(nbytes) + blocksize - 1) / blocksize);
 }
 
-std::string ChunkHeader::codec_label() const {
-  const uint8_t format = compformat();
-  if (format == 6) {
-    switch (udcompcode) {
-      case 32: return "ndlz";
-      case 33: return "zfp_acc";
-      case 34: return "zfp_prec";
-      case 35: return "zfp_rate";
-      case 36: return "openhtj2k";
-      case 37: return "grok";
-      case 38: return "openzl";
-      case 39: return "j2k";
-      case 40: return "htj2k";
-      default: return "codec-" + std::to_string(udcompcode);
-    }
-  }
-  // lz4hc shares lz4's compformat; c-blosc2 records the API code (2) in byte 22.
-  if (format == 1 && extended && udcompcode == uint8_t(Codec::lz4hc)) return "lz4hc";
-  if (format == kCompformatLizard) return "lizard";
-  if (format == 2 || format == 7) return "compformat-" + std::to_string(format);
-  return compformat_name(format);
-}
+std::string ChunkHeader::codec_label() const { return chunk_codec_name(*this); }
 
 std::string ChunkHeader::filters_label() const {
   std::string label;

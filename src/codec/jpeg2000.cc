@@ -1,0 +1,303 @@
+// The JPEG 2000 codecs of python-blosc2's plugins, decoded by OpenJPEG
+// (plugin-codecs.md §7).
+//
+// OpenJPEG sizes its tile structures and sample buffers by the codestream's SIZ
+// marker, which a hostile block can make claim 65,535 tiles of 16,384 components.
+// So SIZ is read here first, and the image it describes must fit the block the
+// plugin would have filled before OpenJPEG sees a byte.
+#include "jpeg2000.h"
+
+#include <openjpeg.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace blosc2fs {
+
+namespace {
+
+constexpr uint8_t kJp2Signature[12] = {0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A};
+constexpr uint8_t kFloatFrameMagic[8] = {'B', '2', 'J', 'P', 'F', '3', '2', 0};
+constexpr size_t kFloatFrameHeader = 64;
+constexpr uint16_t kFloatConstant = 4;
+constexpr int64_t kMaxTiles = 4096;
+constexpr int kMaxComponents = 16;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+const char* codec_name(uint8_t id) {
+  switch (id) {
+    case kCodecOpenHtj2k: return "openhtj2k";
+    case kCodecGrok: return "grok";
+    case kCodecJ2k: return "j2k";
+    default: return "htj2k";
+  }
+}
+
+struct Siz {
+  int64_t width = 0, height = 0;
+  int components = 0;
+  int max_precision = 0;
+};
+
+// The SIZ marker segment of a raw codestream (ISO 15444-1 A.5.1), checked.
+Siz read_siz(ByteSpan cs, const std::string& what) {
+  ByteReader r(cs, what + ": codestream");
+  if (r.be16() != 0xFF4F) r.fail("does not start with SOC (FF4F)");
+  if (r.be16() != 0xFF51) r.fail("SOC is not followed by SIZ (FF51)");
+  const uint16_t length = r.be16();
+  ByteReader siz(r.take(length >= 2 ? length - 2 : 0), what + ": SIZ marker");
+  siz.be16();  // Rsiz: capabilities (Part 15 for HTJ2K)
+  const uint32_t xsiz = siz.be32(), ysiz = siz.be32(), xo = siz.be32(), yo = siz.be32();
+  const uint32_t xt = siz.be32(), yt = siz.be32(), xto = siz.be32(), yto = siz.be32();
+  const uint16_t csiz = siz.be16();
+  if (xo >= xsiz || yo >= ysiz) siz.fail("empty image " + str(xsiz) + " x " + str(ysiz));
+  if (xt == 0 || yt == 0 || xto > xo || yto > yo) siz.fail("tile grid that does not cover the image");
+  Siz s;
+  s.width = int64_t(xsiz) - xo;
+  s.height = int64_t(ysiz) - yo;
+  const int64_t tiles = ((int64_t(xsiz) - xto + xt - 1) / xt) * ((int64_t(ysiz) - yto + yt - 1) / yt);
+  if (tiles > kMaxTiles) siz.fail(str(tiles) + " tiles (at most " + str(kMaxTiles) + " are taken)");
+  if (csiz < 1 || csiz > kMaxComponents) siz.fail(str(csiz) + " components (1 to " + str(kMaxComponents) + " taken)");
+  s.components = csiz;
+  for (int c = 0; c < csiz; ++c) {
+    const uint8_t ssiz = siz.u8(), dx = siz.u8(), dy = siz.u8();
+    const int precision = (ssiz & 0x7F) + 1;
+    if (precision > 31)
+      throw UnsupportedError(what + ": component " + str(c) + " has " + str(precision) +
+                             "-bit samples; OpenJPEG decodes at most 31 bits");
+    if (dx != 1 || dy != 1) siz.fail("component " + str(c) + " is subsampled " + str(dx) + " x " + str(dy));
+    s.max_precision = std::max(s.max_precision, precision);
+  }
+  return s;
+}
+
+// The codestream inside a JP2 file: its first top-level jp2c box.
+ByteSpan jp2_codestream(ByteSpan file, const std::string& what) {
+  ByteReader r(file, what + ": JP2 file");
+  while (r.remaining() > 0) {
+    const uint64_t length32 = r.be32();
+    const uint32_t type = r.be32();
+    uint64_t content;
+    if (length32 == 1) {
+      const uint64_t length64 = r.be64();
+      if (length64 < 16) r.fail("box of " + str(int64_t(length64)) + " bytes");
+      content = length64 - 16;
+    } else if (length32 == 0) {
+      content = r.remaining();
+    } else {
+      if (length32 < 8) r.fail("box of " + str(int64_t(length32)) + " bytes");
+      content = length32 - 8;
+    }
+    if (content > r.remaining()) r.fail("box runs past the end of the block");
+    ByteSpan body = r.take(size_t(content));
+    if (type == 0x6A703263) return body;  // 'jp2c'
+  }
+  r.fail("no codestream (jp2c) box");
+}
+
+// OpenJPEG reads its input through callbacks; 2.5.0 has no memory stream.
+struct MemoryInput {
+  ByteSpan bytes;
+  size_t position = 0;
+};
+
+OPJ_SIZE_T read_input(void* buffer, OPJ_SIZE_T n, void* user) {
+  auto* in = static_cast<MemoryInput*>(user);
+  const size_t left = in->bytes.size() - in->position;
+  if (left == 0) return OPJ_SIZE_T(-1);
+  const size_t k = std::min<size_t>(n, left);
+  std::memcpy(buffer, in->bytes.data() + in->position, k);
+  in->position += k;
+  return k;
+}
+
+OPJ_OFF_T skip_input(OPJ_OFF_T n, void* user) {
+  auto* in = static_cast<MemoryInput*>(user);
+  const int64_t target = std::clamp<int64_t>(int64_t(in->position) + n, 0, int64_t(in->bytes.size()));
+  const OPJ_OFF_T moved = OPJ_OFF_T(target - int64_t(in->position));
+  in->position = size_t(target);
+  return moved;
+}
+
+OPJ_BOOL seek_input(OPJ_OFF_T to, void* user) {
+  auto* in = static_cast<MemoryInput*>(user);
+  if (to < 0 || uint64_t(to) > in->bytes.size()) return OPJ_FALSE;
+  in->position = size_t(to);
+  return OPJ_TRUE;
+}
+
+void keep_error(const char* message, void* user) {
+  auto* last = static_cast<std::string*>(user);
+  *last = message;
+  while (!last->empty() && (last->back() == '\n' || last->back() == ' ')) last->pop_back();
+}
+
+void ignore_message(const char*, void*) {}
+
+struct CodecDestroyer {
+  void operator()(opj_codec_t* c) const { opj_destroy_codec(c); }
+};
+struct StreamDestroyer {
+  void operator()(opj_stream_t* s) const { opj_stream_destroy(s); }
+};
+struct ImageDestroyer {
+  void operator()(opj_image_t* i) const { opj_image_destroy(i); }
+};
+using Image = std::unique_ptr<opj_image_t, ImageDestroyer>;
+
+// How a plugin lays samples out in its block.
+enum class Layout { planar_int32, interleaved_by_component, interleaved_common };
+
+Layout layout_of(uint8_t codec_id) {
+  switch (codec_id) {
+    case kCodecOpenHtj2k: return Layout::planar_int32;
+    case kCodecHtj2k: return Layout::interleaved_common;
+    default: return Layout::interleaved_by_component;
+  }
+}
+
+// Bytes per sample of component c in the block.
+size_t sample_bytes(Layout layout, const Siz& siz, int precision) {
+  switch (layout) {
+    case Layout::planar_int32: return 4;
+    case Layout::interleaved_common: return siz.max_precision <= 8 ? 1 : 2;
+    case Layout::interleaved_by_component: return size_t(precision / 8);
+  }
+  return 0;
+}
+
+// Decodes a JP2 file or raw codestream into `out` in `layout`.
+void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const std::string& what) {
+  const bool jp2 = payload.size() >= sizeof kJp2Signature && std::memcmp(payload.data(), kJp2Signature, 12) == 0;
+  if (!jp2 && !(payload.size() >= 2 && payload[0] == 0xFF && payload[1] == 0x4F))
+    throw FormatError(what + ": neither a JP2 file nor a JPEG 2000 codestream");
+  const Siz siz = read_siz(jp2 ? jp2_codestream(payload, what) : payload, what);
+  // Every sample lands somewhere in the block, so the image cannot hold more
+  // samples than the block bytes: that bounds what OpenJPEG allocates.
+  const int64_t samples = siz.width * siz.height * siz.components;
+  if (siz.width > int64_t(out.size()) || siz.height > int64_t(out.size()) || samples > int64_t(out.size()))
+    throw FormatError(what + ": a " + str(siz.width) + " x " + str(siz.height) + " image of " + str(siz.components) +
+                      " components does not fit a block of " + str(int64_t(out.size())) + " bytes");
+  const int64_t needed = samples * int64_t(sample_bytes(layout, siz, 8));
+  if (layout != Layout::interleaved_by_component && needed > int64_t(out.size()))
+    throw FormatError(what + ": the image needs " + str(needed) + " bytes, the block holds " +
+                      str(int64_t(out.size())));
+
+  std::unique_ptr<opj_codec_t, CodecDestroyer> codec(opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K));
+  if (!codec) throw std::bad_alloc();
+  std::string error;
+  opj_set_info_handler(codec.get(), ignore_message, nullptr);
+  opj_set_warning_handler(codec.get(), ignore_message, nullptr);
+  opj_set_error_handler(codec.get(), keep_error, &error);
+  opj_dparameters_t parameters;
+  opj_set_default_decoder_parameters(&parameters);
+  if (!opj_setup_decoder(codec.get(), &parameters)) throw FormatError(what + ": OpenJPEG refused its setup: " + error);
+  opj_codec_set_threads(codec.get(), 1);
+  std::unique_ptr<opj_stream_t, StreamDestroyer> stream(opj_stream_create(size_t(1) << 16, OPJ_TRUE));
+  if (!stream) throw std::bad_alloc();
+  MemoryInput input{payload};
+  opj_stream_set_user_data(stream.get(), &input, nullptr);
+  opj_stream_set_user_data_length(stream.get(), payload.size());
+  opj_stream_set_read_function(stream.get(), read_input);
+  opj_stream_set_skip_function(stream.get(), skip_input);
+  opj_stream_set_seek_function(stream.get(), seek_input);
+  opj_image_t* raw_image = nullptr;
+  const bool header_ok = opj_read_header(stream.get(), codec.get(), &raw_image);
+  Image image(raw_image);
+  if (!header_ok || !image) throw FormatError(what + ": OpenJPEG cannot read the header: " + error);
+  if (int(image->numcomps) != siz.components)
+    throw FormatError(what + ": the file has " + str(image->numcomps) + " components where its codestream has " +
+                      str(siz.components));
+  if (!opj_decode(codec.get(), stream.get(), image.get()) || !opj_end_decompress(codec.get(), stream.get()))
+    throw FormatError(what + ": OpenJPEG cannot decode the image: " + error);
+
+  // A JP2 palette or channel definition can change the components while decoding.
+  if (int(image->numcomps) != siz.components)
+    throw FormatError(what + ": decoded " + str(image->numcomps) + " components where the codestream has " +
+                      str(siz.components));
+  std::memset(out.data(), 0, out.size());
+  const int nc = int(image->numcomps);
+  size_t planar_offset = 0;
+  for (int c = 0; c < nc; ++c) {
+    const opj_image_comp_t& comp = image->comps[c];
+    const int64_t pixels = int64_t(comp.w) * comp.h;
+    if (!comp.data || comp.w != uint32_t(siz.width) || comp.h != uint32_t(siz.height) || int(comp.prec) > 31)
+      throw FormatError(what + ": component " + str(c) + " decoded as " + str(comp.w) + " x " + str(comp.h) +
+                        ", not the " + str(siz.width) + " x " + str(siz.height) + " its header says");
+    const size_t isz = sample_bytes(layout, siz, int(comp.prec));
+    if (layout == Layout::planar_int32) {
+      for (int64_t p = 0; p < pixels; ++p) store_le32(out.data() + planar_offset + size_t(p) * 4, uint32_t(comp.data[p]));
+      planar_offset += size_t(pixels) * 4;
+      continue;
+    }
+    if (isz == 0) continue;
+    // The last sample of this component must fit: checked once, not per pixel.
+    const int64_t last_end = ((pixels - 1) * nc + c) * int64_t(isz) + int64_t(isz);
+    if (last_end > int64_t(out.size()))
+      throw FormatError(what + ": the image needs " + str(last_end) + " bytes, the block holds " +
+                        str(int64_t(out.size())));
+    for (int64_t p = 0; p < pixels; ++p) {
+      const uint32_t v = uint32_t(comp.data[p]);
+      uint8_t* dst = out.data() + size_t((p * nc + c) * int64_t(isz));
+      for (size_t k = 0; k < isz; ++k) dst[k] = uint8_t(v >> (8 * k));
+    }
+  }
+}
+
+// The float frame of J2K and HTJ2K: floats quantised to unsigned samples of an
+// inner image, with the scale in a 64-byte header.
+void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, const std::string& what) {
+  ByteReader r(block, what + ": float frame");
+  r.take(8);
+  const uint32_t version = load_le16(r.take(2).data());
+  const uint32_t header = load_le16(r.take(2).data());
+  const uint8_t quant_bits = r.u8();
+  r.u8();  // NaN policy
+  const uint16_t flags = load_le16(r.take(2).data());
+  const uint64_t payload_size = r.le64();
+  double scale_min, scale_max;
+  std::memcpy(&scale_min, r.take(8).data(), 8);
+  std::memcpy(&scale_max, r.take(8).data(), 8);
+  if (version != 1 || header != kFloatFrameHeader)
+    r.fail("version " + str(version) + " with a " + str(header) + "-byte header (version 1, 64 bytes known)");
+  if (out.size() % 4 != 0) r.fail("block of " + str(int64_t(out.size())) + " bytes is not whole float32 items");
+  const size_t count = out.size() / 4;
+  if (flags & kFloatConstant) {
+    const float v = float(scale_min);
+    for (size_t i = 0; i < count; ++i) std::memcpy(out.data() + 4 * i, &v, 4);
+    return;
+  }
+  if (quant_bits != 8 && quant_bits != 16 && quant_bits != 32) r.fail("quantisation of " + str(quant_bits) + " bits");
+  if (payload_size > block.size() - kFloatFrameHeader)
+    r.fail("payload of " + str(int64_t(payload_size)) + " bytes runs past the block");
+  const size_t q_bytes = quant_bits / 8;
+  std::vector<uint8_t> samples(count * q_bytes);
+  decode_image(block.subspan(kFloatFrameHeader, size_t(payload_size)), layout, samples, what);
+  const double qmax = quant_bits == 8 ? 255.0 : quant_bits == 16 ? 65535.0 : 4294967295.0;
+  const double step = (scale_max - scale_min) / qmax;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t q = 0;
+    for (size_t k = 0; k < q_bytes; ++k) q |= uint32_t(samples[i * q_bytes + k]) << (8 * k);
+    const float v = float(scale_min + double(q) * step);
+    std::memcpy(out.data() + 4 * i, &v, 4);
+  }
+}
+
+}  // namespace
+
+void jpeg2000_decode(uint8_t codec_id, ByteSpan in, MutableByteSpan out) {
+  const std::string what = codec_name(codec_id);
+  const Layout layout = layout_of(codec_id);
+  const bool float_frame = (codec_id == kCodecJ2k || codec_id == kCodecHtj2k) && in.size() >= kFloatFrameHeader &&
+                           std::memcmp(in.data(), kFloatFrameMagic, sizeof kFloatFrameMagic) == 0;
+  if (float_frame)
+    decode_float_frame(in, layout, out, what);
+  else
+    decode_image(in, layout, out, what);
+}
+
+}  // namespace blosc2fs

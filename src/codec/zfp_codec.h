@@ -1,0 +1,29 @@
+// ZFP in fixed-accuracy (codec 33), fixed-precision (34) and fixed-rate (35) mode,
+// through libzfp: one headerless zfp bitstream per block, its parameters rebuilt
+// from compcode_meta, the frame's typesize and the b2nd block shape
+// (plugin-codecs.md §3).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "block_geometry.h"
+#include "bytes.h"
+
+namespace blosc2fs {
+
+inline constexpr uint8_t kCodecZfpAccuracy = 33;
+inline constexpr uint8_t kCodecZfpPrecision = 34;
+inline constexpr uint8_t kCodecZfpRate = 35;
+
+// Decodes one stream into out (out.size() == the block's bytes). Needs typesize 4
+// or 8, 1..4 block dimensions and prod(blockshape) * typesize <= out.size().
+// Throws FormatError (bad stream) or UnsupportedError (geometry zfp cannot take).
+void zfp_decode(uint8_t codec_id, uint8_t meta, ByteSpan in, MutableByteSpan out, const BlockGeometry& geometry);
+
+// Encodes one whole block (in.size() == prod(blockshape) * typesize) into out.
+// Returns the stream size, or 0 when the input is not exactly one block, or when the
+// result would not fit in `out` or not be smaller than the input (stored raw then).
+size_t zfp_encode(uint8_t codec_id, uint8_t meta, ByteSpan in, MutableByteSpan out, const BlockGeometry& geometry);
+
+}  // namespace blosc2fs
