@@ -8,12 +8,27 @@
 #include "jpeg2000.h"
 
 #include <openjpeg.h>
+#include <setjmp.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BLOSC2FS_LEAK_CHECKER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BLOSC2FS_LEAK_CHECKER 1
+#endif
+#endif
+#ifdef BLOSC2FS_LEAK_CHECKER
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace blosc2fs {
 
@@ -149,6 +164,87 @@ struct ImageDestroyer {
 };
 using Image = std::unique_ptr<opj_image_t, ImageDestroyer>;
 
+// Debian builds OpenJPEG with its assert()s on, and some are reachable from bad
+// input (ht_dec.c's mel_init, found by our fuzzer): assert() aborts, which would
+// take the whole mount down for one bad block. While OpenJPEG runs on a thread
+// (in that thread: decoding is told to use no worker threads), SIGABRT jumps back
+// to the call instead, which then fails as a bad block. Only OpenJPEG's C frames
+// and libc's assert/abort lie between, so no destructor is skipped; what OpenJPEG
+// had allocated for that block is leaked, not freed half-built. Anywhere else,
+// SIGABRT does what it did before.
+thread_local sigjmp_buf* t_abort_return = nullptr;
+struct sigaction g_previous_abort_action;
+
+extern "C" void on_abort(int signal_number) {
+  if (sigjmp_buf* target = t_abort_return) siglongjmp(*target, 1);
+  sigaction(SIGABRT, &g_previous_abort_action, nullptr);
+  raise(signal_number);
+}
+
+void install_abort_trap() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_abort;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_NODEFER;
+    sigaction(SIGABRT, &action, &g_previous_abort_action);
+  });
+}
+
+// OpenJPEG objects left behind by an abort, kept reachable: they are not freed,
+// and a leak checker need not report them.
+void abandon(void* object) {
+  static std::mutex mutex;
+  static std::vector<void*>* abandoned = new std::vector<void*>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (object) abandoned->push_back(object);
+}
+
+struct OpenJpegCall {
+  opj_codec_t* codec;
+  opj_stream_t* stream;
+  opj_image_t** image;
+  bool decode;  // false: read the header only
+};
+
+// Each abort leaves what OpenJPEG had allocated for its block behind; after this
+// many the decoder is not called again in this process, so a hostile file read
+// over and over cannot grow the daemon without bound.
+constexpr int kMaxOpenJpegAborts = 64;
+std::atomic<int> g_openjpeg_aborts{0};
+
+// Memory OpenJPEG allocates during a call may be abandoned by an abort: the
+// sanitizer build's leak checker is told not to count it.
+struct LeakCheckPause {
+#ifdef BLOSC2FS_LEAK_CHECKER
+  LeakCheckPause() { __lsan_disable(); }
+  ~LeakCheckPause() { __lsan_enable(); }
+#endif
+};
+
+// Returns 1 when OpenJPEG succeeded, 0 when it failed, -1 when it aborted.
+int guarded_openjpeg(const OpenJpegCall& call) {
+  if (g_openjpeg_aborts.load() >= kMaxOpenJpegAborts)
+    throw UnsupportedError("OpenJPEG aborted on " + std::to_string(kMaxOpenJpegAborts) +
+                           " codestreams in this process; JPEG 2000 decoding is off until the next mount");
+  [[maybe_unused]] LeakCheckPause pause;
+  sigjmp_buf target;
+  if (sigsetjmp(target, 1) != 0) {
+    t_abort_return = nullptr;
+    g_openjpeg_aborts.fetch_add(1);
+    return -1;
+  }
+  t_abort_return = &target;
+  bool ok;
+  if (!call.decode)
+    ok = opj_read_header(call.stream, call.codec, call.image);
+  else
+    ok = opj_decode(call.codec, call.stream, *call.image) && opj_end_decompress(call.codec, call.stream);
+  t_abort_return = nullptr;
+  return ok ? 1 : 0;
+}
+
 // How a plugin lays samples out in its block.
 enum class Layout { planar_int32, interleaved_by_component, interleaved_common };
 
@@ -196,7 +292,7 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   opj_dparameters_t parameters;
   opj_set_default_decoder_parameters(&parameters);
   if (!opj_setup_decoder(codec.get(), &parameters)) throw FormatError(what + ": OpenJPEG refused its setup: " + error);
-  opj_codec_set_threads(codec.get(), 1);
+  opj_codec_set_threads(codec.get(), 0);  // in this thread: see install_abort_trap
   std::unique_ptr<opj_stream_t, StreamDestroyer> stream(opj_stream_create(size_t(1) << 16, OPJ_TRUE));
   if (!stream) throw std::bad_alloc();
   MemoryInput input{payload};
@@ -205,15 +301,30 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   opj_stream_set_read_function(stream.get(), read_input);
   opj_stream_set_skip_function(stream.get(), skip_input);
   opj_stream_set_seek_function(stream.get(), seek_input);
+  install_abort_trap();
+  auto aborted = [&] {
+    abandon(codec.release());  // half-built: kept, not freed
+    abandon(stream.release());
+    return FormatError(what + ": OpenJPEG aborted on the codestream (an assertion failed inside it)");
+  };
   opj_image_t* raw_image = nullptr;
-  const bool header_ok = opj_read_header(stream.get(), codec.get(), &raw_image);
+  const int header_ok = guarded_openjpeg({codec.get(), stream.get(), &raw_image, false});
+  if (header_ok < 0) {
+    abandon(raw_image);
+    throw aborted();
+  }
   Image image(raw_image);
   if (!header_ok || !image) throw FormatError(what + ": OpenJPEG cannot read the header: " + error);
   if (int(image->numcomps) != siz.components)
     throw FormatError(what + ": the file has " + str(image->numcomps) + " components where its codestream has " +
                       str(siz.components));
-  if (!opj_decode(codec.get(), stream.get(), image.get()) || !opj_end_decompress(codec.get(), stream.get()))
-    throw FormatError(what + ": OpenJPEG cannot decode the image: " + error);
+  opj_image_t* decoding = image.get();
+  const int decoded = guarded_openjpeg({codec.get(), stream.get(), &decoding, true});
+  if (decoded < 0) {
+    abandon(image.release());
+    throw aborted();
+  }
+  if (!decoded) throw FormatError(what + ": OpenJPEG cannot decode the image: " + error);
 
   // A JP2 palette or channel definition can change the components while decoding.
   if (int(image->numcomps) != siz.components)

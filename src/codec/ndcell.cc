@@ -135,7 +135,7 @@ CellGrid ndcell_grid(ByteSpan in, MutableByteSpan out, uint8_t meta, const Block
   int64_t cell_items = 1;
   for (int d = 0; d < c.ndim; ++d) {
     c.cell[d] = meta;
-    cell_items *= meta;  // 255^8 fits in int64
+    if (cell_items <= c.nitems) cell_items *= meta;  // stops growing past nitems: no overflow
   }
   if (cell_items > c.nitems)
     fail("ndcell", "a cell of " + str(cell_items) + " items is larger than the block's " + str(c.nitems));

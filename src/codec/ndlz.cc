@@ -148,6 +148,7 @@ void ndlz_decode(ByteSpan in, MutableByteSpan out, uint8_t cell) {
   if (b0 * b1 != int64_t(out.size()))
     r.fail("block shape " + str(b0) + " x " + str(b1) + " holds " + str(b0 * b1) + " bytes, the block " +
            str(int64_t(out.size())));
+  if (out.empty()) return;  // a 0 x N block: no cells
   std::memset(out.data(), 0, out.size());
   const int64_t rows_of_cells = (b0 + cell - 1) / cell, columns_of_cells = (b1 + cell - 1) / cell;
   int64_t ip = kHeaderSize;
