@@ -9,7 +9,9 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs (only their data sets are made).
+#   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
+#   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU.
 # --no-build: use the binaries already in BUILD_DIR as they are.
 # --prepare: make the data sets, then stop.
 # --read-ahead KB: the kernel's readahead of every FUSE mount, blosc2fs
@@ -36,7 +38,7 @@ while (($#)); do
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
@@ -47,7 +49,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -76,20 +78,24 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-wants store && need_packages python3-venv
+if wants store || wants codecs; then need_packages python3-venv; fi
 
 if ((BUILD_IT)); then
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
     log "configuring $BUILD"
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBLOSC2FS_TESTS=OFF >/dev/null
   fi
-  log "building blosc2fs, mkframe, fsbench in $BUILD"
-  cmake --build "$BUILD" -j2 --target blosc2fs mkframe fsbench >/dev/null || die "build failed (cmake --build $BUILD)"
+  targets=(blosc2fs mkframe fsbench)
+  wants codecs && targets+=(codec_bench)
+  log "building ${targets[*]} in $BUILD"
+  cmake --build "$BUILD" -j2 --target "${targets[@]}" >/dev/null || die "build failed (cmake --build $BUILD)"
 fi
 BLOSC2FS=$BUILD/src/fs/blosc2fs
 MKFRAME=$BUILD/bench/mkframe
 FSBENCH=$BUILD/bench/fsbench
+CODEC_BENCH=$BUILD/bench/codec_bench
 for b in "$BLOSC2FS" "$MKFRAME" "$FSBENCH"; do [[ -x $b ]] || die "$b is missing (build it, or drop --no-build)"; done
+if wants codecs; then [[ -x $CODEC_BENCH ]] || die "$CODEC_BENCH is missing (build it, or drop --no-build)"; fi
 
 # --- mounts: always unmounted, whatever happens --------------------------------
 
@@ -306,6 +312,50 @@ make_stores() {
   done
 }
 wants store && make_stores
+# One frame per plugin codec or filter, written by python-blosc2 (bench/plugin_codecs.py),
+# and beside each its chunks as python-blosc2 decodes them, for codec_bench to check.
+CODECS_PY=""     # a python with python-blosc2 and the J2K/HTJ2K plugins
+CODECS_NOTE=""   # where that python's plugins came from, when not from the test venv
+CODECS_WHY=""    # why the codecs rows cannot be measured, when they cannot
+CODECS_LIST=()   # NAME|codec|filters|description, from plugin_codecs.py list
+codec_frame() { echo "$DATA/codecs-$1.b2nd"; }
+codec_raw() { echo "$DATA/codecs-$1.raw"; }
+# The test venv's python, or, when its requirements lack the J2K/HTJ2K
+# plugins, a bench-only venv beside it with them added, pinned.
+codecs_python() {
+  if ! "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+    CODECS_WHY="no python-blosc2 (scripts/test-venv.sh $BUILD failed)"; return
+  fi
+  CODECS_PY=$BUILD/venv/bin/python
+  "$CODECS_PY" -c 'import blosc2_j2k, blosc2_htj2k' 2>/dev/null && return
+  local venv=$BUILD/bench-venv plugins=(blosc2-j2k==0.4.0 blosc2-htj2k==0.4.2)
+  CODECS_NOTE="; python-blosc2's J2K/HTJ2K plugins from $venv (${plugins[*]}), not in the test venv"
+  if ! "$venv/bin/python" -c 'import blosc2, blosc2_j2k, blosc2_htj2k' 2>/dev/null; then
+    log "making $venv: the test venv's requirements and ${plugins[*]}"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv" &&
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+        -r "$ROOT/tests/python/requirements.txt" &&
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${plugins[@]}" ||
+      { CODECS_WHY="pip could not install ${plugins[*]} into $venv"; CODECS_PY=""; return; }
+  fi
+  CODECS_PY=$venv/bin/python
+}
+make_codec_frames() {
+  codecs_python
+  [[ -n $CODECS_PY ]] || return
+  mapfile -t CODECS_LIST < <("$CODECS_PY" "$ROOT/bench/plugin_codecs.py" list)
+  ((${#CODECS_LIST[@]})) || { CODECS_WHY="bench/plugin_codecs.py list failed"; return; }
+  local c name
+  for c in "${CODECS_LIST[@]}"; do
+    name=${c%%|*}
+    [[ -f $(codec_frame "$name") && -f $(codec_raw "$name") ]] && continue
+    log "making $(codec_frame "$name") and its decoded chunks (python-blosc2)"
+    "$CODECS_PY" "$ROOT/bench/plugin_codecs.py" make "$name" "$(codec_frame "$name")" "$(codec_raw "$name")" ||
+      { CODECS_WHY="bench/plugin_codecs.py make $name failed"; return; }
+  done
+}
+wants codecs && make_codec_frames
 if wants cp && [[ ! -f $CP_SRC ]]; then
   head -c "$((CP_MB << 20))" "$(set_raw f32)" >"$CP_SRC.tmp" && mv "$CP_SRC.tmp" "$CP_SRC"
 fi
@@ -742,6 +792,47 @@ store_rows() {
     "$(verdict "$rl <= $bound && $rj <= $bound") / $(verdict "$(median "${open_list[@]}") <= 64 && $(median "${open_json[@]}") <= 64")"
 }
 
+# --- 6. plugin codecs: decoding python-blosc2's frames on one thread ------------------------
+
+# Per case: python-blosc2 (best of 3 passes) and codec_bench --frame (best of 3)
+# on the same frame, chunks held in memory, RUNS times in turn; the figures are
+# medians of those bests. Both run pinned to one CPU: python-blosc2's HTJ2K
+# plugin decodes with a pool of one OpenHTJ2K thread per core, which nthreads=1
+# does not reach. codec_bench checks its output against python-blosc2's.
+codec_rows() {
+  local what="decoding python-blosc2's frame on one CPU, chunks in memory (MB/s)"
+  if [[ -n $CODECS_WHY ]]; then
+    row "plugin codecs: $what" "n/a ($CODECS_WHY)" "—" "—" "≥ 0.9 × python-blosc2" "n/a"
+    return
+  fi
+  local cpu=$(($(nproc) - 1)) c name codec filters desc frame raw out py=() py_cpu=() b2=() b2_cpu=() mb ratio checked
+  for c in "${CODECS_LIST[@]}"; do
+    IFS='|' read -r name codec filters desc <<<"$c"
+    frame=$(codec_frame "$name") raw=$(codec_raw "$name")
+    log "decoding $codec ($filters) on CPU $cpu: python-blosc2 and codec_bench"
+    wait_quiet
+    py=() py_cpu=() b2=() b2_cpu=() checked=yes
+    for ((r = 0; r < RUNS; r++)); do
+      out=$(taskset -c "$cpu" "$CODECS_PY" "$ROOT/bench/plugin_codecs.py" time "$name" "$frame" 3) ||
+        die "bench/plugin_codecs.py time $name failed"
+      py+=("$(kv mbps "$out")") py_cpu+=("$(kv cpu_mbps "$out")") mb=$(kv mb "$out") ratio=$(kv ratio "$out")
+      out=$(taskset -c "$cpu" "$CODEC_BENCH" --frame "$frame" --reps 3 --input "$raw" 2>&1) || checked=no
+      b2+=("$(grep -o 'decode [0-9.]* MB/s' <<<"$out" | cut -d' ' -f2 || true)")
+      b2_cpu+=("$(grep -o '[0-9.]* per CPU second' <<<"$out" | cut -d' ' -f1 || true)")
+      [[ $out == *"(checked)"* ]] || { checked=no; log "codec_bench: $(tail -1 <<<"$out")"; }
+    done
+    local p b v
+    p=$(median "${py[@]}") b=$(median "${b2[@]}")
+    v=$(verdict "$b >= 0.9 * $p")
+    [[ $checked == yes ]] || v="**FAIL** (output differs from python-blosc2's, or codec_bench failed)"
+    row "$codec, filters $filters: $what; $desc; $(fmt "$mb" 1) MB, compression ratio $ratio" \
+      "codec_bench $(spread "${b2[@]}") ($(fmt "$(awk -v b="$b" -v p="$p" 'BEGIN { print (p > 0 ? b / p : "nan") }')" 2) ×); per CPU s $(fmt "$(median "${b2_cpu[@]}")"); $([[ $checked == yes ]] && echo "bit-exact with python-blosc2's" || echo "NOT bit-exact, or codec_bench failed")" \
+      "python-blosc2 $(python_blosc2_version) $(spread "${py[@]}"); per CPU s $(fmt "$(median "${py_cpu[@]}")")$CODECS_NOTE" \
+      "—" "≥ 0.9 × python-blosc2 ($(fmt "$(awk -v x="$p" 'BEGIN{print 0.9*x}')"))" "$v"
+  done
+}
+python_blosc2_version() { "$CODECS_PY" -c 'import blosc2; print(blosc2.__version__)'; }
+
 # --- run and print -----------------------------------------------------------------------------
 
 if wants reads; then for s in "${SET_ORDER[@]}"; do seq_reads "$s"; done; fi
@@ -751,6 +842,7 @@ wants mount && mount_many
 wants cp && copy_in
 wants vlmeta && vlmeta_edit
 if wants store; then store_rows b2d; store_rows b2z; fi
+wants codecs && codec_rows
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)

@@ -2,9 +2,10 @@
 // (plugin-codecs.md §7).
 //
 // OpenJPEG sizes its tile structures and sample buffers by the codestream's SIZ
-// marker, which a hostile block can make claim 65,535 tiles of 16,384 components.
-// So SIZ is read here first, and the image it describes must fit the block the
-// plugin would have filled before OpenJPEG sees a byte.
+// marker, which a hostile block can make claim 65,535 tiles of 16,384 components
+// (OpenJPEG 2.5.0 then fills 640 MB while only reading the main header). So SIZ is
+// read here first, and the image it describes must fit the block the plugin would
+// have filled before OpenJPEG sees a byte.
 #include "jpeg2000.h"
 
 #include <openjpeg.h>
@@ -35,11 +36,24 @@ namespace blosc2fs {
 namespace {
 
 constexpr uint8_t kJp2Signature[12] = {0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A};
+constexpr uint32_t kBoxJp2Header = 0x6A703268;  // 'jp2h'
+constexpr uint32_t kBoxCodestream = 0x6A703263;  // 'jp2c'
+constexpr uint32_t kBoxPalette = 0x70636C72;  // 'pclr'
 constexpr uint8_t kFloatFrameMagic[8] = {'B', '2', 'J', 'P', 'F', '3', '2', 0};
 constexpr size_t kFloatFrameHeader = 64;
 constexpr uint16_t kFloatConstant = 4;
+
+// OpenJPEG 2.5.0 spends about 10 KB per tile and 1 KB per tile-component on
+// reading the main header, and about 14 KB per component (at 33 resolution
+// levels) on decoding a tile (measured). The plugins write one tile of 1 or 3
+// components. Beyond 64 tiles, tiles must average 64 pixels: with the caps, a
+// hostile header costs at most a few MB, or 160 bytes per pixel of the block up
+// to 45 MB, freed at once.
+constexpr int64_t kFreeTiles = 64;
+constexpr int64_t kMinPixelsPerTile = 64;
 constexpr int64_t kMaxTiles = 4096;
-constexpr int kMaxComponents = 16;
+constexpr int64_t kMaxTileComponents = 4096;
+constexpr int kMaxComponents = 1024;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -54,8 +68,10 @@ const char* codec_name(uint8_t id) {
 
 struct Siz {
   int64_t width = 0, height = 0;
-  int components = 0;
+  int64_t tiles_across = 0, tiles_down = 0;  // each below 2^32
+  std::vector<int> precision;  // bits, per component
   int max_precision = 0;
+  int components() const { return int(precision.size()); }
 };
 
 // The SIZ marker segment of a raw codestream (ISO 15444-1 A.5.1), checked.
@@ -69,47 +85,72 @@ Siz read_siz(ByteSpan cs, const std::string& what) {
   const uint32_t xsiz = siz.be32(), ysiz = siz.be32(), xo = siz.be32(), yo = siz.be32();
   const uint32_t xt = siz.be32(), yt = siz.be32(), xto = siz.be32(), yto = siz.be32();
   const uint16_t csiz = siz.be16();
+  if (csiz < 1 || csiz > 16384) siz.fail(str(csiz) + " components");
+  if (csiz > kMaxComponents)
+    throw UnsupportedError(what + ": " + str(csiz) + " components (at most " + str(kMaxComponents) + " are taken)");
+  if (length != 38 + 3 * csiz) siz.fail(str(length) + " bytes long for " + str(csiz) + " components");
   if (xo >= xsiz || yo >= ysiz) siz.fail("empty image " + str(xsiz) + " x " + str(ysiz));
-  if (xt == 0 || yt == 0 || xto > xo || yto > yo) siz.fail("tile grid that does not cover the image");
+  if (xt == 0 || yt == 0 || xto > xo || yto > yo || int64_t(xto) + xt <= xo || int64_t(yto) + yt <= yo)
+    siz.fail("a tile grid that does not cover the image");
   Siz s;
+  s.tiles_across = (int64_t(xsiz) - xto + xt - 1) / xt;
+  s.tiles_down = (int64_t(ysiz) - yto + yt - 1) / yt;
   s.width = int64_t(xsiz) - xo;
   s.height = int64_t(ysiz) - yo;
-  const int64_t tiles = ((int64_t(xsiz) - xto + xt - 1) / xt) * ((int64_t(ysiz) - yto + yt - 1) / yt);
-  if (tiles > kMaxTiles) siz.fail(str(tiles) + " tiles (at most " + str(kMaxTiles) + " are taken)");
-  if (csiz < 1 || csiz > kMaxComponents) siz.fail(str(csiz) + " components (1 to " + str(kMaxComponents) + " taken)");
-  s.components = csiz;
   for (int c = 0; c < csiz; ++c) {
     const uint8_t ssiz = siz.u8(), dx = siz.u8(), dy = siz.u8();
     const int precision = (ssiz & 0x7F) + 1;
+    if (precision > 38) siz.fail("component " + str(c) + " has " + str(precision) + "-bit samples");
     if (precision > 31)
       throw UnsupportedError(what + ": component " + str(c) + " has " + str(precision) +
                              "-bit samples; OpenJPEG decodes at most 31 bits");
-    if (dx != 1 || dy != 1) siz.fail("component " + str(c) + " is subsampled " + str(dx) + " x " + str(dy));
+    if (dx == 0 || dy == 0) siz.fail("component " + str(c) + " has a subsampling of 0");
+    if (dx != 1 || dy != 1)
+      throw UnsupportedError(what + ": component " + str(c) + " is subsampled " + str(dx) + " x " + str(dy) +
+                             "; the plugins write full-size components only");
+    s.precision.push_back(precision);
     s.max_precision = std::max(s.max_precision, precision);
   }
   return s;
+}
+
+struct Box {
+  uint32_t type;
+  ByteSpan body;
+};
+
+// The next box of a JP2 file (ISO 15444-1 I.4), its length checked against the bytes.
+Box next_box(ByteReader& r) {
+  const uint64_t length32 = r.be32();
+  const uint32_t type = r.be32();
+  uint64_t content;
+  if (length32 == 1) {
+    const uint64_t length64 = r.be64();
+    if (length64 < 16) r.fail("box of " + str(int64_t(length64)) + " bytes");
+    content = length64 - 16;
+  } else if (length32 == 0) {
+    content = r.remaining();
+  } else {
+    if (length32 < 8) r.fail("box of " + str(int64_t(length32)) + " bytes");
+    content = length32 - 8;
+  }
+  if (content > r.remaining()) r.fail("box runs past the end of the block");
+  return {type, r.take(size_t(content))};
 }
 
 // The codestream inside a JP2 file: its first top-level jp2c box.
 ByteSpan jp2_codestream(ByteSpan file, const std::string& what) {
   ByteReader r(file, what + ": JP2 file");
   while (r.remaining() > 0) {
-    const uint64_t length32 = r.be32();
-    const uint32_t type = r.be32();
-    uint64_t content;
-    if (length32 == 1) {
-      const uint64_t length64 = r.be64();
-      if (length64 < 16) r.fail("box of " + str(int64_t(length64)) + " bytes");
-      content = length64 - 16;
-    } else if (length32 == 0) {
-      content = r.remaining();
-    } else {
-      if (length32 < 8) r.fail("box of " + str(int64_t(length32)) + " bytes");
-      content = length32 - 8;
-    }
-    if (content > r.remaining()) r.fail("box runs past the end of the block");
-    ByteSpan body = r.take(size_t(content));
-    if (type == 0x6A703263) return body;  // 'jp2c'
+    const Box box = next_box(r);
+    if (box.type == kBoxCodestream) return box.body;
+    if (box.type != kBoxJp2Header) continue;
+    // A palette turns each sample into several components, which the plugins
+    // never write and OpenJPEG is told not to apply (the block could not hold them).
+    ByteReader header(box.body, what + ": JP2 header box");
+    while (header.remaining() > 0)
+      if (next_box(header).type == kBoxPalette)
+        throw UnsupportedError(what + ": JP2 file with a palette (pclr box), which the plugins do not write");
   }
   r.fail("no codestream (jp2c) box");
 }
@@ -246,7 +287,11 @@ int guarded_openjpeg(const OpenJpegCall& call) {
 }
 
 // How a plugin lays samples out in its block.
-enum class Layout { planar_int32, interleaved_by_component, interleaved_common };
+enum class Layout {
+  planar_int32,              // OpenHTJ2K (36): each component's w*h samples as int32
+  interleaved_by_component,  // Grok, J2K (37, 39): pixel-interleaved, prec/8 bytes per component
+  interleaved_common,        // HTJ2K (40): pixel-interleaved, 1 byte if every prec <= 8, else 2
+};
 
 Layout layout_of(uint8_t codec_id) {
   switch (codec_id) {
@@ -256,14 +301,72 @@ Layout layout_of(uint8_t codec_id) {
   }
 }
 
-// Bytes per sample of component c in the block.
-size_t sample_bytes(Layout layout, const Siz& siz, int precision) {
+// Bytes per sample of a component of `precision` bits in the block.
+int64_t sample_bytes(Layout layout, const Siz& siz, int precision) {
   switch (layout) {
     case Layout::planar_int32: return 4;
     case Layout::interleaved_common: return siz.max_precision <= 8 ? 1 : 2;
-    case Layout::interleaved_by_component: return size_t(precision / 8);
+    case Layout::interleaved_by_component: return precision / 8;
   }
   return 0;
+}
+
+// Where sample p of component c goes in the block.
+int64_t sample_offset(Layout layout, const Siz& siz, int64_t pixels, int c, int64_t p) {
+  const int64_t isz = sample_bytes(layout, siz, siz.precision[size_t(c)]);
+  if (layout == Layout::planar_int32) return (c * pixels + p) * isz;
+  return (p * siz.components() + c) * isz;
+}
+
+// Checks that the image SIZ describes fits `block_size` bytes in `layout`, as
+// the plugin lays it out, so that no buffer OpenJPEG sizes by the header exceeds
+// a few times the block, and that its tiles are few enough.
+void check_fits(const Siz& siz, Layout layout, size_t block_size, const std::string& what) {
+  const int64_t cap = int64_t(block_size);
+  const int nc = siz.components();
+  const std::string image =
+      "a " + str(siz.width) + " x " + str(siz.height) + " image of " + str(nc) + " components";
+  // Each sample lands in the block (or, under 8 bits for J2K and Grok, nowhere):
+  // divisions keep 32-bit dimensions from overflowing.
+  if (siz.width > cap || siz.height > cap / siz.width || nc > cap / (siz.width * siz.height))
+    throw FormatError(what + ": " + image + " does not fit a block of " + str(cap) + " bytes");
+  const int64_t pixels = siz.width * siz.height;
+  int64_t end = 0;
+  for (int c = 0; c < nc; ++c) {
+    const int64_t isz = sample_bytes(layout, siz, siz.precision[size_t(c)]);
+    if (isz > 0) end = std::max(end, sample_offset(layout, siz, pixels, c, pixels - 1) + isz);
+  }
+  // OpenHTJ2K's decoder returns the bytes it wrote and c-blosc2 wants the whole
+  // block; the others return the block, zero past the image.
+  if (end > cap || (layout == Layout::planar_int32 && end != cap))
+    throw FormatError(what + ": " + image + " takes " + str(end) + " bytes, the block " + str(cap));
+  // Then the tiles OpenJPEG sets up for it.
+  const int64_t tiles = siz.tiles_across > kMaxTiles || siz.tiles_down > kMaxTiles
+                            ? kMaxTiles + 1
+                            : siz.tiles_across * siz.tiles_down;
+  if (tiles > kMaxTiles || tiles * nc > kMaxTileComponents ||
+      (tiles > kFreeTiles && tiles > pixels / kMinPixelsPerTile))
+    throw UnsupportedError(what + ": " + image + " in " + str(siz.tiles_across) + " x " + str(siz.tiles_down) +
+                           " tiles; taken are " + str(kFreeTiles) + " tiles, or up to " + str(kMaxTiles) + " of " +
+                           str(kMinPixelsPerTile) + " pixels on average, and " + str(kMaxTileComponents) +
+                           " tile-components");
+}
+
+std::unique_ptr<opj_codec_t, CodecDestroyer> make_decoder(bool jp2, std::string& error, const std::string& what) {
+  std::unique_ptr<opj_codec_t, CodecDestroyer> codec(opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K));
+  if (!codec) throw std::bad_alloc();
+  opj_set_info_handler(codec.get(), ignore_message, nullptr);
+  opj_set_warning_handler(codec.get(), ignore_message, nullptr);
+  opj_set_error_handler(codec.get(), keep_error, &error);
+  opj_dparameters_t parameters;
+  opj_set_default_decoder_parameters(&parameters);
+  parameters.flags |= OPJ_DPARAMETERS_IGNORE_PCLR_CMAP_CDEF_FLAG;  // components stay as coded
+  if (!opj_setup_decoder(codec.get(), &parameters)) throw FormatError(what + ": OpenJPEG refused its setup: " + error);
+  // Truncated codestreams fail instead of decoding partly (the default, said again).
+  opj_decoder_set_strict_mode(codec.get(), OPJ_TRUE);
+  // No worker threads: the abort trap covers the calling thread only.
+  opj_codec_set_threads(codec.get(), 0);
+  return codec;
 }
 
 // Decodes a JP2 file or raw codestream into `out` in `layout`.
@@ -272,27 +375,10 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   if (!jp2 && !(payload.size() >= 2 && payload[0] == 0xFF && payload[1] == 0x4F))
     throw FormatError(what + ": neither a JP2 file nor a JPEG 2000 codestream");
   const Siz siz = read_siz(jp2 ? jp2_codestream(payload, what) : payload, what);
-  // Every sample lands somewhere in the block, so the image cannot hold more
-  // samples than the block bytes: that bounds what OpenJPEG allocates.
-  const int64_t samples = siz.width * siz.height * siz.components;
-  if (siz.width > int64_t(out.size()) || siz.height > int64_t(out.size()) || samples > int64_t(out.size()))
-    throw FormatError(what + ": a " + str(siz.width) + " x " + str(siz.height) + " image of " + str(siz.components) +
-                      " components does not fit a block of " + str(int64_t(out.size())) + " bytes");
-  const int64_t needed = samples * int64_t(sample_bytes(layout, siz, 8));
-  if (layout != Layout::interleaved_by_component && needed > int64_t(out.size()))
-    throw FormatError(what + ": the image needs " + str(needed) + " bytes, the block holds " +
-                      str(int64_t(out.size())));
+  check_fits(siz, layout, out.size(), what);
 
-  std::unique_ptr<opj_codec_t, CodecDestroyer> codec(opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K));
-  if (!codec) throw std::bad_alloc();
   std::string error;
-  opj_set_info_handler(codec.get(), ignore_message, nullptr);
-  opj_set_warning_handler(codec.get(), ignore_message, nullptr);
-  opj_set_error_handler(codec.get(), keep_error, &error);
-  opj_dparameters_t parameters;
-  opj_set_default_decoder_parameters(&parameters);
-  if (!opj_setup_decoder(codec.get(), &parameters)) throw FormatError(what + ": OpenJPEG refused its setup: " + error);
-  opj_codec_set_threads(codec.get(), 0);  // in this thread: see install_abort_trap
+  auto codec = make_decoder(jp2, error, what);
   std::unique_ptr<opj_stream_t, StreamDestroyer> stream(opj_stream_create(size_t(1) << 16, OPJ_TRUE));
   if (!stream) throw std::bad_alloc();
   MemoryInput input{payload};
@@ -315,9 +401,9 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   }
   Image image(raw_image);
   if (!header_ok || !image) throw FormatError(what + ": OpenJPEG cannot read the header: " + error);
-  if (int(image->numcomps) != siz.components)
+  if (int(image->numcomps) != siz.components())
     throw FormatError(what + ": the file has " + str(image->numcomps) + " components where its codestream has " +
-                      str(siz.components));
+                      str(siz.components()));
   opj_image_t* decoding = image.get();
   const int decoded = guarded_openjpeg({codec.get(), stream.get(), &decoding, true});
   if (decoded < 0) {
@@ -326,55 +412,54 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   }
   if (!decoded) throw FormatError(what + ": OpenJPEG cannot decode the image: " + error);
 
-  // A JP2 palette or channel definition can change the components while decoding.
-  if (int(image->numcomps) != siz.components)
-    throw FormatError(what + ": decoded " + str(image->numcomps) + " components where the codestream has " +
-                      str(siz.components));
-  std::memset(out.data(), 0, out.size());
-  const int nc = int(image->numcomps);
-  size_t planar_offset = 0;
+  // What was checked against the block must be what OpenJPEG decoded.
+  const int nc = siz.components();
+  if (int(image->numcomps) != nc)
+    throw FormatError(what + ": decoded " + str(image->numcomps) + " components where the codestream has " + str(nc));
   for (int c = 0; c < nc; ++c) {
     const opj_image_comp_t& comp = image->comps[c];
-    const int64_t pixels = int64_t(comp.w) * comp.h;
-    if (!comp.data || comp.w != uint32_t(siz.width) || comp.h != uint32_t(siz.height) || int(comp.prec) > 31)
-      throw FormatError(what + ": component " + str(c) + " decoded as " + str(comp.w) + " x " + str(comp.h) +
-                        ", not the " + str(siz.width) + " x " + str(siz.height) + " its header says");
-    const size_t isz = sample_bytes(layout, siz, int(comp.prec));
-    if (layout == Layout::planar_int32) {
-      for (int64_t p = 0; p < pixels; ++p) store_le32(out.data() + planar_offset + size_t(p) * 4, uint32_t(comp.data[p]));
-      planar_offset += size_t(pixels) * 4;
-      continue;
-    }
-    if (isz == 0) continue;
-    // The last sample of this component must fit: checked once, not per pixel.
-    const int64_t last_end = ((pixels - 1) * nc + c) * int64_t(isz) + int64_t(isz);
-    if (last_end > int64_t(out.size()))
-      throw FormatError(what + ": the image needs " + str(last_end) + " bytes, the block holds " +
-                        str(int64_t(out.size())));
-    for (int64_t p = 0; p < pixels; ++p) {
-      const uint32_t v = uint32_t(comp.data[p]);
-      uint8_t* dst = out.data() + size_t((p * nc + c) * int64_t(isz));
-      for (size_t k = 0; k < isz; ++k) dst[k] = uint8_t(v >> (8 * k));
+    if (!comp.data || comp.w != uint32_t(siz.width) || comp.h != uint32_t(siz.height) ||
+        int(comp.prec) != siz.precision[size_t(c)])
+      throw FormatError(what + ": component " + str(c) + " decoded as " + str(comp.w) + " x " + str(comp.h) + " of " +
+                        str(comp.prec) + " bits, not the " + str(siz.width) + " x " + str(siz.height) + " of " +
+                        str(siz.precision[size_t(c)]) + " bits its header says");
+  }
+  std::memset(out.data(), 0, out.size());
+  const int64_t pixels = siz.width * siz.height;
+  for (int c = 0; c < nc; ++c) {
+    const OPJ_INT32* samples = image->comps[c].data;
+    const int64_t isz = sample_bytes(layout, siz, siz.precision[size_t(c)]);
+    const int64_t stride = layout == Layout::planar_int32 ? isz : int64_t(nc) * isz;
+    uint8_t* dst = out.data() + sample_offset(layout, siz, pixels, c, 0);
+    for (int64_t p = 0; p < pixels && isz > 0; ++p, dst += stride) {
+      const uint32_t v = uint32_t(samples[p]);
+      for (int64_t k = 0; k < isz; ++k) dst[k] = uint8_t(v >> (8 * k));
     }
   }
 }
 
 // The float frame of J2K and HTJ2K: floats quantised to unsigned samples of an
-// inner image, with the scale in a 64-byte header.
+// inner image, with the scale in a 64-byte header. Checked in the plugin's order.
 void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, const std::string& what) {
   ByteReader r(block, what + ": float frame");
+  if (block.size() < kFloatFrameHeader) r.fail("truncated: " + str(int64_t(block.size())) + " bytes, no 64-byte header");
   r.take(8);
   const uint32_t version = load_le16(r.take(2).data());
   const uint32_t header = load_le16(r.take(2).data());
   const uint8_t quant_bits = r.u8();
-  r.u8();  // NaN policy
+  const uint8_t nan_policy = r.u8();
   const uint16_t flags = load_le16(r.take(2).data());
   const uint64_t payload_size = r.le64();
   double scale_min, scale_max;
   std::memcpy(&scale_min, r.take(8).data(), 8);
   std::memcpy(&scale_max, r.take(8).data(), 8);
   if (version != 1 || header != kFloatFrameHeader)
-    r.fail("version " + str(version) + " with a " + str(header) + "-byte header (version 1, 64 bytes known)");
+    throw UnsupportedError(what + ": float frame version " + str(version) + " with a " + str(header) +
+                           "-byte header (version 1, 64 bytes known)");
+  if (quant_bits != 8 && quant_bits != 16 && quant_bits != 32) r.fail("quantisation of " + str(quant_bits) + " bits");
+  if (nan_policy != 0) throw UnsupportedError(what + ": float frame NaN policy " + str(nan_policy) + " (0 known)");
+  if (payload_size > block.size() - kFloatFrameHeader)
+    r.fail("payload of " + str(int64_t(std::min<uint64_t>(payload_size, INT64_MAX))) + " bytes runs past the block");
   if (out.size() % 4 != 0) r.fail("block of " + str(int64_t(out.size())) + " bytes is not whole float32 items");
   const size_t count = out.size() / 4;
   if (flags & kFloatConstant) {
@@ -382,12 +467,9 @@ void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, cons
     for (size_t i = 0; i < count; ++i) std::memcpy(out.data() + 4 * i, &v, 4);
     return;
   }
-  if (quant_bits != 8 && quant_bits != 16 && quant_bits != 32) r.fail("quantisation of " + str(quant_bits) + " bits");
-  if (payload_size > block.size() - kFloatFrameHeader)
-    r.fail("payload of " + str(int64_t(payload_size)) + " bytes runs past the block");
   const size_t q_bytes = quant_bits / 8;
   std::vector<uint8_t> samples(count * q_bytes);
-  decode_image(block.subspan(kFloatFrameHeader, size_t(payload_size)), layout, samples, what);
+  decode_image(block.subspan(kFloatFrameHeader, size_t(payload_size)), layout, samples, what + " (float frame)");
   const double qmax = quant_bits == 8 ? 255.0 : quant_bits == 16 ? 65535.0 : 4294967295.0;
   const double step = (scale_max - scale_min) / qmax;
   for (size_t i = 0; i < count; ++i) {
@@ -403,7 +485,7 @@ void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, cons
 void jpeg2000_decode(uint8_t codec_id, ByteSpan in, MutableByteSpan out) {
   const std::string what = codec_name(codec_id);
   const Layout layout = layout_of(codec_id);
-  const bool float_frame = (codec_id == kCodecJ2k || codec_id == kCodecHtj2k) && in.size() >= kFloatFrameHeader &&
+  const bool float_frame = (codec_id == kCodecJ2k || codec_id == kCodecHtj2k) && in.size() >= sizeof kFloatFrameMagic &&
                            std::memcmp(in.data(), kFloatFrameMagic, sizeof kFloatFrameMagic) == 0;
   if (float_frame)
     decode_float_frame(in, layout, out, what);

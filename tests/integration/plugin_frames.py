@@ -5,12 +5,23 @@ schunk.decompress_chunk(N)) made in the same process, with the plugin loaded.
 
     python plugin_frames.py GROUP OUTDIR
 
-Groups: builtin (zfp, ndlz, ndcell, ndmean, int_trunc: inside c-blosc2), j2k,
-j2k-raw, j2k-float, htj2k, htj2k-grok, htj2k-float, openzl (PyPI plugins). A
-plugin's backend and float mode are settings of the whole process, hence one
-process per group. Prints one JSON line per frame: name, codec, and `tolerance`
-(the largest difference a lossy decoder other than the writer's may show)."""
+Groups: builtin (zfp, ndlz, ndcell, ndmean, int_trunc: inside c-blosc2), schunk
+(their chunks moved into plain super-chunks, with no "b2nd" metalayer), j2k, j2k-raw,
+j2k-float, htj2k, htj2k-grok, htj2k-float, openzl (PyPI plugins that write under
+python-blosc2 4.x), and grok, openhtj2k: the frames committed in
+tests/data/plugin-codecs (their plugins only read under 4.x), read again. A plugin's
+backend and float mode are settings of the whole process, hence one process per
+group. Prints one JSON line per frame:
+  name, path, expect (the .npz, absent when python-blosc2 reads no chunk), codec,
+  filters (the frame's filters by name), tolerance (the largest difference in a
+  sample a lossy decoder other than the writer's may show), readable (python-blosc2
+  decompresses every chunk), b2nd (the frame has a "b2nd" metalayer), nchunks,
+  coded_chunks (chunks the codec and filters must undo: not copied verbatim, not
+  special; only frames named *-stored may have none), and for a committed frame
+  `committed`, its .expect.npz in the repository."""
 
+import ctypes
+import glob
 import json
 import os
 import sys
@@ -19,13 +30,20 @@ import blosc2
 import numpy as np
 
 C, F, S = blosc2.Codec, blosc2.Filter, blosc2.SplitMode
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMMITTED = os.path.join(HERE, "..", "data", "plugin-codecs")
 rng = np.random.default_rng(20261125)
 
 
-def signal(shape, dtype):
+def signal(shape, dtype, noise=0.01):
     n = int(np.prod(shape))
-    x = np.sin(np.arange(n) / 37.0) * 100 + rng.normal(0, 0.01, n)
+    x = np.sin(np.arange(n) / 37.0) * 100 + rng.normal(0, noise, n)
     return x.astype(dtype).reshape(shape)
+
+
+def rounded(shape, dtype):
+    """Whole numbers: the codecs after NDCELL find repeats in their bytes."""
+    return np.round(signal(shape, "f8")).astype(dtype)
 
 
 def image(shape, dtype=np.uint8, modulo=256):
@@ -38,34 +56,100 @@ def image(shape, dtype=np.uint8, modulo=256):
     return grey
 
 
+def mosaic(shape):
+    """Bytes in three bands: flat 8x8 squares, one tile repeated, noise. So NDLZ writes
+    constant cells, matches of earlier cells and literals (noise alone would leave every
+    chunk stored raw)."""
+    rows, cols = np.indices(shape)
+    tile = rng.integers(0, 256, (8, 8))
+    noise = rng.integers(0, 256, shape)
+    band = cols * 3 // shape[1]
+    return np.choose(band, [(rows // 8 * 17 + cols // 8 * 5) % 256, tile[rows % 8, cols % 8], noise]).astype(np.uint8)
+
+
 def plugin_cparams(module, **extra):
     return dict(codec=module.CODEC_ID, filters=[], splitmode=S.NEVER_SPLIT, **extra)
 
 
-def builtin_cases():
+def zfp_cases():
+    """Codec meta per docs/plugin-codecs.md section 3: ZFP_ACC's is a signed power of ten
+    passed as its two's-complement byte (253: 1e-3), ZFP_PREC's adds to a per-ndim base,
+    ZFP_RATE's is a percentage of the type's bits (at most 100). Blocks do not divide
+    the chunks, nor chunks the shape. Without `filters`, python-blosc2's default
+    (SHUFFLE) stays on and zfp codes shuffled bytes: the reader unshuffles after zfp."""
     return {
         "zfp-acc-f4-2d": (signal((50, 70), "f4"), (25, 35), (8, 12), dict(codec=C.ZFP_ACC, codec_meta=253, filters=[])),
-        # python-blosc2's default filters stay on: zfp then codes shuffled bytes.
         "zfp-acc-f8-3d-shuffle": (signal((20, 18, 22), "f8"), (10, 9, 11), (5, 4, 6),
                                   dict(codec=C.ZFP_ACC, codec_meta=254)),
+        "zfp-acc-f8-1d-tol1": (signal((3000,), "f8"), (1100,), (300,), dict(codec=C.ZFP_ACC, codec_meta=0, filters=[])),
+        "zfp-acc-f4-4d-tol0.1": (signal((6, 7, 9, 10), "f4"), (6, 7, 9, 10), (4, 5, 6, 7),
+                                 dict(codec=C.ZFP_ACC, codec_meta=255, filters=[])),
+        # Integers of 4 or 8 bytes go through zfp as floats (lossy on their bit patterns).
+        "zfp-acc-i4-1d": (signal((1000,), "i4"), (500,), (100,), dict(codec=C.ZFP_ACC, codec_meta=253, filters=[])),
+        # ALWAYS_SPLIT hands zfp byte streams, not blocks: every stream is stored raw.
+        "zfp-acc-f4-split-stored": (signal((1000,), "f4"), (500,), (100,),
+                                 dict(codec=C.ZFP_ACC, codec_meta=253, filters=[F.SHUFFLE], splitmode=S.ALWAYS_SPLIT)),
         "zfp-prec-f4-1d": (signal((1000,), "f4"), (300,), (64,), dict(codec=C.ZFP_PREC, codec_meta=12, filters=[])),
         "zfp-prec-f8-4d": (signal((8, 9, 10, 11), "f8"), (4, 5, 6, 7), (4, 4, 4, 4),
                            dict(codec=C.ZFP_PREC, codec_meta=20, filters=[])),
+        "zfp-prec-f4-2d-shuffle": (signal((40, 36), "f4"), (20, 36), (10, 12), dict(codec=C.ZFP_PREC, codec_meta=10)),
+        # Precision 200 is capped at 64 bits: nothing smaller, so every stream is stored raw.
+        "zfp-prec-f8-3d-cap64-stored": (signal((12, 10, 8), "f8"), (6, 10, 8), (6, 5, 4),
+                                 dict(codec=C.ZFP_PREC, codec_meta=200, filters=[])),
         "zfp-rate-f4-2d": (signal((64, 48), "f4"), (32, 48), (16, 16), dict(codec=C.ZFP_RATE, codec_meta=50, filters=[])),
         "zfp-rate-f8-3d": (signal((16, 16, 16), "f8"), (8, 16, 16), (8, 8, 8),
                            dict(codec=C.ZFP_RATE, codec_meta=30, filters=[])),
+        # Rate 100: as many bits as the input, so every stream is stored raw.
+        "zfp-rate-f8-1d-100-stored": (signal((1000,), "f8"), (500,), (100,), dict(codec=C.ZFP_RATE, codec_meta=100, filters=[])),
+        "zfp-rate-f4-4d-shuffle": (signal((8, 8, 6, 10), "f4"), (4, 8, 6, 10), (4, 4, 6, 5),
+                                   dict(codec=C.ZFP_RATE, codec_meta=40)),
+        "zfp-rate-f4-2d-bitshuffle": (signal((30, 50), "f4"), (15, 50), (15, 25),
+                                      dict(codec=C.ZFP_RATE, codec_meta=50, filters=[F.BITSHUFFLE])),
+    }
+
+
+def ndlz_cases():
+    """NDLZ codes 2-d blocks of bytes in 4x4 or 8x8 cells (codec meta); wider types only
+    split into byte streams (SHUFFLE + ALWAYS_SPLIT)."""
+    return {
         "ndlz4-u1": (image((100, 90)), (50, 45), (20, 30), dict(codec=C.NDLZ, codec_meta=4, filters=[])),
-        "ndlz8-u1": (image((100, 90)), (64, 64), (32, 32), dict(codec=C.NDLZ, codec_meta=8, filters=[])),
+        "ndlz4-u1-mosaic": (mosaic((64, 96)), (32, 96), (32, 48), dict(codec=C.NDLZ, codec_meta=4, filters=[])),
+        "ndlz8-u1": (mosaic((100, 90)), (64, 64), (32, 32), dict(codec=C.NDLZ, codec_meta=8, filters=[])),
+        "ndlz8-u1-edge-cells": (mosaic((60, 50)), (30, 50), (20, 30), dict(codec=C.NDLZ, codec_meta=8, filters=[])),
         "ndlz4-f4-split": (signal((64, 64), "f4"), (32, 32), (16, 16),
                            dict(codec=C.NDLZ, codec_meta=4, filters=[F.SHUFFLE], splitmode=S.ALWAYS_SPLIT)),
-        "ndcell-f4-zstd": (signal((40, 30), "f4"), (20, 30), (10, 15), dict(codec=C.ZSTD, filters=[F.NDCELL], filters_meta=[4])),
+        "ndlz8-u2-split": (image((64, 64), np.uint16, 4096), (32, 64), (16, 32),
+                           dict(codec=C.NDLZ, codec_meta=8, filters=[F.SHUFFLE], splitmode=S.ALWAYS_SPLIT)),
+    }
+
+
+def filter_cases():
+    """NDCELL (lossless) and NDMEAN (lossy) reorder each block into cells of filters_meta
+    per side, before zstd or lz4; INT_TRUNC keeps the filters_meta high bits (python-blosc2
+    4.14.1 accepts no negative filters_meta for it)."""
+    return {
+        "ndcell-f4-zstd": (rounded((40, 30), "f4"), (20, 30), (10, 15), dict(codec=C.ZSTD, filters=[F.NDCELL], filters_meta=[4])),
+        "ndcell-f8-1d-lz4": (rounded((1000,), "f8"), (400,), (150,), dict(codec=C.LZ4, filters=[F.NDCELL], filters_meta=[7])),
         "ndcell-i2-3d-lz4": (signal((12, 10, 14), "i2"), (6, 10, 7), (6, 5, 7),
                              dict(codec=C.LZ4, filters=[F.NDCELL, F.SHUFFLE], filters_meta=[3, 0])),
+        "ndcell-i4-4d-zstd": (signal((6, 8, 10, 9), "i4"), (6, 8, 10, 9), (3, 4, 5, 9),
+                              dict(codec=C.ZSTD, filters=[F.NDCELL], filters_meta=[2])),
         "ndmean-f8-zstd": (signal((40, 30), "f8"), (20, 30), (10, 15), dict(codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4])),
         "ndmean-i4-zstd": (signal((32, 32), "i4"), (16, 32), (16, 16), dict(codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[5])),
-        # python-blosc2 4.14.1 refuses negative filters_meta here; 20 keeps 20 high bits.
+        "ndmean-f4-3d-lz4": (signal((10, 12, 14), "f4"), (10, 12, 14), (5, 6, 7),
+                             dict(codec=C.LZ4, filters=[F.NDMEAN, F.SHUFFLE], filters_meta=[3, 0])),
+        "ndmean-f4-1d-zstd": (signal((1000,), "f4"), (500,), (90,), dict(codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[16])),
+        # A 2x40 block with cells of 4: c-blosc2's NDMEAN backward places the cells with
+        # the clipped first side (2) as the multiplier of every dimension and fails its
+        # own final check, so python-blosc2 cannot read what it wrote. The mount: EIO.
+        "ndmean-f4-unreadable": (signal((4, 80), "f4"), (2, 80), (2, 40),
+                                 dict(codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4])),
         "int-trunc-i8-zstd": (signal((1000,), "i8") * 12345, (250,), (50,),
                               dict(codec=C.ZSTD, filters=[F.INT_TRUNC], filters_meta=[20])),
+        "int-trunc-u2-lz4": (image((50, 40), np.uint16, 60000), (25, 40), (25, 20),
+                             dict(codec=C.LZ4, filters=[F.INT_TRUNC, F.SHUFFLE], filters_meta=[9, 0])),
+        "int-trunc-i4-zstd": (signal((2000,), "i4") * 1000, (1000,), (250,),
+                              dict(codec=C.ZSTD, filters=[F.INT_TRUNC], filters_meta=[30])),
     }
 
 
@@ -96,24 +180,94 @@ def float_cases(module, prefix):
     return {f"{prefix}-f4-float16": (signal((64, 48), "f4"), (64, 48), (32, 48), plugin_cparams(module))}
 
 
+def filter_names(schunk):
+    return [f.name.lower() for f in schunk.cparams.filters if f != F.NOFILTER]
+
+
+def chunk_is_stored_raw(chunk):
+    """c-blosc2 copied the chunk verbatim (flags bit 1: memcpyed) or wrote a special
+    (zeros, NaNs, uninitialized) chunk: no codec or filter runs on reading it."""
+    return bool(chunk[2] & 0x02) or bool(chunk[31] & 0x70)
+
+
+def reference_reading(path, outdir, name):
+    """Saves python-blosc2's reading of the frame at path as OUTDIR/NAME.expect.npz;
+    returns the entry fields that depend on it."""
+    reread = blosc2.open(path, mode="r")
+    schunk = reread.schunk if isinstance(reread, blosc2.NDArray) else reread
+    expect, readable = {}, True
+    for i in range(schunk.nchunks):
+        try:
+            expect[f"chunk{i}"] = np.frombuffer(schunk.decompress_chunk(i), dtype=np.uint8)
+        except Exception:
+            readable = False
+    if isinstance(reread, blosc2.NDArray) and readable:
+        expect["array"] = reread[...]
+    coded = sum(1 for i in range(schunk.nchunks) if not chunk_is_stored_raw(schunk.get_chunk(i)))
+    fields = {"readable": readable, "b2nd": "b2nd" in schunk.meta, "filters": filter_names(schunk),
+              "nchunks": schunk.nchunks, "coded_chunks": coded}
+    if expect:
+        fields["expect"] = os.path.join(outdir, name + ".expect.npz")
+        np.savez(fields["expect"], **expect)
+    return fields
+
+
+def emit(name, path, codec, tolerance, fields, **extra):
+    print(json.dumps({"name": name, "path": path, "codec": codec, "tolerance": tolerance, **fields, **extra}),
+          flush=True)
+
+
 def write(outdir, name, array, chunks, blocks, cparams, codec, tolerance=0):
     path = os.path.join(outdir, name + ".b2nd")
     blosc2.asarray(array, urlpath=path, mode="w", chunks=chunks, blocks=blocks, cparams=blosc2.CParams(**cparams))
-    reread = blosc2.open(path, mode="r")
-    expect = {"array": reread[...]}
-    for i in range(reread.schunk.nchunks):
-        expect[f"chunk{i}"] = np.frombuffer(reread.schunk.decompress_chunk(i), dtype=np.uint8)
-    np.savez(os.path.join(outdir, name + ".expect.npz"), **expect)
-    print(json.dumps({"name": name, "codec": codec, "tolerance": tolerance}), flush=True)
+    emit(name, path, codec, tolerance, reference_reading(path, outdir, name))
+
+
+def transplant(outdir, name, source_path, codec):
+    """A plain super-chunk (no "b2nd" metalayer) holding, verbatim, the chunks c-blosc2
+    wrote into the b2nd frame at source_path: python-blosc2 writes no plugin codec or
+    filter without the metalayer, but c-blosc2 stores any chunk it is handed."""
+    opened = blosc2.open(source_path, mode="r")  # kept: its schunk lives as long as it does
+    source = opened.schunk
+    path = os.path.join(outdir, name + ".b2frame")
+    cparams = source.cparams
+    target = blosc2.SChunk(chunksize=source.chunksize, urlpath=path, mode="w",
+                           cparams=blosc2.CParams(codec=cparams.codec, codec_meta=cparams.codec_meta,
+                                                  typesize=source.typesize, filters=cparams.filters,
+                                                  filters_meta=cparams.filters_meta, splitmode=cparams.splitmode))
+    for i in range(source.nchunks):
+        target.append_chunk(source.get_chunk(i))
+    del target
+    emit(name, path, codec, 0, reference_reading(path, outdir, name))
+
+
+def committed(outdir, prefix, codec):
+    """The frames of tests/data/plugin-codecs named PREFIX-*, read again here."""
+    for path in sorted(glob.glob(os.path.join(COMMITTED, prefix + "-*.b2nd"))):
+        name = os.path.basename(path)[:-len(".b2nd")]
+        tolerance = 2 if (codec == "openhtj2k" and "lossy" in name) else 0
+        emit(name, os.path.abspath(path), codec, tolerance, reference_reading(path, outdir, name),
+             committed=os.path.abspath(path[:-len(".b2nd")] + ".expect.npz"))
+
+
+CODEC_NAMES = {C.ZFP_ACC: "zfp_acc", C.ZFP_PREC: "zfp_prec", C.ZFP_RATE: "zfp_rate", C.NDLZ: "ndlz",
+               C.ZSTD: "zstd", C.LZ4: "lz4"}
 
 
 def main(group, outdir):
     os.makedirs(outdir, exist_ok=True)
     if group == "builtin":
-        names = {C.ZFP_ACC: "zfp_acc", C.ZFP_PREC: "zfp_prec", C.ZFP_RATE: "zfp_rate", C.NDLZ: "ndlz",
-                 C.ZSTD: "zstd", C.LZ4: "lz4"}
-        for name, (array, chunks, blocks, cparams) in builtin_cases().items():
-            write(outdir, name, array, chunks, blocks, cparams, names[cparams["codec"]])
+        for name, (array, chunks, blocks, cparams) in {**zfp_cases(), **ndlz_cases(), **filter_cases()}.items():
+            write(outdir, name, array, chunks, blocks, cparams, CODEC_NAMES[cparams["codec"]])
+    elif group == "schunk":
+        sources = {"zfp-acc": "zfp-acc-f4-2d", "ndlz4": "ndlz4-u1", "ndcell": "ndcell-f4-zstd"}
+        cases = {**zfp_cases(), **ndlz_cases(), **filter_cases()}
+        for stem, source in sources.items():
+            array, chunks, blocks, cparams = cases[source]
+            source_path = os.path.join(outdir, "b2nd-source-" + source + ".b2nd")
+            blosc2.asarray(array, urlpath=source_path, mode="w", chunks=chunks, blocks=blocks,
+                           cparams=blosc2.CParams(**cparams))
+            transplant(outdir, "schunk-" + stem, source_path, CODEC_NAMES[cparams["codec"]])
     elif group.startswith("j2k"):
         import blosc2_j2k as j2k
         j2k.register_codec()
@@ -127,6 +281,9 @@ def main(group, outdir):
             cases = j2k_cases(j2k)
         for name, (array, chunks, blocks, cparams) in cases.items():
             write(outdir, name, array, chunks, blocks, cparams, "j2k")
+        if group == "j2k":
+            # J2K needs no block shape to decode (the codestream has its own): read as python-blosc2 reads it.
+            transplant(outdir, "schunk-j2k", os.path.join(outdir, "j2k-u8-rgb-2blocks.b2nd"), "j2k")
     elif group.startswith("htj2k"):
         import blosc2_htj2k as htj2k
         htj2k.register_codec()
@@ -145,6 +302,12 @@ def main(group, outdir):
         meta = int(blosc2_openzl.OpenZLProfile.OZLPROF_SH_ZSTD.value)
         write(outdir, "openzl-f4", signal((4000,), "f4"), (2000,), (1000,),
               dict(codec=38, codec_meta=meta, filters=[], splitmode=S.NEVER_SPLIT), "openzl")
+    elif group in ("grok", "openhtj2k"):
+        # Loaded into this process, the plugin is what c-blosc2's dlopen by name finds
+        # (otherwise it asks the first `python` on PATH where the plugin is).
+        plugin = __import__("blosc2_" + group)
+        ctypes.CDLL(plugin.get_libpath())
+        committed(outdir, group, group)
     else:
         sys.exit(f"plugin_frames.py: unknown group {group}")
 
