@@ -2,7 +2,7 @@
 //
 // A stream is `u8 ndim (2) | i32 b0 | i32 b1` and then one token per C x C cell of
 // the b0 x b1 byte block, cells in row-major order. Every back-reference points
-// into the compressed stream itself, at bytes an earlier literal cell stored, and
+// into the compressed stream itself, at bytes an earlier cell stored literally, and
 // is relative to the referring token's position. Cells at the block's right and
 // bottom edges are clipped; their bytes are read with the clipped row length.
 #include "ndlz.h"
@@ -10,19 +10,27 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <string>
-#include <vector>
 
 namespace blosc2fs {
 
 namespace {
 
 constexpr size_t kHeaderSize = 9;
+constexpr uint8_t kNdim = 2;
 constexpr uint8_t kTokenLiteral = 0x00;
 constexpr uint8_t kTokenConstant = 0x40;
 constexpr uint8_t kTokenCellMatch = 0xC0;
+constexpr size_t kMaxOffset = 0xFFFF;
 
 std::string str(int64_t v) { return std::to_string(v); }
+
+// Rows of a clipped cell: C, or the remainder of the block's edge.
+int64_t clipped(int64_t index, int64_t count, int64_t extent, int cell) {
+  return index == count - 1 && extent % cell ? extent % cell : cell;
+}
 
 class StreamReader {
  public:
@@ -38,7 +46,10 @@ class StreamReader {
            str(int64_t(in_.size())) + " bytes");
     return in_.data() + pos;
   }
-  uint16_t offset_at(int64_t pos) const { return load_le16(at(pos, 2, "back-reference offset")); }
+  // The stream position `token_at - offset`, offset being the u16 at `pos`.
+  int64_t reference_at(int64_t pos, int64_t token_at) const {
+    return token_at - load_le16(at(pos, 2, "back-reference offset"));
+  }
 
  private:
   ByteSpan in_;
@@ -48,92 +59,226 @@ class StreamReader {
 // Rows of a cell assembled from references and literals, C bytes apart.
 using CellBuffer = std::array<uint8_t, 64>;
 
-// Decodes the token at `cur` into a cell whose bytes are then read p0 rows of p1
-// bytes apart; returns where they are and advances `ip` past the token's bytes.
+// Row-match tokens fill every row of `buffer` with a stride of C; the caller then
+// reads it with the clipped row length p1, as c-blosc2 does for edge cells.
+void decode_rows_4x4(const StreamReader& r, uint8_t token, int64_t token_at, int64_t& ip, CellBuffer& buffer) {
+  auto literal_row = [&](int row) {
+    std::memcpy(buffer.data() + row * 4, r.at(ip, 4, "literal row"), 4);
+    ip += 4;
+  };
+  if (token >= 0xE0) {  // three rows from one reference, the fourth literal
+    static constexpr int kRows[4][3] = {{1, 2, 3}, {0, 1, 2}, {0, 1, 3}, {0, 2, 3}};
+    const int* rows = kRows[(token >> 3) - 28];
+    const uint8_t* src = r.at(r.reference_at(ip, token_at), 12, "matched rows");
+    ip += 2;
+    for (int k = 0; k < 3; ++k) std::memcpy(buffer.data() + rows[k] * 4, src + 4 * k, 4);
+    literal_row(6 - rows[0] - rows[1] - rows[2]);
+    return;
+  }
+  if (token >= 0x80 && token <= 0xBF) {  // two rows from one reference, the others literal
+    // i == j is possible (e.g. 0x81): both copies land on one row, three are literal.
+    const int i = token == 0x80 ? 2 : (token - 0x80) >> 5;
+    const int j = token == 0x80 ? 3 : ((token - 0x80) >> 3) - 4 * i;
+    const uint8_t* src = r.at(r.reference_at(ip, token_at), 8, "matched rows");
+    ip += 2;
+    std::memcpy(buffer.data() + i * 4, src, 4);
+    std::memcpy(buffer.data() + j * 4, src + 4, 4);
+    for (int k = 0; k < 4; ++k)
+      if (k != i && k != j) literal_row(k);
+    return;
+  }
+  if (token >= 40 && token <= 63) {  // rows 0 and j from one reference, the other two from another
+    const int j = (token - 32) >> 3;
+    const int l = j == 1 ? 2 : 1, m = j == 3 ? 2 : 3;
+    const uint8_t* first = r.at(r.reference_at(ip, token_at), 8, "matched rows");
+    const uint8_t* second = r.at(r.reference_at(ip + 2, token_at), 8, "matched rows");
+    ip += 4;
+    std::memcpy(buffer.data(), first, 4);
+    std::memcpy(buffer.data() + j * 4, first + 4, 4);
+    std::memcpy(buffer.data() + l * 4, second, 4);
+    std::memcpy(buffer.data() + m * 4, second + 4, 4);
+    return;
+  }
+  r.fail("unknown token " + str(token) + " at stream offset " + str(token_at));
+}
+
+void decode_rows_8x8(const StreamReader& r, uint8_t token, int64_t token_at, int64_t& ip, CellBuffer& buffer) {
+  const int kind = token >> 3, first = token & 7;
+  const int matched = kind == 21 ? 3 : kind == 17 ? 2 : 0;
+  if (matched == 0) r.fail("unknown token " + str(token) + " at stream offset " + str(token_at));
+  if (first + matched > 8)
+    r.fail("token " + str(token) + " matches rows " + str(first) + ".." + str(first + matched - 1) +
+           " of an 8-row cell");
+  const uint8_t* src = r.at(r.reference_at(ip, token_at), 8 * matched, "matched rows");
+  ip += 2;
+  std::memcpy(buffer.data() + first * 8, src, size_t(8 * matched));
+  for (int row = 0; row < 8; ++row) {
+    if (row >= first && row < first + matched) continue;
+    std::memcpy(buffer.data() + row * 8, r.at(ip, 8, "literal row"), 8);
+    ip += 8;
+  }
+}
+
+// Decodes the token at `ip` into the bytes of a p0 x p1 cell, read p1 bytes per
+// row; advances `ip` past the token and everything it carries.
 const uint8_t* decode_cell(const StreamReader& r, int cell, int64_t& ip, int64_t p0, int64_t p1, CellBuffer& buffer) {
-  const int64_t cur = ip;
-  const uint8_t token = *r.at(cur, 1, "token");
-  ip = cur + 1;
+  const int64_t token_at = ip;
+  const uint8_t token = *r.at(token_at, 1, "token");
+  ip = token_at + 1;
   if (token == kTokenLiteral) {
     const uint8_t* bytes = r.at(ip, p0 * p1, "literal cell");
     ip += p0 * p1;
     return bytes;
   }
   if (token == kTokenCellMatch) {
-    const int64_t ref = cur - r.offset_at(ip);
+    const uint8_t* bytes = r.at(r.reference_at(ip, token_at), p0 * p1, "matched cell");
     ip += 2;
-    return r.at(ref, p0 * p1, "matched cell");
+    return bytes;
   }
   if (token == kTokenConstant) {
     buffer.fill(*r.at(ip, 1, "constant cell value"));
     ip += 1;
     return buffer.data();
   }
-  auto literal_row = [&](int row, int length) {
-    std::memcpy(buffer.data() + row * length, r.at(ip, length, "literal row"), size_t(length));
-    ip += length;
-  };
-  if (cell == 4) {
-    if (token >= 0xE0) {  // three rows from one reference, the fourth literal
-      const int64_t ref = cur - r.offset_at(ip);
-      ip += 2;
-      static constexpr int kRows[4][3] = {{1, 2, 3}, {0, 1, 2}, {0, 1, 3}, {0, 2, 3}};
-      const int* rows = kRows[(token >> 3) - 28];
-      const uint8_t* src = r.at(ref, 12, "matched rows");
-      for (int k = 0; k < 3; ++k) std::memcpy(buffer.data() + rows[k] * 4, src + 4 * k, 4);
-      for (int l = 0; l < 4; ++l) {
-        if (l != rows[0] && l != rows[1] && l != rows[2]) {
-          literal_row(l, 4);
-          break;
-        }
-      }
-      return buffer.data();
-    }
-    if (token >= 0x80 && token <= 0xBF) {  // two rows from one reference, the others literal
-      const int64_t ref = cur - r.offset_at(ip);
-      ip += 2;
-      const int i = token == 0x80 ? 2 : (token - 128) >> 5;
-      const int j = token == 0x80 ? 3 : ((token - 128) >> 3) - 4 * i;
-      const uint8_t* src = r.at(ref, 8, "matched rows");
-      std::memcpy(buffer.data() + i * 4, src, 4);
-      std::memcpy(buffer.data() + j * 4, src + 4, 4);
-      for (int k = 0; k < 4; ++k)
-        if (k != i && k != j) literal_row(k, 4);
-      return buffer.data();
-    }
-    if (token >= 40 && token <= 63) {  // rows 0 and j from one reference, the other two from another
-      const int64_t ref1 = cur - r.offset_at(ip);
-      const int64_t ref2 = cur - r.offset_at(ip + 2);
-      ip += 4;
-      const int j = (token - 32) >> 3;
-      int l = -1, m = -1;
-      for (int k = 1; k < 4; ++k) {
-        if (k == j) continue;
-        (l < 0 ? l : m) = k;
-      }
-      const uint8_t* src1 = r.at(ref1, 8, "matched rows");
-      const uint8_t* src2 = r.at(ref2, 8, "matched rows");
-      std::memcpy(buffer.data(), src1, 4);
-      std::memcpy(buffer.data() + j * 4, src1 + 4, 4);
-      std::memcpy(buffer.data() + l * 4, src2, 4);
-      std::memcpy(buffer.data() + m * 4, src2 + 4, 4);
-      return buffer.data();
-    }
-  } else {
-    const int kind = token >> 3, row = token & 7;
-    const int matched = kind == 21 ? 3 : kind == 17 ? 2 : 0;
-    if (matched > 0) {  // `matched` rows from row `row` on from one reference, the others literal
-      if (row + matched > 8) r.fail("matched rows " + str(row) + ".." + str(row + matched - 1) + " of an 8-row cell");
-      const int64_t ref = cur - r.offset_at(ip);
-      ip += 2;
-      std::memcpy(buffer.data() + row * 8, r.at(ref, 8 * matched, "matched rows"), size_t(8 * matched));
-      for (int l = 0; l < 8; ++l)
-        if (l < row || l >= row + matched) literal_row(l, 8);
-      return buffer.data();
-    }
-  }
-  r.fail("unknown token " + str(token) + " at stream offset " + str(cur));
+  if (cell == 4)
+    decode_rows_4x4(r, token, token_at, ip, buffer);
+  else
+    decode_rows_8x8(r, token, token_at, ip, buffer);
+  return buffer.data();
 }
+
+// Writes one stream. Full cells are coded, cheapest first, as a constant, a match
+// of an earlier literal cell, matches of some of their rows, or literally; the
+// hash tables hold where earlier full literal cells, and each run of two and three
+// of their rows, sit in the stream (the only bytes c-blosc2's encoder refers to).
+// Once a write does not fit, nothing more is written and overflowed() is true.
+class Encoder {
+ public:
+  Encoder(MutableByteSpan out, size_t limit, int cell)
+      : out_(out), limit_(limit), cell_(size_t(cell)), cell_size_(size_t(cell) * size_t(cell)) {}
+
+  void put_header(int32_t b0, int32_t b1) {
+    uint8_t header[kHeaderSize] = {kNdim};
+    store_le32(header + 1, uint32_t(b0));
+    store_le32(header + 5, uint32_t(b1));
+    put_bytes(header, kHeaderSize);
+  }
+  bool overflowed() const { return overflowed_; }
+  size_t size() const { return op_; }
+
+  // A clipped edge cell is always literal, as c-blosc2's own encoder writes it.
+  void put_edge_cell(const uint8_t* bytes, size_t n) { put_literal(bytes, n); }
+
+  void put_full_cell(const uint8_t* cell) {
+    token_at_ = op_;
+    if (std::memcmp(cell, cell + 1, cell_size_ - 1) == 0) return put({kTokenConstant, cell[0]});
+    if (const uint16_t offset = find(cells_, cell, cell_size_)) return put_match(kTokenCellMatch, offset);
+    if (cell_ == 4 ? put_rows_4x4(cell) : put_rows_8x8(cell)) return;
+    const size_t literal_at = op_ + 1;
+    put_literal(cell, cell_size_);
+    if (overflowed_) return;
+    remember(cells_, literal_at, cell_size_);
+    for (size_t row = 0; row + 1 < cell_; ++row) remember(pairs_, literal_at + row * cell_, 2 * cell_);
+    for (size_t row = 0; row + 2 < cell_; ++row) remember(triples_, literal_at + row * cell_, 3 * cell_);
+  }
+
+ private:
+  static constexpr int kHashBits = 12;
+  using Table = std::array<size_t, size_t(1) << kHashBits>;  // stream positions; 0: none
+
+  static size_t hash(const uint8_t* bytes, size_t n) {
+    uint64_t h = n;
+    for (size_t k = 0; k < n; k += 4) h = (h ^ load_le32(bytes + k)) * 0x9E3779B97F4A7C15ull;
+    return size_t(h >> (64 - kHashBits));
+  }
+  void remember(Table& table, size_t pos, size_t n) { table[hash(out_.data() + pos, n)] = pos; }
+  // The offset from the current token back to an earlier copy of `bytes`, or 0.
+  uint16_t find(const Table& table, const uint8_t* bytes, size_t n) const {
+    const size_t pos = table[hash(bytes, n)];
+    if (pos == 0 || token_at_ - pos > kMaxOffset || std::memcmp(out_.data() + pos, bytes, n) != 0) return 0;
+    return uint16_t(token_at_ - pos);
+  }
+
+  void put_bytes(const uint8_t* bytes, size_t n) {
+    if (overflowed_ || limit_ - op_ < n) {
+      overflowed_ = true;
+      return;
+    }
+    std::memcpy(out_.data() + op_, bytes, n);
+    op_ += n;
+  }
+  void put(std::initializer_list<uint8_t> bytes) { put_bytes(bytes.begin(), bytes.size()); }
+  void put_match(uint8_t token, uint16_t offset) { put({token, uint8_t(offset), uint8_t(offset >> 8)}); }
+  void put_literal(const uint8_t* bytes, size_t n) {
+    put({kTokenLiteral});
+    put_bytes(bytes, n);
+  }
+
+  // The 4-byte rows `rows` of a 4x4 cell, one after another.
+  static std::array<uint8_t, 12> gather(const uint8_t* cell, std::initializer_list<int> rows) {
+    std::array<uint8_t, 12> bytes{};
+    size_t at = 0;
+    for (int row : rows) std::memcpy(bytes.data() + 4 * at++, cell + 4 * row, 4);
+    return bytes;
+  }
+  // Whether some rows matched and the cell was written.
+  bool put_rows_4x4(const uint8_t* cell) {
+    for (int j = 1; j <= 3; ++j) {  // token 32 + 8j: rows 0 and j from one place, the other two from another
+      const int l = j == 1 ? 2 : 1, m = j == 3 ? 2 : 3;
+      const uint16_t first = find(pairs_, gather(cell, {0, j}).data(), 8);
+      const uint16_t second = first ? find(pairs_, gather(cell, {l, m}).data(), 8) : 0;
+      if (second) {
+        put({uint8_t(32 + 8 * j), uint8_t(first), uint8_t(first >> 8), uint8_t(second), uint8_t(second >> 8)});
+        return true;
+      }
+    }
+    struct Rows {
+      uint8_t token;
+      int matched[3];  // -1: unused
+      int literal[3];  // -1: unused
+    };
+    // Three rows from one place, the fourth literal; then two rows, tokens
+    // 0x80 | i << 5 | j << 3 for i in {0, 1}, and 0x80 alone for rows 2 and 3.
+    static constexpr Rows kRowSets[] = {
+        {0xE0, {1, 2, 3}, {0, -1, -1}}, {0xE8, {0, 1, 2}, {3, -1, -1}}, {0xF0, {0, 1, 3}, {2, -1, -1}},
+        {0xF8, {0, 2, 3}, {1, -1, -1}}, {0x88, {0, 1, -1}, {2, 3, -1}}, {0x90, {0, 2, -1}, {1, 3, -1}},
+        {0x98, {0, 3, -1}, {1, 2, -1}}, {0xB0, {1, 2, -1}, {0, 3, -1}}, {0xB8, {1, 3, -1}, {0, 2, -1}},
+        {0x80, {2, 3, -1}, {0, 1, -1}}};
+    for (const Rows& set : kRowSets) {
+      const bool three = set.matched[2] >= 0;
+      const auto rows = three ? gather(cell, {set.matched[0], set.matched[1], set.matched[2]})
+                              : gather(cell, {set.matched[0], set.matched[1]});
+      const uint16_t offset = find(three ? triples_ : pairs_, rows.data(), three ? 12 : 8);
+      if (offset == 0) continue;
+      put_match(set.token, offset);
+      for (int row : set.literal)
+        if (row >= 0) put_bytes(cell + 4 * row, 4);
+      return true;
+    }
+    return false;
+  }
+  // Token 21 << 3 | r: rows r..r+2 from one place; 17 << 3 | r: rows r, r+1. The other rows are literal.
+  bool put_rows_8x8(const uint8_t* cell) {
+    for (size_t run : {3, 2}) {
+      for (size_t first = 0; first + run <= 8; ++first) {
+        const uint16_t offset = find(run == 3 ? triples_ : pairs_, cell + 8 * first, 8 * run);
+        if (offset == 0) continue;
+        put_match(uint8_t((run == 3 ? 21 : 17) << 3 | first), offset);
+        put_bytes(cell, 8 * first);
+        put_bytes(cell + 8 * (first + run), 8 * (8 - first - run));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  MutableByteSpan out_;
+  size_t limit_;
+  size_t cell_, cell_size_;
+  size_t op_ = 0, token_at_ = 0;
+  bool overflowed_ = false;
+  Table cells_{}, pairs_{}, triples_{};
+};
 
 }  // namespace
 
@@ -141,7 +286,8 @@ void ndlz_decode(ByteSpan in, MutableByteSpan out, uint8_t cell) {
   if (cell != 4 && cell != 8) throw FormatError("ndlz: cell size " + str(cell) + " (codec meta must be 4 or 8)");
   const StreamReader r(in, cell);
   if (in.size() < kHeaderSize) r.fail("stream of " + str(int64_t(in.size())) + " bytes, shorter than its header");
-  if (in[0] != 2) r.fail("ndim " + str(in[0]) + " (only 2-D blocks exist)");
+  if (in[0] != kNdim) r.fail("ndim " + str(in[0]) + " (only 2-D blocks exist)");
+  // Both are int32, so their product fits in int64.
   const int64_t b0 = int32_t(load_le32(in.data() + 1));
   const int64_t b1 = int32_t(load_le32(in.data() + 5));
   if (b0 < 0 || b1 < 0) r.fail("negative block shape " + str(b0) + " x " + str(b1));
@@ -150,74 +296,52 @@ void ndlz_decode(ByteSpan in, MutableByteSpan out, uint8_t cell) {
            str(int64_t(out.size())));
   if (out.empty()) return;  // a 0 x N block: no cells
   std::memset(out.data(), 0, out.size());
-  const int64_t rows_of_cells = (b0 + cell - 1) / cell, columns_of_cells = (b1 + cell - 1) / cell;
+  const int64_t cell_rows = (b0 + cell - 1) / cell, cell_columns = (b1 + cell - 1) / cell;
   int64_t ip = kHeaderSize;
+  int64_t end_of_last_row = 0;
   CellBuffer buffer{};
-  for (int64_t i0 = 0; i0 < rows_of_cells; ++i0) {
-    const int64_t p0 = i0 == rows_of_cells - 1 && b0 % cell ? b0 % cell : cell;
-    for (int64_t i1 = 0; i1 < columns_of_cells; ++i1) {
-      const int64_t p1 = i1 == columns_of_cells - 1 && b1 % cell ? b1 % cell : cell;
+  for (int64_t i0 = 0; i0 < cell_rows; ++i0) {
+    const int64_t p0 = clipped(i0, cell_rows, b0, cell);
+    for (int64_t i1 = 0; i1 < cell_columns; ++i1) {
+      const int64_t p1 = clipped(i1, cell_columns, b1, cell);
       const uint8_t* bytes = decode_cell(r, cell, ip, p0, p1, buffer);
       const int64_t origin = i0 * cell * b1 + i1 * cell;
       for (int64_t row = 0; row < p0; ++row)
         std::memcpy(out.data() + origin + row * b1, bytes + row * p1, size_t(p1));
+      end_of_last_row = origin + (p0 - 1) * b1 + p1;
     }
   }
+  // c-blosc2 requires the last cell to end exactly at the block's end.
+  if (end_of_last_row != b0 * b1)
+    r.fail("cells end at byte " + str(end_of_last_row) + " of a " + str(b0 * b1) + "-byte block");
 }
 
 size_t ndlz_encode(ByteSpan in, int32_t b0, int32_t b1, uint8_t cell, MutableByteSpan out) {
   if (cell != 4 && cell != 8) throw FormatError("ndlz: cell size " + str(cell) + " (codec meta must be 4 or 8)");
-  if (b0 < 1 || b1 < 1 || int64_t(b0) * b1 != int64_t(in.size()))
+  if (b0 < 0 || b1 < 0 || int64_t(b0) * b1 != int64_t(in.size()))
     throw FormatError("ndlz: block shape " + str(b0) + " x " + str(b1) + " for " + str(int64_t(in.size())) + " bytes");
-  const size_t limit = std::min(out.size(), in.size() - 1);  // the stream must come out smaller
-  if (limit < kHeaderSize) return 0;
-  size_t op = 0;
-  out[op++] = 2;
-  store_le32(out.data() + op, uint32_t(b0));
-  store_le32(out.data() + op + 4, uint32_t(b1));
-  op += 8;
-  const size_t cell_size = size_t(cell) * cell;
-  // Where earlier full literal cells were stored, by a hash of their bytes.
-  constexpr int kHashBits = 12;
-  std::vector<int64_t> seen(size_t(1) << kHashBits, -1);
+  if (in.size() <= kHeaderSize) return 0;  // the header alone is no smaller
+  // The stream must come out smaller than the block. The encoder holds 96 KiB of
+  // hash tables: off the stack, which a FUSE worker thread may have little of.
+  auto encoder = std::make_unique<Encoder>(out, std::min(out.size(), in.size() - 1), cell);
+  encoder->put_header(b0, b1);
   CellBuffer bytes{};
-  const int64_t rows_of_cells = (b0 + cell - 1) / cell, columns_of_cells = (b1 + cell - 1) / cell;
-  for (int64_t i0 = 0; i0 < rows_of_cells; ++i0) {
-    const int64_t p0 = i0 == rows_of_cells - 1 && b0 % cell ? b0 % cell : cell;
-    for (int64_t i1 = 0; i1 < columns_of_cells; ++i1) {
-      const int64_t p1 = i1 == columns_of_cells - 1 && b1 % cell ? b1 % cell : cell;
-      const size_t n = size_t(p0 * p1);
+  const int64_t cell_rows = (b0 + cell - 1) / cell, cell_columns = (b1 + cell - 1) / cell;
+  for (int64_t i0 = 0; i0 < cell_rows && !encoder->overflowed(); ++i0) {
+    const int64_t p0 = clipped(i0, cell_rows, b0, cell);
+    for (int64_t i1 = 0; i1 < cell_columns && !encoder->overflowed(); ++i1) {
+      const int64_t p1 = clipped(i1, cell_columns, b1, cell);
       const int64_t origin = i0 * cell * b1 + i1 * cell;
       for (int64_t row = 0; row < p0; ++row)
         std::memcpy(bytes.data() + row * p1, in.data() + origin + row * b1, size_t(p1));
-      const size_t token_at = op;
-      if (std::memcmp(bytes.data(), bytes.data() + 1, n - 1) == 0) {
-        if (limit - op < 2) return 0;
-        out[op++] = kTokenConstant;
-        out[op++] = bytes[0];
-        continue;
-      }
-      const bool full = n == cell_size;
-      uint32_t hash = 2166136261u;
-      for (size_t k = 0; full && k < n; ++k) hash = (hash ^ bytes[k]) * 16777619u;
-      int64_t& slot = seen[hash >> (32 - kHashBits)];
-      if (full && slot >= 0 && int64_t(token_at) - slot <= 0xFFFF &&
-          std::memcmp(out.data() + slot, bytes.data(), n) == 0) {
-        if (limit - op < 3) return 0;
-        out[op++] = kTokenCellMatch;
-        const uint16_t offset = uint16_t(int64_t(token_at) - slot);
-        out[op++] = uint8_t(offset);
-        out[op++] = uint8_t(offset >> 8);
-        continue;
-      }
-      if (limit - op < 1 + n) return 0;
-      out[op++] = kTokenLiteral;
-      if (full) slot = int64_t(op);
-      std::memcpy(out.data() + op, bytes.data(), n);
-      op += n;
+      if (p0 == cell && p1 == cell)
+        encoder->put_full_cell(bytes.data());
+      else
+        encoder->put_edge_cell(bytes.data(), size_t(p0 * p1));
     }
   }
-  return op;
+  if (encoder->overflowed()) return 0;
+  return encoder->size();
 }
 
 }  // namespace blosc2fs
