@@ -1,0 +1,80 @@
+// Where the bytes of a frame or a store come from. Frames and stores read only
+// through these two interfaces, so they never know whether their bytes are a
+// local file, a window of one (a zip member stored in place), memory (a
+// deflated member, an embedded leaf) or an object on a server (src/remote).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+class File;
+
+// One immutable run of bytes. Safe to read from several threads at once.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  // The size in bytes, fixed for the source's life.
+  virtual int64_t size() const = 0;
+  // Reads up to out.size() bytes at `offset`, fewer only at the end; returns
+  // how many. Throws IoError with the errno a reader should see (EIO for a
+  // network that failed or an object that changed).
+  virtual size_t read_at(int64_t offset, MutableByteSpan out) const = 0;
+  // How messages name it: a path, or a URL without credentials.
+  virtual std::string name() const = 0;
+  // [offset, offset + length) is about to be read, in pieces: a remote source
+  // fetches it in one request. Never throws; local sources ignore it.
+  virtual void will_read(int64_t offset, int64_t length) const {
+    (void)offset;
+    (void)length;
+  }
+  // Whether reads cost a round trip (frames then read whole extents at once).
+  virtual bool remote() const { return false; }
+
+  // Exactly out.size() bytes; a short source raises FormatError naming `what`.
+  void read_exact(int64_t offset, MutableByteSpan out, const char* what = "data") const;
+  Bytes read_bytes(int64_t offset, size_t n, const char* what = "data") const;
+};
+
+// A place holding named objects: a local directory, a URL prefix on a web
+// server, a prefix of an S3 bucket. Names are relative, '/'-separated, and
+// never contain "." or ".." parts (callers check with is_safe_relative_name).
+class SourceDirectory {
+ public:
+  virtual ~SourceDirectory() = default;
+
+  // The object `relative` below this place. Throws IoError (ENOENT when absent).
+  virtual std::shared_ptr<const ByteSource> open(const std::string& relative) const = 0;
+  // Every object below this place, recursively, as sorted relative names.
+  // Throws UnsupportedError where the place cannot be listed (a web server).
+  virtual std::vector<std::string> list() const = 0;
+  // The place `relative` below this one (a subdirectory or sub-prefix).
+  virtual std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const = 0;
+  // How messages name it: a path, or a URL without credentials.
+  virtual std::string name() const = 0;
+  virtual bool remote() const { return false; }
+};
+
+// Whether `name` is a relative name that stays below its directory: non-empty
+// parts separated by single '/', none "." or "..", no NUL, no leading '/'.
+bool is_safe_relative_name(const std::string& name);
+
+// A local file, opened now. Throws IoError naming the path.
+std::shared_ptr<const ByteSource> open_local_file(const std::filesystem::path& path);
+// A local directory. Throws IoError when it is not one.
+std::shared_ptr<const SourceDirectory> open_local_directory(const std::filesystem::path& path);
+// Bytes [offset, offset + length) of `whole`; throws FormatError when they
+// are not all inside it.
+std::shared_ptr<const ByteSource> slice_source(std::shared_ptr<const ByteSource> whole, int64_t offset,
+                                               int64_t length);
+// Bytes held in memory, named `name` in messages.
+std::shared_ptr<const ByteSource> memory_source(Bytes bytes, std::string name);
+
+}  // namespace blosc2fs
