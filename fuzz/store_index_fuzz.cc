@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
     try {
-      ZipDirectory dir = read_zip_directory(File::open_read(path));
+      ZipDirectory dir = read_zip_directory(*open_local_file(path));
       for (const ZipMember& m : dir.members) {
         if (bad_relative_path(m.name) || m.data_offset < 0 || m.stored_size < 0 ||
             m.data_offset + m.stored_size > int64_t(size))

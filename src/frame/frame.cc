@@ -65,32 +65,62 @@ Frame::Frame() : impl_(std::make_unique<Impl>()) {}
 Frame::~Frame() = default;
 
 std::unique_ptr<Frame> Frame::open(const std::filesystem::path& path, int64_t offset) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw_errno("cannot open " + path.string());
+  std::unique_ptr<Frame> frame;
+  if (S_ISDIR(st.st_mode)) {
+    frame = open_sparse(open_local_directory(path), offset);
+    frame->impl_->frame_file = path / "chunks.b2frame";
+  } else {
+    frame = open(open_local_file(path), offset);
+    frame->impl_->frame_file = path;
+  }
+  frame->impl_->path = path;
+  return frame;
+}
+
+std::unique_ptr<Frame> Frame::open(std::shared_ptr<const ByteSource> source, int64_t offset) {
+  const std::string name = source->name();
   std::unique_ptr<Frame> frame(new Frame());
+  frame->impl_->path = name;
   try {
-    frame->impl_->open(path, offset);
+    frame->impl_->open(std::move(source), nullptr, offset);
   } catch (const UnsupportedError& e) {
-    throw UnsupportedError(path.string() + ": " + e.what());
+    throw UnsupportedError(name + ": " + e.what());
   } catch (const FormatError& e) {
-    throw FormatError(path.string() + ": " + e.what());
+    throw FormatError(name + ": " + e.what());
   }
   return frame;
 }
 
-void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
-  path = p;
+std::unique_ptr<Frame> Frame::open_sparse(std::shared_ptr<const SourceDirectory> directory, int64_t offset) {
+  const std::string name = directory->name();
+  std::shared_ptr<const ByteSource> header_file = directory->open("chunks.b2frame");
+  std::unique_ptr<Frame> frame(new Frame());
+  frame->impl_->path = name;
+  try {
+    frame->impl_->open(std::move(header_file), std::move(directory), offset);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(name + ": " + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(name + ": " + e.what());
+  }
+  return frame;
+}
+
+void Frame::Impl::open(std::shared_ptr<const ByteSource> source, std::shared_ptr<const SourceDirectory> chunks,
+                       int64_t off) {
   offset = off;
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) throw_errno("cannot open " + p.string());
-  const bool sparse = S_ISDIR(st.st_mode);
-  frame_file = sparse ? p / "chunks.b2frame" : p;
-  file = File::open_read(frame_file);
-  file_size = file.size();
+  const bool sparse = chunks != nullptr;
+  file = std::move(source);
+  chunk_dir = std::move(chunks);
+  file_size = file->size();
   if (off < 0 || off > file_size) throw FormatError("frame offset " + num(off) + " is outside the file");
   const int64_t available = file_size - off;
   if (available < kBeta1HeaderLen)
     throw FormatError("not a Blosc2 frame: " + num(available) + " bytes, shorter than a frame header");
 
-  Bytes fixed = file.read_bytes(off, size_t(std::min<int64_t>(available, kFrameHeaderMinLen)), "frame header");
+  Bytes fixed = file->read_bytes(off, size_t(std::min<int64_t>(available, kFrameHeaderMinLen)), "frame header");
   const FrameLayout layout = frame_header_layout(fixed);
   const int64_t header_len = int32_t(load_be32(fixed.data() + 11));
   const int64_t frame_len = int64_t(load_be64(fixed.data() + 16));
@@ -107,7 +137,7 @@ void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
                       " bytes from the frame start)");
 
   if (has_trailer) {
-    Bytes tail = file.read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
+    Bytes tail = file->read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
     if (tail[2] != 0xCE)
       throw FormatError("no trailer: byte " + num(frame_len - 23) + " of the frame is not the CE trailer-length marker");
     trailer_len = load_be32(tail.data() + 3);
@@ -119,7 +149,7 @@ void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
                       (has_trailer ? "trailer starts at " : "the frame ends at ") + num(frame_len - trailer_len) +
                       ")");
 
-  ParsedHeader parsed = parse_frame_header(file.read_bytes(off, size_t(header_len), "frame header"));
+  ParsedHeader parsed = parse_frame_header(file->read_bytes(off, size_t(header_len), "frame header"));
   header = parsed.fixed;
   // c-blosc2 reads the trailer of a frame without data right after the header,
   // not from frame_len; follow it so that we read such frames as it does
@@ -130,13 +160,13 @@ void Frame::Impl::open(const std::filesystem::path& p, int64_t off) {
     throw FormatError("frame type " + num(header.frame_type) + (sparse ? " in a directory (sparse frames are 1)"
                                                                         : " in a file (contiguous frames are 0)"));
   if (header.layout == FrameLayout::current) {
-    vlmetalayers = parse_frame_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
+    vlmetalayers = parse_frame_trailer(file->read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
   } else if (has_trailer) {
     if (trailer_start + trailer_len > frame_len)
       throw FormatError("usermeta trailer of " + num(trailer_len) + " bytes at byte " + num(trailer_start) +
                         " runs past the frame's end (" + num(frame_len) + ")");
     UsermetaTrailer parsed_trailer =
-        parse_usermeta_trailer(file.read_bytes(off + trailer_start, size_t(trailer_len), "usermeta trailer"));
+        parse_usermeta_trailer(file->read_bytes(off + trailer_start, size_t(trailer_len), "usermeta trailer"));
     header.layout = parsed_trailer.layout;
     usermeta = std::move(parsed_trailer.usermeta);
   }
@@ -187,12 +217,12 @@ void Frame::Impl::load_index() {
   const std::string context = "index chunk at byte " + num(index_pos) + ": ";
   if (index_len < kBlosc1HeaderSize) throw FormatError(context + "only " + num(index_len) + " bytes for it");
 
-  Bytes head = file.read_bytes(offset + index_pos, size_t(std::min<int64_t>(index_len, kExtendedHeaderSize)),
+  Bytes head = file->read_bytes(offset + index_pos, size_t(std::min<int64_t>(index_len, kExtendedHeaderSize)),
                                "index chunk");
   ChunkHeader ih = with_error_context(context, [&] { return parse_chunk_header(head); });
   if (ih.cbytes > index_len)
     throw FormatError(context + "its " + num(ih.cbytes) + " bytes exceed the " + num(index_len) + " available");
-  Bytes chunk = file.read_bytes(offset + index_pos, size_t(ih.cbytes), "index chunk");
+  Bytes chunk = file->read_bytes(offset + index_pos, size_t(ih.cbytes), "index chunk");
   ChunkView view = with_error_context(context, [&] { return ChunkView(chunk, decode_rules); });
 
   if (h.chunksize == 0) {
@@ -243,6 +273,7 @@ void Frame::Impl::load_index() {
 }
 
 const std::filesystem::path& Frame::path() const { return impl_->path; }
+const ByteSource& Frame::source() const { return *impl_->file; }
 int64_t Frame::file_offset() const { return impl_->offset; }
 const FrameHeader& Frame::header() const { return impl_->header; }
 int64_t Frame::trailer_len() const { return impl_->trailer_len; }
@@ -317,6 +348,8 @@ FrameStamp read_frame_stamp(const std::filesystem::path& header_file, int64_t of
   return s;
 }
 
-Frame::Stamp Frame::stamp() const { return read_frame_stamp(impl_->frame_file, impl_->offset); }
+Frame::Stamp Frame::stamp() const {
+  return impl_->frame_file.empty() ? FrameStamp{} : read_frame_stamp(impl_->frame_file, impl_->offset);
+}
 
 }  // namespace blosc2fs

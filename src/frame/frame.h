@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_source.h"
 #include "bytes.h"
 #include "chunk_codec.h"
 #include "chunk_format.h"
@@ -167,9 +168,17 @@ class Frame {
   // `offset` is where the frame starts inside a file (c-blosc2's open_offset).
   // Throws FormatError / IoError with a one-line message naming the file.
   static std::unique_ptr<Frame> open(const std::filesystem::path& path, int64_t offset = 0);
+  // The same from byte sources: a contiguous frame starting at `offset` of
+  // `source`, or a sparse frame whose chunks.b2frame (its header at `offset`)
+  // and chunk files are objects of `directory`. Messages name source->name().
+  static std::unique_ptr<Frame> open(std::shared_ptr<const ByteSource> source, int64_t offset = 0);
+  static std::unique_ptr<Frame> open_sparse(std::shared_ptr<const SourceDirectory> directory, int64_t offset = 0);
   ~Frame();
 
+  // The path opened, or the source's name (a URL) for a frame opened from one.
   const std::filesystem::path& path() const;
+  // Where its bytes come from (the cframe, or the sframe's chunks.b2frame).
+  const ByteSource& source() const;
   bool sparse() const { return header().sparse(); }
   int64_t file_offset() const;
   const FrameHeader& header() const;
@@ -221,9 +230,12 @@ class Frame {
   size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
+  // Chunks [first, first + count) will likely be read soon: a remote source
+  // fetches their stored bytes in the background. Never blocks or throws.
+  void prefetch_chunks(int64_t first, int64_t count) const;
 
   using Stamp = FrameStamp;
-  Stamp stamp() const;  // read now from the disk
+  Stamp stamp() const;  // read now from the disk; the default stamp for a frame not opened by path
 
  private:
   Frame();

@@ -76,19 +76,37 @@ void Frame::Impl::locate_short_chunk() const {
   if (unknown == 1) short_chunk = unknown_at;
 }
 
-std::filesystem::path Frame::Impl::chunk_file(int64_t id) const { return path / sframe_chunk_filename(id); }
-
 Frame::Impl::Location Frame::Impl::locate(int64_t entry) const {
   Location loc;
   if (!header.sparse()) {
-    loc.shared = &file;
+    loc.source = file;
     loc.pos = offset + header.header_len + entry;
     loc.available = header.cbytes - entry;
+    // Over a network every read costs a round trip: the chunk header and its
+    // body then come from one request that covers the whole stored extent.
+    if (file->remote()) file->will_read(loc.pos, stored_extent(entry));
   } else {
-    loc.owned = File::open_read(chunk_file(entry));
-    loc.available = loc.owned.size();
+    loc.source = chunk_dir->open(sframe_chunk_filename(entry));
+    loc.available = loc.source->size();
+    if (loc.source->remote()) loc.source->will_read(0, loc.available);
   }
   return loc;
+}
+
+int64_t Frame::Impl::stored_extent(int64_t entry) const {
+  std::call_once(extents_once, [this] {
+    if (index_uniform) {
+      if (uniform_entry >= 0) sorted_offsets.push_back(uniform_entry);
+    } else {
+      for (int64_t e : index)
+        if (e >= 0) sorted_offsets.push_back(e);
+    }
+    std::sort(sorted_offsets.begin(), sorted_offsets.end());
+    sorted_offsets.erase(std::unique(sorted_offsets.begin(), sorted_offsets.end()), sorted_offsets.end());
+  });
+  auto next = std::upper_bound(sorted_offsets.begin(), sorted_offsets.end(), entry);
+  const int64_t end = next == sorted_offsets.end() ? header.cbytes : *next;
+  return std::max<int64_t>(end - entry, 0);
 }
 
 ChunkHeader Frame::Impl::read_header_at(const Location& loc) {
@@ -257,6 +275,24 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
   info.codec = h.codec_label();
   info.filters = h.filters_label();
   return info;
+}
+
+void Frame::prefetch_chunks(int64_t first, int64_t count) const {
+  const Impl& f = *impl_;
+  if (!f.file->remote()) return;
+  const int64_t end = std::min(f.nchunks, first + std::max<int64_t>(count, 0));
+  try {
+    for (int64_t n = std::max<int64_t>(first, 0); n < end; ++n) {
+      const int64_t e = f.raw_entry(n);
+      if (e < 0) continue;
+      // A sparse frame's chunk files are objects of their own, opened (one
+      // request each) by whoever reads them.
+      if (f.header.sparse()) return;
+      f.file->prefetch(f.offset + f.header.header_len + e, f.stored_extent(e));
+    }
+  } catch (const std::exception&) {
+    // A hint: whoever reads the chunk meets the error.
+  }
 }
 
 bool Frame::index_is_uniform() const { return impl_->index_uniform; }

@@ -4,15 +4,16 @@
 
 #include <mutex>
 
-#include "file.h"
+#include "byte_source.h"
 #include "frame.h"
 
 namespace blosc2fs {
 
 struct Frame::Impl {
-  std::filesystem::path path;        // as given: the cframe file or the sframe directory
-  std::filesystem::path frame_file;  // the cframe, or <dir>/chunks.b2frame
-  File file;
+  std::filesystem::path path;        // as given: the cframe file or the sframe directory (or their URL)
+  std::filesystem::path frame_file;  // local frames: the cframe, or <dir>/chunks.b2frame; else empty
+  std::shared_ptr<const ByteSource> file;          // the cframe, or the sframe's chunks.b2frame
+  std::shared_ptr<const SourceDirectory> chunk_dir;  // sframe: where its chunk files are
   int64_t offset = 0;
   int64_t file_size = 0;
   FrameHeader header;
@@ -49,16 +50,16 @@ struct Frame::Impl {
   // Where a stored chunk lives: the frame file itself (cframe) or its own chunk
   // file (sframe), with how many bytes the chunk may occupy there.
   struct Location {
-    File owned;                    // sframe: the chunk file
-    const File* shared = nullptr;  // cframe: the frame file
+    std::shared_ptr<const ByteSource> source;
     int64_t pos = 0;
     int64_t available = 0;
-    const File& file() const { return shared ? *shared : owned; }
+    const ByteSource& file() const { return *source; }
   };
   Location locate(int64_t entry) const;
   static ChunkHeader read_header_at(const Location& loc);
 
-  void open(const std::filesystem::path& p, int64_t off);
+  // `source`: the cframe, or the sframe's chunks.b2frame with its chunk files in `chunks`.
+  void open(std::shared_ptr<const ByteSource> source, std::shared_ptr<const SourceDirectory> chunks, int64_t off);
   void load_index();
   // The typesize and b2nd block shape the plugin codecs and filters read.
   BlockGeometry plugin_block_geometry() const;
@@ -78,7 +79,11 @@ struct Frame::Impl {
   void ensure_sizes() const { std::call_once(sizes_once, [this] { compute_sizes(); }); }
   int32_t nbytes_of(int64_t n) const;
   int64_t data_offset_of(int64_t n) const;
-  std::filesystem::path chunk_file(int64_t id) const;
+  // A remote cframe: how far the chunk at `entry` may extend (to the next stored
+  // chunk or the index), so that it is fetched in one request.
+  int64_t stored_extent(int64_t entry) const;
+  mutable std::once_flag extents_once;
+  mutable std::vector<int64_t> sorted_offsets;
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;

@@ -11,6 +11,7 @@ enum ExitStatus : int {
   kExitMountpoint = 4,     // MOUNTPOINT missing, not a directory, or not accessible
   kExitFuse = 5,           // the FUSE mount failed (/dev/fuse, permissions, fusermount3)
   kExitInternal = 6,       // anything else (out of memory, a bug)
+  kExitUnreachable = 7,    // a URL's server did not answer usably (network, 5xx): a retry may work
 };
 
 }  // namespace blosc2fs

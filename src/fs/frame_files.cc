@@ -138,13 +138,15 @@ std::shared_ptr<const ProxyState> proxy_of(const FrameKind& kind) {
 
 }  // namespace
 
-FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields)
+FrameFiles::FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields,
+                       std::function<Json()> live_fields)
     : frame_(std::move(frame)),
       cache_(cache),
       nchunks_(frame_->nchunks()),
       kind_(detect_frame_kind(*frame_)),
       proxy_(proxy_of(kind_)),
       frame_json_fields_(std::move(frame_json_fields)),
+      live_fields_(std::move(live_fields)),
       index_tsv_(frame_, proxy_) {
   load_layers();
   load_usermeta();
@@ -253,18 +255,27 @@ void FrameFiles::load_tensor() {
   tensor_ = true;
 }
 
-const std::string& FrameFiles::frame_json() {
-  std::lock_guard lock(text_mutex_);
-  if (!frame_json_) {
-    if (frame_json_fields_.empty()) {
-      frame_json_ = frame_json_text(*frame_, &kind_);
-    } else {
-      Json j = frame_to_json(*frame_, &kind_);
-      for (auto it = frame_json_fields_.begin(); it != frame_json_fields_.end(); ++it) j[it.key()] = *it;
-      frame_json_ = j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-    }
+std::string FrameFiles::render_frame_json() {
+  if (frame_json_fields_.empty() && !live_fields_) return frame_json_text(*frame_, &kind_);
+  Json j = frame_to_json(*frame_, &kind_);
+  for (auto it = frame_json_fields_.begin(); it != frame_json_fields_.end(); ++it) j[it.key()] = *it;
+  if (live_fields_) {
+    const Json live = live_fields_();
+    for (auto it = live.begin(); it != live.end(); ++it) j[it.key()] = *it;
   }
-  return *frame_json_;
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::shared_ptr<const std::string> FrameFiles::frame_json() {
+  std::lock_guard lock(text_mutex_);
+  if (!frame_json_) frame_json_ = std::make_shared<const std::string>(render_frame_json());
+  return frame_json_;
+}
+
+void FrameFiles::renew_frame_json() {
+  if (!live_fields_) return;
+  std::lock_guard lock(text_mutex_);
+  frame_json_ = std::make_shared<const std::string>(render_frame_json());
 }
 
 int64_t FrameFiles::chunk_size_for_stat(int64_t n) const {

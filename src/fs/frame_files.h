@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,8 +56,11 @@ class FrameFiles : public ChunkSource {
  public:
   // Reads the metalayers, decompresses the vlmetalayers and sets up array.npy.
   // Layers whose names cannot be file names are left out with a warning.
-  // `frame_json_fields` replace (or follow) frame.json's own fields.
-  FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields = Json::object());
+  // `frame_json_fields` replace (or follow) frame.json's own fields; so do the
+  // fields `live_fields` returns (a remote mount's counters), asked anew each
+  // time renew_frame_json() is called (at each open of frame.json).
+  FrameFiles(std::shared_ptr<const Frame> frame, ChunkCache& cache, Json frame_json_fields = Json::object(),
+             std::function<Json()> live_fields = {});
   ~FrameFiles() override;
   FrameFiles(const FrameFiles&) = delete;
   FrameFiles& operator=(const FrameFiles&) = delete;
@@ -85,7 +89,10 @@ class FrameFiles : public ChunkSource {
   size_t read_raw(int64_t n, int64_t offset, MutableByteSpan out) { return cache_.read_stored(n, offset, out); }
 
   // Throw FormatError when the frame cannot be described.
-  const std::string& frame_json();
+  std::shared_ptr<const std::string> frame_json();
+  // Makes frame.json anew when it has live fields.
+  void renew_frame_json();
+  bool frame_json_is_live() const { return bool(live_fields_); }
   IndexTsvFile& index_tsv() { return index_tsv_; }
   // items.jsonl of an ObjectArray, BatchArray or ListArray stored with msgpack.
   bool has_items() const { return items_.has_value(); }
@@ -120,8 +127,10 @@ class FrameFiles : public ChunkSource {
   std::string npy_header_;
 
   std::mutex text_mutex_;
-  std::optional<std::string> frame_json_;
+  std::shared_ptr<const std::string> frame_json_;
   const Json frame_json_fields_;
+  const std::function<Json()> live_fields_;
+  std::string render_frame_json();
   IndexTsvFile index_tsv_;
   std::optional<PagedText> items_;
 };

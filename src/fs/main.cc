@@ -8,6 +8,7 @@
 //   4  MOUNTPOINT is unusable: missing, not a directory, not accessible
 //   5  the FUSE mount failed (/dev/fuse missing, no permission, fusermount3)
 //   6  internal error (out of memory, the FUSE loop failed, a bug)
+//   7  a URL's server could not be reached or kept failing: a retry may work
 // Every failure prints one line on stderr: "blosc2fs: cannot mount FRAME: why".
 //
 // The cache statistics of a running mount: the hidden file MNT/.blosc2fs-cache.

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fuse_lowlevel.h>
@@ -17,6 +19,7 @@
 #include "exit_status.h"
 #include "frame.h"
 #include "notifier.h"
+#include "remote_origin.h"
 #include "frame_json.h"
 #include "frame_writer.h"
 #include "fs_ops.h"
@@ -70,6 +73,73 @@ void create_empty_frame(const Options& o, const fs::path& path) {
   }
   spdlog::info("created {} as an empty {} frame", path.string(), o.create.sparse ? "sparse" : "contiguous");
 }
+
+// What a URL holds: a frame, or a python-blosc2 store.
+struct RemoteContent {
+  std::shared_ptr<const Frame> frame;
+  std::unique_ptr<Store> store;
+};
+
+RemoteOrigin open_origin(const Options& o) {
+  try {
+    return open_remote_origin(o);
+  } catch (const RemoteOpenError& e) {
+    throw Failure{e.status, e.why};
+  }
+}
+
+RemoteContent open_remote_content(const RemoteOrigin& origin) {
+  try {
+    if (detect_store(origin.source)) return {nullptr, Store::open(origin.source)};
+    if (origin.source.directory) return {Frame::open_sparse(origin.source.directory), nullptr};
+    return {Frame::open(origin.source.file), nullptr};
+  } catch (const FormatError& e) {
+    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame nor a python-blosc2 store: ") + e.what()};
+  } catch (const IoError& e) {
+    throw Failure{kExitFrameMissing, e.what()};
+  }
+}
+
+// `fields` added to a JSON text.
+std::string with_fields(Json j, const Json& fields) {
+  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = *it;
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+int run_remote_info(const Options& o) {
+  try {
+    RemoteOrigin origin = open_origin(o);
+    RemoteContent content = open_remote_content(origin);
+    const std::string text = content.store ? with_fields(content.store->to_json(), origin.source_json())
+                                           : with_fields(frame_to_json(*content.frame), origin.source_json());
+    origin.shutdown();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), f.why.c_str());
+    return f.status;
+  }
+}
+
+// Watches for the end of the FUSE session (an unmount, a signal) and then
+// aborts the requests in flight: the session's loop waits for every worker,
+// and a worker may be waiting on a slow server.
+class SessionEndWatcher {
+ public:
+  SessionEndWatcher(fuse_session* se, std::function<void()> on_end)
+      : thread_([se, on_end = std::move(on_end)](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            if (fuse_session_exited(se)) {
+              on_end();
+              return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        }) {}
+
+ private:
+  std::jthread thread_;
+};
 
 // Whether this user may change the frame: the file, or the sparse frame's
 // directory (new chunk files, the rename of chunks.b2frame) and its header.
@@ -163,6 +233,7 @@ int run_store_info(const Options& o, const fs::path& path) {
 }
 
 int run_info(const Options& o) {
+  if (is_remote_url(o.frame.string())) return run_remote_info(o);
   if (detect_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
   try {
     std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
@@ -178,8 +249,52 @@ int run_info(const Options& o) {
   }
 }
 
-int mount_and_serve(const Options& o) {
-  init_logging(o.log_level, false);
+// What a mount serves: a frame's Volume or a store's tree.
+struct ServedTree {
+  std::unique_ptr<Volume> volume;
+  std::unique_ptr<StoreTree> store;
+  std::string name;  // the frame's path or the URL, for messages and fsname=
+  bool writable = false;
+  bool unchanging = false;
+  std::function<void()> on_session_end;
+  std::function<void()> before_fork, after_fork;
+};
+
+// A URL's mount: read-only, unchanging, its files owned by the mounting user.
+ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
+  RemoteOrigin origin = open_origin(o);
+  RemoteContent content = open_remote_content(origin);
+  check_mountpoint(fs::absolute(o.mountpoint));
+  ServedTree served;
+  served.name = origin.url;
+  served.unchanging = true;
+  served.on_session_end = origin.shutdown;
+  served.before_fork = origin.before_fork;
+  served.after_fork = origin.after_fork;
+  VolumeOptions vo;
+  vo.access = AccessOverrides{o.uid, o.gid, o.umask};
+  vo.fixed_access = FrameAccess{::getuid(), ::getgid(), 0444, 0};
+  vo.live_json_fields = origin.source_json;
+  try {
+    if (content.store) {
+      vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
+      served.store = std::make_unique<StoreTree>(std::move(content.store), vo, kMaxOpenLeaves, false);
+    } else {
+      vo.cache_budget = cache_budget;
+      std::shared_ptr<const Frame> frame = content.frame;
+      vo.frame_source = [frame] { return frame; };
+      served.volume = std::make_unique<Volume>(fs::path(origin.url), vo);
+    }
+  } catch (const FormatError& e) {
+    throw Failure{kExitFrameInvalid, e.what()};
+  } catch (const IoError& e) {
+    throw Failure{kExitFrameMissing, e.what()};
+  }
+  spdlog::info("{}: remote data mounts read-only: every write fails with EROFS", origin.url);
+  return served;
+}
+
+ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
   // fuse_daemonize changes to "/", and sparse frames open chunk files by path.
   const fs::path frame_path = fs::absolute(o.frame);
   const fs::path mountpoint = fs::absolute(o.mountpoint);
@@ -194,7 +309,6 @@ int mount_and_serve(const Options& o) {
   std::unique_ptr<Volume> volume;     // a frame's mount
   std::unique_ptr<StoreTree> store;   // a store's mount
   bool writable = false;
-  uint64_t cache_budget = o.cache_size.value_or(default_cache_size());
   const AccessOverrides overrides{o.uid, o.gid, o.umask};
   if (std::optional<StoreFormat> format = detect_store(frame_path)) {
     std::unique_ptr<Store> opened;
@@ -261,33 +375,51 @@ int mount_and_serve(const Options& o) {
       throw Failure{kExitFrameMissing, e.what()};
     }
   }
+  ServedTree served;
+  served.name = frame_path.string();
+  served.writable = writable;
+  // A .b2z or .b2e is never edited in place (README "Stores"): its tree never changes.
+  served.unchanging = store && store->store().format() != StoreFormat::b2d;
+  served.volume = std::move(volume);
+  served.store = std::move(store);
+  return served;
+}
+
+int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
+  const fs::path mountpoint = fs::absolute(o.mountpoint);
+  std::unique_ptr<Volume>& volume = served.volume;
+  std::unique_ptr<StoreTree>& store = served.store;
+  const bool writable = served.writable;
   MountTree& tree = volume ? static_cast<MountTree&>(*volume) : *store;
   KernelNotifier notifier;
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
   FsContext context{tree, notifier, read_ahead};
-  // A .b2z or .b2e is never edited in place (README "Stores"): its tree never changes.
-  context.unchanging = store && store->store().format() != StoreFormat::b2d;
+  context.unchanging = served.unchanging;
 
-  FuseArgs args(o, frame_path, writable);
+  FuseArgs args(o, served.name, writable);
   const fuse_lowlevel_ops& ops = lowlevel_operations();
   std::unique_ptr<fuse_session, SessionDeleter> session(fuse_session_new(args.get(), &ops, sizeof ops, &context));
   if (!session) throw Failure{kExitUsage, "libfuse refused the mount options (see the message above)"};
   SignalHandlers signals(session.get());
   Mounted mounted(session.get(), mountpoint);
 
+  if (served.before_fork) served.before_fork();
   if (fuse_daemonize(o.foreground ? 1 : 0) != 0) throw Failure{kExitInternal, "cannot start in the background"};
+  if (served.after_fork) served.after_fork();
   if (!o.foreground) init_logging(o.log_level, true);
   // After fuse_daemonize: threads do not survive its fork.
+  std::optional<SessionEndWatcher> end_watcher;
+  if (served.on_session_end) end_watcher.emplace(session.get(), served.on_session_end);
   notifier.start(session.get(), [&tree] {
     KernelNotes notes;
     tree.maybe_refresh(notes);
     return notes;
   });
-  spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", frame_path.string(), mountpoint.string(),
+  spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", served.name, mountpoint.string(),
                writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : "keys", cache_budget,
                o.single_threaded ? "single-threaded" : "multi-threaded");
-  notify_systemd(("READY=1\nSTATUS=serving " + frame_path.string() + " on " + mountpoint.string()).c_str());
+  notify_systemd(("READY=1\nSTATUS=serving " + served.name + " on " + mountpoint.string()).c_str());
 
   int ret;
   if (o.single_threaded) {
@@ -314,6 +446,14 @@ int mount_and_serve(const Options& o) {
     return kExitInternal;
   }
   return kExitOk;
+}
+
+int mount_and_serve(const Options& o) {
+  init_logging(o.log_level, false);
+  const uint64_t cache_budget = o.cache_size.value_or(default_cache_size());
+  ServedTree served = is_remote_url(o.frame.string()) ? open_remote_tree(o, cache_budget)
+                                                      : open_local_tree(o, cache_budget);
+  return serve(o, served, cache_budget);
 }
 
 }  // namespace

@@ -192,6 +192,28 @@ void apply_option(Options& o, const std::string& option) {
   } else if (name == "clone_fd") {
     no_value();
     o.clone_fd = true;
+  } else if (name == "s3_endpoint" || name == "s3_region" || name == "ca_file" || name == "http_header_file" ||
+             name == "cache_dir") {
+    need_value();
+    if (name == "s3_endpoint") o.remote.s3_endpoint = value;
+    if (name == "s3_region") o.remote.s3_region = value;
+    if (name == "ca_file") o.remote.ca_file = value;
+    if (name == "http_header_file") o.remote.http_header_file = value;
+    if (name == "cache_dir") o.remote.cache_dir = value;
+  } else if (name == "connect_timeout" || name == "timeout") {
+    need_value();
+    const unsigned seconds = unsigned(parse_uint(value, name, 3600));
+    if (seconds == 0) throw UsageError(name + " is at least 1 (seconds)");
+    (name == "timeout" ? o.remote.timeout : o.remote.connect_timeout) = seconds;
+  } else if (name == "retries") {
+    need_value();
+    o.remote.retries = unsigned(parse_uint(value, name, 100));
+  } else if (name == "prefetch") {
+    need_value();
+    o.remote.prefetch = parse_size(value, "prefetch");
+  } else if (name == "cache_dir_size") {
+    need_value();
+    o.remote.cache_dir_size = parse_size(value, "cache_dir_size");
   } else if (contains(kFuseFlags, name)) {
     no_value();
     o.fuse_options.push_back(name);
@@ -245,6 +267,12 @@ std::string fuse_option_list(const Options& o, const std::string& fsname, bool w
   return list;
 }
 
+bool is_remote_url(const std::string& argument) {
+  for (const char* scheme : {"http://", "https://", "s3://"})
+    if (argument.starts_with(scheme)) return true;
+  return false;
+}
+
 uint64_t parse_size(const std::string& text, const std::string& what) {
   auto fail = [&]() -> uint64_t {
     throw UsageError("invalid size for " + what + ": '" + text + "' (e.g. 4096, 256M, 2G)");
@@ -283,6 +311,28 @@ uint64_t default_cache_size() {
   uint64_t eighth = uint64_t(pages) * uint64_t(page_size) / 8;
   return std::clamp(eighth, kFloor, kCap);
 }
+
+namespace {
+
+// Options that only a URL's mount takes, and what a URL's mount cannot do.
+void check_remote_options(const Options& o) {
+  const RemoteMountOptions& r = o.remote;
+  if (!is_remote_url(o.frame.string())) {
+    const bool any = !r.s3_endpoint.empty() || !r.s3_region.empty() || !r.ca_file.empty() ||
+                     !r.http_header_file.empty() || r.connect_timeout || r.timeout || r.retries || r.prefetch ||
+                     !r.cache_dir.empty() || r.cache_dir_size;
+    if (any) throw UsageError("the options of remote data (s3_endpoint=, cache_dir=, ...) need an http://, https:// "
+                              "or s3:// URL as FRAME");
+    return;
+  }
+  if (o.create.create) throw UsageError("-o create needs a local FRAME: remote data is never written");
+  if (o.read_only == false) throw UsageError("-o rw: remote data mounts read-only");
+  if (r.cache_dir_size && r.cache_dir.empty()) throw UsageError("-o cache_dir_size= needs -o cache_dir=DIR");
+  if (!r.s3_endpoint.empty() && !o.frame.string().starts_with("s3://"))
+    throw UsageError("-o s3_endpoint= is for s3:// URLs");
+}
+
+}  // namespace
 
 Options parse_command_line(int argc, const char* const* argv) {
   Options o;
@@ -335,6 +385,7 @@ Options parse_command_line(int argc, const char* const* argv) {
   }
   if (o.action == Options::Action::info) {
     if (!positional.empty()) throw UsageError("--info takes one FRAME and no MOUNTPOINT");
+    check_remote_options(o);
     return o;
   }
   if (positional.size() < 2)
@@ -342,6 +393,7 @@ Options parse_command_line(int argc, const char* const* argv) {
   if (positional.size() > 2) throw UsageError("unexpected argument '" + positional[2] + "'");
   o.frame = positional[0];
   o.mountpoint = positional[1];
+  check_remote_options(o);
   return o;
 }
 
@@ -349,8 +401,8 @@ std::string usage_text(const std::string& program) {
   return "usage: " + program + R"( [OPTIONS] FRAME MOUNTPOINT
        )" + program + R"( --info FRAME
 
-Mounts a Blosc2 frame (a .b2frame/.b2nd file, or a sparse-frame directory) on
-MOUNTPOINT and shows it as files: frame.json, index.tsv, data, chunks/, raw/,
+Mounts a Blosc2 frame (a .b2frame/.b2nd file, or a sparse-frame directory), a
+python-blosc2 store (.b2d, .b2z, .b2e), local or at a URL, on MOUNTPOINT and shows it as files: frame.json, index.tsv, data, chunks/, raw/,
 meta/, vlmeta/, attrs/ and, for N-d arrays, array.npy. Unmount with
 'fusermount3 -u MOUNTPOINT'.
 
@@ -388,6 +440,23 @@ blosc2fs options:
   -o umask=OOO           mode bits removed from every file (octal)
   -o max_idle_threads=N  idle worker threads kept (default 10)
   -o max_threads=N       most worker threads
+
+remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
+  -o s3_endpoint=URL     a non-AWS S3 store (SeaweedFS, MinIO, Ceph), path-style
+  -o s3_region=NAME      the S3 region signed for (default us-east-1)
+  -o ca_file=FILE        trust this CA for TLS (TLS is always verified)
+  -o http_header_file=F  send the "Name: value" lines of F (a token) with every
+                         request; F must not be readable by others
+  -o connect_timeout=S   seconds to connect (default 10)
+  -o timeout=S           seconds without a byte before a request is retried (30)
+  -o retries=N           attempts per request before a read fails with EIO (10)
+  -o prefetch=SIZE       bytes fetched ahead of sequential readers, for the
+                         whole mount (default 64M)
+  -o cache_dir=DIR       keep fetched bytes in DIR across mounts (checksummed)
+  -o cache_dir_size=SIZE its bound (default 1G)
+  S3 keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or
+  AWS_PROFILE and ~/.aws/credentials; HTTP logins from ~/.netrc. Never put a
+  credential in an option or a URL.
 
 FUSE options passed through: allow_other, allow_root, auto_unmount,
 fsname=, subtype=, max_read=, blksize=, nodev, nosuid, noexec, noatime,

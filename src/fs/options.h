@@ -22,6 +22,25 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Options of a mount of a URL (http://, https://, s3://): where and how the
+// bytes are fetched. Never a credential: those come from the environment,
+// files named here, or .netrc.
+struct RemoteMountOptions {
+  std::string s3_endpoint;  // a non-AWS S3 store (path-style addressing)
+  std::string s3_region;
+  std::filesystem::path ca_file;           // a private CA for TLS
+  std::filesystem::path http_header_file;  // "Name: value" lines sent with every request (a bearer token)
+  std::optional<unsigned> connect_timeout;  // seconds
+  std::optional<unsigned> timeout;          // seconds without a byte before a request is given up
+  std::optional<unsigned> retries;          // attempts per request
+  std::optional<uint64_t> prefetch;         // bytes fetched ahead of sequential readers
+  std::filesystem::path cache_dir;          // the persistent disk cache (off when empty)
+  std::optional<uint64_t> cache_dir_size;
+};
+
+// Whether a FRAME argument names remote data: http://, https:// or s3://.
+bool is_remote_url(const std::string& argument);
+
 // -o create and the parameters of the frame it creates.
 struct CreateOptions {
   bool create = false;
@@ -45,6 +64,7 @@ struct Options {
   std::optional<uint64_t> read_ahead;  // bytes; 0: the kernel's default
   std::string log_level = "info";  // trace, debug, info, warn, error
   CreateOptions create;
+  RemoteMountOptions remote;
 
   // Applied to stat, as sshfs does.
   std::optional<uid_t> uid;

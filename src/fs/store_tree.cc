@@ -64,7 +64,10 @@ StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, s
       writable_(writable && store_->format() == StoreFormat::b2d) {
   leaf_options_.writable = false;
   struct stat st {};
-  if (::stat(store_->path().c_str(), &st) == 0) {
+  if (leaf_options_.fixed_access) {
+    store_access_ = *leaf_options_.fixed_access;
+    ::clock_gettime(CLOCK_REALTIME, &store_time_);
+  } else if (::stat(store_->path().c_str(), &st) == 0) {
     store_time_ = st.st_mtim;
     store_access_ = frame_access_of_file(st);
   }
@@ -246,7 +249,9 @@ size_t StoreTree::open_volumes() const {
   return lru_.size();
 }
 
-bool StoreTree::underlying_statfs(struct statvfs& out) const { return ::statvfs(store_->path().c_str(), &out) == 0; }
+bool StoreTree::underlying_statfs(struct statvfs& out) const {
+  return !store_->remote() && ::statvfs(store_->path().c_str(), &out) == 0;
+}
 
 uint64_t StoreTree::child_ino(const Child& child) const {
   return child.leaf ? global(child.index + 1, kRootIno) : kGroupBase + child.index;
@@ -335,11 +340,16 @@ void StoreTree::translate(uint64_t slot, KernelNotes& notes) {
   for (auto& [parent, name] : notes.entries) parent = global(slot, parent);
 }
 
-const std::string& StoreTree::store_json() {
+std::shared_ptr<const std::string> StoreTree::store_json(bool renew) {
   std::lock_guard lock(store_json_mutex_);  // not mutex_: making it opens every leaf, for a while
-  if (!store_json_made_) {
-    store_json_ = store_json_text(*store_);
-    store_json_made_ = true;
+  if (!store_json_) store_json_base_ = store_->to_json();
+  if (!store_json_ || (renew && leaf_options_.live_json_fields)) {
+    Json j = store_json_base_;
+    if (leaf_options_.live_json_fields) {
+      const Json live = leaf_options_.live_json_fields();
+      for (auto it = live.begin(); it != live.end(); ++it) j[it.key()] = *it;
+    }
+    store_json_ = std::make_shared<const std::string>(j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
   }
   return store_json_;
 }
@@ -512,6 +522,7 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
     const TreeFile* f = slot == 0 ? file_of(ino) : nullptr;
     direct_io = f && (f->csv || ino == kStoreJsonIno);
     keep_cache = !direct_io;
+    if (ino == kStoreJsonIno) store_json(true);  // a remote store's counters as they are now
     auto file = std::make_unique<OpenFile>();
     file->ino = ino;
     return file;
@@ -544,7 +555,7 @@ void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPiece
   if (slot == 0) {
     const TreeFile* f = file_of(ino);
     if (!f) throw FsError{group_of(ino) ? EISDIR : ENOENT};
-    if (ino == kStoreJsonIno) return copy_text(store_json());
+    if (ino == kStoreJsonIno) return copy_text(*store_json());
     Table& table = *tables_[f->table];
     if (!f->csv) return copy_text(table.csv->schema_json());
     return read_table_csv(table, offset, size, out);

@@ -141,7 +141,8 @@ class StoreTree : public MountTree {
   static void translate(uint64_t slot, KernelNotes& notes);
   // Whether `name` in the directory (slot, local) is a key under a leaf (it cannot be made, removed or renamed there).
   bool key_child_named(uint64_t slot, uint64_t local, std::string_view name) const;
-  const std::string& store_json();
+  // store.json; made anew when `renew` and it has live fields (a remote store's counters).
+  std::shared_ptr<const std::string> store_json(bool renew = false);
   struct stat directory_attributes(uint64_t ino) const;
   // EROFS, after one log line, for a write to a leaf that cannot be changed in place.
   [[noreturn]] void refuse_write(uint64_t slot) const;
@@ -163,8 +164,8 @@ class StoreTree : public MountTree {
   std::mutex store_json_mutex_;  // store_json_
   std::vector<Leaf> leaves_;  // slot = index + 1
   std::list<size_t> lru_;     // open leaves, most recently used first
-  std::string store_json_;
-  bool store_json_made_ = false;
+  Json store_json_base_;
+  std::shared_ptr<const std::string> store_json_;
   std::chrono::steady_clock::time_point last_refresh_{};  // of the open leaves (maybe_refresh)
 };
 

@@ -24,6 +24,9 @@ constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
 
 std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
 
+// Chunks a sequential reader of remote data gets fetched ahead of it.
+constexpr int64_t kRemotePrefetchChunks = 16;
+
 }  // namespace
 
 Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
@@ -34,7 +37,7 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   disk_stamp_ = stamp;
   if (frame->nchunks() > kMaxChunksShown)
     throw FormatError("the frame claims " + std::to_string(frame->nchunks()) + " chunks, more than can be shown");
-  files_ = std::make_shared<FrameFiles>(frame, cache_, options_.frame_json_fields);
+  files_ = std::make_shared<FrameFiles>(frame, cache_, options_.frame_json_fields, options_.live_json_fields);
   loader_.set_frame(frame, files_->proxy());
   overlay_.reset(*files_, overlay_limits(*files_));
   mtime_ns_ = stamp.mtime_ns;
@@ -75,13 +78,16 @@ InodeMemory Volume::inode_memory() const {
 }
 
 FrameAccess Volume::read_access() const {
+  if (options_.fixed_access) return *options_.fixed_access;
   if (!options_.frame_source) return read_frame_access(path_);
   struct stat st;
   if (::stat(path_.c_str(), &st) != 0) throw_errno(path_.string() + ": stat");
   return frame_access_of_file(st);
 }
 
-bool Volume::underlying_statfs(struct statvfs& out) const { return ::statvfs(path_.c_str(), &out) == 0; }
+bool Volume::underlying_statfs(struct statvfs& out) const {
+  return !options_.fixed_access && ::statvfs(path_.c_str(), &out) == 0;
+}
 
 int64_t Volume::nchunks() const {
   std::shared_lock lock(state_mutex_);
@@ -353,7 +359,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     return it == drafts_.end() ? nullptr : &it->second;
   };
   switch (node.kind) {
-    case NodeKind::frame_json: return int64_t(files_->frame_json().size());
+    case NodeKind::frame_json: return int64_t(files_->frame_json()->size());
     case NodeKind::index_tsv: return files_->index_tsv().size();
     case NodeKind::data: return overlay_.data_size(*files_);
     case NodeKind::array_npy: return files_->array_size();
@@ -454,6 +460,10 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
     if (data_read_end_.exchange(end) == offset && end > offset) {
       const int64_t next = overlay_.chunk_at(*files_, end - 1) + 1;
       if (next < files_->nchunks() && !overlay_.holds(next)) prefetcher_.request(next);
+      // Over a network the stored bytes of the chunks after that one are
+      // fetched meanwhile, several requests in flight, within the transport's
+      // prefetch budget; the hint is free for local frames.
+      files_->frame().prefetch_chunks(next, kRemotePrefetchChunks);
     }
     return;
   }
@@ -477,7 +487,7 @@ void Volume::prefetch_chunk(int64_t n) {
 size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {
   if (auto d = drafts_.find(ino); d != drafts_.end()) return copy_from(d->second.content, offset, out);
   switch (node.kind) {
-    case NodeKind::frame_json: return copy_from(as_bytes(files_->frame_json()), offset, out);
+    case NodeKind::frame_json: return copy_from(as_bytes(*files_->frame_json()), offset, out);
     case NodeKind::index_tsv: return files_->index_tsv().read(offset, out);
     case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);

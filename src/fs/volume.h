@@ -88,6 +88,11 @@ struct VolumeOptions {
   // Fields frame.json shows instead of (or besides) the frame's own: an embedded
   // store leaf says where its bytes lie rather than naming its in-memory copy.
   Json frame_json_fields = Json::object();
+  // The owner, group and modes shown when no local file has them (remote data:
+  // the mounting user's, read-only).
+  std::optional<FrameAccess> fixed_access;
+  // Fields asked anew at each open of frame.json (a remote mount's source and counters).
+  std::function<Json()> live_json_fields;
   // What an earlier Volume of this frame numbered and gave the kernel (a store
   // leaf opened again).
   std::optional<InodeMemory> inodes;

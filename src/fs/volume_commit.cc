@@ -157,7 +157,7 @@ void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std:
   ChunkOverlay::Limits limits;
   try {
     std::tie(frame, stamp) = open_committed_frame();
-    files = std::make_shared<FrameFiles>(frame, cache_, options_.frame_json_fields);
+    files = std::make_shared<FrameFiles>(frame, cache_, options_.frame_json_fields, options_.live_json_fields);
     limits = overlay_limits(*files);
   } catch (const std::exception& e) {
     spdlog::error("{}: cannot load the frame after a change: {}", path_.string(), e.what());

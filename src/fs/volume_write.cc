@@ -169,7 +169,10 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
     std::unique_lock lock(state_mutex_);
     ++writers_[ino];
   }
-  direct_io = n->kind == NodeKind::cache_stats;
+  // Texts made anew at open: the kernel must not keep pages of an older one.
+  const bool live_json = n->kind == NodeKind::frame_json && files_->frame_json_is_live();
+  if (live_json) files_->renew_frame_json();
+  direct_io = n->kind == NodeKind::cache_stats || live_json;
   keep_cache = cache_still_valid(ino) && !truncate;
   (void)notes;
   return file;

@@ -104,6 +104,10 @@ class SliceSource final : public ByteSource {
     if (offset < 0 || offset >= length_) return;
     whole_->will_read(offset_ + offset, std::min(length, length_ - offset));
   }
+  void prefetch(int64_t offset, int64_t length) const override {
+    if (offset < 0 || offset >= length_) return;
+    whole_->prefetch(offset_ + offset, std::min(length, length_ - offset));
+  }
   bool remote() const override { return whole_->remote(); }
 
  private:

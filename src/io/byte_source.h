@@ -35,6 +35,13 @@ class ByteSource {
     (void)offset;
     (void)length;
   }
+  // [offset, offset + length) may be read soon (a sequential reader's next
+  // chunks): a remote source fetches it in the background while its prefetch
+  // budget allows. Never blocks, never throws; local sources ignore it.
+  virtual void prefetch(int64_t offset, int64_t length) const {
+    (void)offset;
+    (void)length;
+  }
   // Whether reads cost a round trip (frames then read whole extents at once).
   virtual bool remote() const { return false; }
 

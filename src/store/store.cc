@@ -1,11 +1,10 @@
 #include "store.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <map>
+
+#include <zlib.h>
 
 #include "error.h"
 #include "frame_json.h"
@@ -42,39 +41,76 @@ std::string embed_tag(const Frame& frame) {
   return {};
 }
 
-// An anonymous in-memory file holding an embedded frame, so that the frame
-// reader, which reads files by position, serves it unchanged.
-class MemoryFile {
- public:
-  MemoryFile() : fd_(::memfd_create("blosc2fs-embedded", MFD_CLOEXEC)) {
-    if (fd_ < 0) throw_errno("memfd_create for an embedded frame");
-  }
-  ~MemoryFile() { ::close(fd_); }
-  MemoryFile(const MemoryFile&) = delete;
-  MemoryFile& operator=(const MemoryFile&) = delete;
-  int fd() const { return fd_; }
-  fs::path path() const { return "/proc/self/fd/" + std::to_string(fd_); }
-
- private:
-  int fd_;
-};
-
-// Keeps the memory file alive as long as the frame read from it.
-struct EmbeddedFrame {
-  MemoryFile memory;
-  std::unique_ptr<Frame> frame;
-};
-
-void write_all(int fd, int64_t offset, ByteSpan data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, off_t(offset + int64_t(done)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write an embedded frame to memory");
+// The leaf files of a local .b2d, relative to it, sorted. Symbolic links are
+// not followed: a link could lead out of the store.
+std::vector<std::string> local_leaf_files(const fs::path& path, std::vector<std::string>& skipped) {
+  std::vector<std::string> files;
+  size_t seen = 0;
+  const std::string prefix = path.generic_string() + (path.generic_string().ends_with('/') ? "" : "/");
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, fs::directory_options::none, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (++seen > kMaxDirectoryEntries)
+      throw FormatError(path.string() + ": more than " + std::to_string(kMaxDirectoryEntries) + " entries");
+    // The iterator's paths start with `path`: cut it off (fs::relative would stat every component).
+    const std::string full = it->path().generic_string();
+    std::string relative = full.substr(std::min(full.size(), prefix.size()));
+    if (it->is_symlink(ec)) {
+      if (has_leaf_suffix(relative)) skipped.push_back("'" + relative + "': a symbolic link");
+      continue;
     }
-    done += size_t(n);
+    if (!it->is_regular_file(ec) || relative == kEmbedName || !has_leaf_suffix(relative)) continue;
+    if (auto why = bad_relative_path(relative)) {
+      skipped.push_back("'" + relative.substr(0, 80) + "': " + *why);
+      continue;
+    }
+    files.push_back(relative);
   }
+  if (ec) throw IoError("cannot list " + path.string() + ": " + ec.message(), ec.value());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The leaf objects of a .b2d that lives where objects are listed (an S3 prefix).
+std::vector<std::string> listed_leaf_files(const SourceDirectory& directory, std::vector<std::string>& skipped) {
+  std::vector<std::string> files;
+  for (std::string& relative : directory.list()) {
+    if (relative == kEmbedName || !has_leaf_suffix(relative)) continue;
+    if (files.size() >= kMaxDirectoryEntries)
+      throw FormatError(directory.name() + ": more than " + std::to_string(kMaxDirectoryEntries) + " leaves");
+    if (auto why = bad_relative_path(relative)) {
+      skipped.push_back("'" + relative.substr(0, 80) + "': " + *why);
+      continue;
+    }
+    files.push_back(std::move(relative));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A deflated zip member inflated into memory, exactly `size` bytes (what the
+// central directory says, capped like an embedded frame).
+std::shared_ptr<const ByteSource> inflated_member(const ByteSource& zip, const LeafLocation& where,
+                                                  const std::string& name) {
+  if (where.inflated_length > kMaxEmbeddedFrame)
+    throw FormatError(name + ": a deflated frame of " + std::to_string(where.inflated_length) +
+                      " bytes, over the 256 MiB inflated into memory");
+  Bytes packed = zip.read_bytes(where.offset, size_t(where.length), "deflated zip member");
+  Bytes out(size_t(where.inflated_length));
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw FormatError(name + ": zlib cannot start inflating");
+  z.next_in = packed.data();
+  z.avail_in = uInt(packed.size());
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  const int rc = inflate(&z, Z_FINISH);
+  const uint64_t produced = z.total_out;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || produced != out.size())
+    throw FormatError(name + ": the deflated member does not inflate to the " + std::to_string(out.size()) +
+                      " bytes its zip entry says (zlib: " + std::to_string(rc) + ", " + std::to_string(produced) +
+                      " bytes)");
+  return memory_source(std::move(out), name);
 }
 
 Json location_json(const LeafLocation& where) {
@@ -115,6 +151,36 @@ const char* store_format_name(StoreFormat format) {
   return "?";
 }
 
+namespace {
+
+bool names_object(const SourceDirectory& directory, const std::string& name) {
+  try {
+    directory.open(name);
+    return true;
+  } catch (const IoError& e) {
+    if (e.error_number() == ENOENT || e.error_number() == ENOTDIR || e.error_number() == EISDIR) return false;
+    throw;
+  }
+}
+
+}  // namespace
+
+std::optional<StoreFormat> detect_store(const StoreSource& source) {
+  if (source.directory) {
+    if (names_object(*source.directory, kEmbedName) && !names_object(*source.directory, "chunks.b2frame"))
+      return StoreFormat::b2d;
+    return std::nullopt;
+  }
+  if (!source.file) return std::nullopt;
+  if (looks_like_zip(*source.file)) return StoreFormat::b2z;
+  try {
+    auto frame = Frame::open(source.file);
+    if (!embed_tag(*frame).empty()) return StoreFormat::b2e;
+  } catch (const FormatError&) {
+  }
+  return std::nullopt;
+}
+
 std::optional<StoreFormat> detect_store(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -123,10 +189,7 @@ std::optional<StoreFormat> detect_store(const fs::path& path) {
   }
   if (!fs::is_regular_file(path, ec)) return std::nullopt;
   try {
-    File file = File::open_read(path);
-    if (looks_like_zip(file)) return StoreFormat::b2z;
-    auto frame = Frame::open(path);
-    if (!embed_tag(*frame).empty()) return StoreFormat::b2e;
+    return detect_store(StoreSource{open_local_file(path), nullptr});
   } catch (const std::exception&) {
   }
   return std::nullopt;
@@ -135,7 +198,20 @@ std::optional<StoreFormat> detect_store(const fs::path& path) {
 Store::~Store() = default;
 
 std::unique_ptr<Store> Store::open(const fs::path& path) {
-  std::optional<StoreFormat> format = detect_store(path);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    auto store = open(StoreSource{nullptr, open_local_directory(path)});
+    store->path_ = path;
+    return store;
+  }
+  auto store = open(StoreSource{open_local_file(path), nullptr});
+  store->path_ = path;
+  return store;
+}
+
+std::unique_ptr<Store> Store::open(const StoreSource& source) {
+  const fs::path path = source.directory ? source.directory->name() : source.file ? source.file->name() : "";
+  std::optional<StoreFormat> format = detect_store(source);
   if (!format)
     throw FormatError(path.string() +
                       ": not a python-blosc2 store (no .b2d directory with embed.b2e, no .b2z zip archive, "
@@ -143,6 +219,7 @@ std::unique_ptr<Store> Store::open(const fs::path& path) {
   std::unique_ptr<Store> store(new Store);
   store->format_ = *format;
   store->path_ = path;
+  store->source_ = source;
   std::map<std::string, StoreLeaf> external;  // key -> leaf, the first by path wins
   auto add_external = [&](std::string relative, LeafLocation where) {
     std::string key = key_from_relative_path(relative);
@@ -160,38 +237,17 @@ std::unique_ptr<Store> Store::open(const fs::path& path) {
 
   switch (*format) {
     case StoreFormat::b2e:
-      store->embed_ = Frame::open(path);
+      store->embed_ = Frame::open(source.file);
       store->embed_where_.type = LeafLocation::Type::file;
       store->embed_where_.relative_path = ".";
       break;
     case StoreFormat::b2d: {
-      store->embed_ = Frame::open(path / kEmbedName);
+      store->embed_ = Frame::open(source.directory->open(kEmbedName));
       store->embed_where_.type = LeafLocation::Type::file;
       store->embed_where_.relative_path = kEmbedName;
-      std::vector<std::string> files;
-      size_t seen = 0;
-      const std::string prefix = path.generic_string() + (path.generic_string().ends_with('/') ? "" : "/");
-      std::error_code ec;
-      for (fs::recursive_directory_iterator it(path, fs::directory_options::none, ec), end; !ec && it != end;
-           it.increment(ec)) {
-        if (++seen > kMaxDirectoryEntries)
-          throw FormatError(path.string() + ": more than " + std::to_string(kMaxDirectoryEntries) + " entries");
-        // The iterator's paths start with `path`: cut it off (fs::relative would stat every component).
-        const std::string full = it->path().generic_string();
-        std::string relative = full.substr(std::min(full.size(), prefix.size()));
-        // Symbolic links are not followed: a link could lead out of the store.
-        if (it->is_symlink(ec)) {
-          if (has_leaf_suffix(relative)) store->skipped_.push_back("'" + relative + "': a symbolic link");
-          continue;
-        }
-        if (!it->is_regular_file(ec) || relative == kEmbedName || !has_leaf_suffix(relative)) continue;
-        if (auto why = bad_relative_path(relative)) {
-          store->skipped_.push_back("'" + relative.substr(0, 80) + "': " + *why);
-          continue;
-        }
-        files.push_back(relative);
-      }
-      if (ec) throw IoError("cannot list " + path.string() + ": " + ec.message(), ec.value());
+      std::vector<std::string> files =
+          source.directory->remote() ? listed_leaf_files(*source.directory, store->skipped_)
+                                     : local_leaf_files(path, store->skipped_);
       std::sort(files.begin(), files.end());
       for (std::string& relative : files) {
         LeafLocation where;
@@ -202,28 +258,36 @@ std::unique_ptr<Store> Store::open(const fs::path& path) {
       break;
     }
     case StoreFormat::b2z: {
-      File zip = File::open_read(path);
-      ZipDirectory dir = read_zip_directory(zip);
+      ZipDirectory dir = read_zip_directory(*source.file);
       store->skipped_ = dir.skipped;
       const ZipMember* embed = nullptr;
       for (const ZipMember& m : dir.members)
         if (m.name == kEmbedName) embed = &m;
       if (!embed) throw FormatError(path.string() + ": a zip archive without embed.b2e: not a .b2z store");
-      if (!embed->stored())
-        throw FormatError(path.string() + ": embed.b2e is compressed in the zip (method " +
-                          std::to_string(embed->method) + "); a .b2z is read in place, its members must be stored");
-      store->embed_ = Frame::open(path, embed->data_offset);
-      if (store->embed_->header().frame_len > embed->stored_size)
-        throw FormatError(path.string() + ": embed.b2e's frame runs past its zip member");
       store->embed_where_ = {LeafLocation::Type::zip_member, embed->name, embed->data_offset, embed->stored_size, {}, {}};
+      if (embed->deflated()) {
+        store->embed_where_.deflated = true;
+        store->embed_where_.inflated_length = embed->size;
+        store->embed_ = Frame::open(inflated_member(*source.file, store->embed_where_, path.string() + ": embed.b2e"));
+      } else if (embed->stored()) {
+        store->embed_ = Frame::open(source.file, embed->data_offset);
+        if (store->embed_->header().frame_len > embed->stored_size)
+          throw FormatError(path.string() + ": embed.b2e's frame runs past its zip member");
+      } else {
+        throw FormatError(path.string() + ": embed.b2e is compressed in the zip with method " +
+                          std::to_string(embed->method) + " (only stored and deflated members are read)");
+      }
       for (const ZipMember& m : dir.members) {
         if (&m == embed || !has_leaf_suffix(m.name)) continue;
-        if (!m.stored()) {
-          store->skipped_.push_back("zip member '" + m.name.substr(0, 80) + "': compressed (method " +
-                                    std::to_string(m.method) + "), so no frame lies at its offset");
+        if (!m.stored() && !m.deflated()) {
+          store->skipped_.push_back("zip member '" + m.name.substr(0, 80) + "': compressed with method " +
+                                    std::to_string(m.method) + " (only stored and deflated members are read)");
           continue;
         }
-        add_external(m.name, {LeafLocation::Type::zip_member, m.name, m.data_offset, m.stored_size, {}, {}});
+        LeafLocation where{LeafLocation::Type::zip_member, m.name, m.data_offset, m.stored_size, {}, {}};
+        where.deflated = m.deflated();
+        where.inflated_length = m.size;
+        add_external(m.name, where);
       }
       break;
     }
@@ -264,11 +328,11 @@ const StoreLeaf* Store::find(std::string_view key) const {
 fs::path Store::embed_file() const { return format_ == StoreFormat::b2d ? path_ / kEmbedName : path_; }
 
 fs::path Store::leaf_file(const StoreLeaf& leaf) const {
-  if (format_ != StoreFormat::b2d || leaf.where.type != LeafLocation::Type::file) return {};
+  if (format_ != StoreFormat::b2d || leaf.where.type != LeafLocation::Type::file || remote()) return {};
   return path_ / leaf.where.relative_path;
 }
 
-void Store::copy_embedded(int64_t offset, int64_t length, int fd) const {
+Bytes Store::embedded_bytes(int64_t offset, int64_t length) const {
   const Frame& embed = *embed_;
   const int64_t n = embed.nchunks();
   // The first chunk holding `offset`: the last one starting at or before it.
@@ -278,32 +342,38 @@ void Store::copy_embedded(int64_t offset, int64_t length, int fd) const {
     if (embed.chunk_data_offset(mid) <= offset) lo = mid;
     else hi = mid;
   }
-  int64_t written = 0;
-  for (int64_t c = lo; c < n && written < length; ++c) {
+  Bytes out;
+  out.reserve(size_t(length));
+  for (int64_t c = lo; c < n && int64_t(out.size()) < length; ++c) {
     // python-blosc2's embed stores have 8 KiB chunks; a claim of gigabytes is not decoded.
     if (embed.chunk_nbytes(c) > kMaxEmbeddedFrame)
       throw FormatError(path_.string() + ": embed store chunk " + std::to_string(c) + " claims " +
                         std::to_string(embed.chunk_nbytes(c)) + " bytes");
     int64_t start = embed.chunk_data_offset(c);
     Bytes chunk = embed.read_chunk(c);
-    int64_t from = offset + written - start;
+    int64_t from = offset + int64_t(out.size()) - start;
     if (from < 0 || from > int64_t(chunk.size())) break;
-    int64_t take = std::min<int64_t>(int64_t(chunk.size()) - from, length - written);
-    write_all(fd, written, ByteSpan(chunk).subspan(size_t(from), size_t(take)));
-    written += take;
+    int64_t take = std::min<int64_t>(int64_t(chunk.size()) - from, length - int64_t(out.size()));
+    out.insert(out.end(), chunk.begin() + from, chunk.begin() + from + take);
   }
-  if (written != length)
+  if (int64_t(out.size()) != length)
     throw FormatError(path_.string() + ": embedded frame at stream offset " + std::to_string(offset) +
                       " runs past the embed store's chunks");
+  return out;
 }
 
 std::shared_ptr<const Frame> Store::open_leaf(const StoreLeaf& leaf) const {
   const LeafLocation& w = leaf.where;
   switch (w.type) {
     case LeafLocation::Type::file:
-      return Frame::open(path_ / w.relative_path);
+      if (!source_.directory->remote()) return Frame::open(path_ / w.relative_path);
+      return Frame::open(source_.directory->open(w.relative_path));
     case LeafLocation::Type::zip_member: {
-      std::shared_ptr<const Frame> frame = Frame::open(path_, w.offset);
+      if (w.deflated) {
+        const std::string name = path_.string() + ": member " + w.relative_path;
+        return Frame::open(inflated_member(*source_.file, w, name));
+      }
+      std::shared_ptr<const Frame> frame = Frame::open(source_.file, w.offset);
       if (frame->header().frame_len > w.length)
         throw FormatError(path_.string() + ": member " + w.relative_path + ": its frame (" +
                           std::to_string(frame->header().frame_len) + " bytes) runs past the member (" +
@@ -314,18 +384,12 @@ std::shared_ptr<const Frame> Store::open_leaf(const StoreLeaf& leaf) const {
       if (w.length > kMaxEmbeddedFrame)
         throw FormatError(path_.string() + ": embedded key " + leaf.key + ": a frame of " + std::to_string(w.length) +
                           " bytes, over the 256 MiB read into memory");
-      auto holder = std::make_shared<EmbeddedFrame>();
-      copy_embedded(w.offset, w.length, holder->memory.fd());
-      try {
-        holder->frame = Frame::open(holder->memory.path());
-      } catch (const FormatError& e) {
-        throw FormatError(path_.string() + ": embedded key " + leaf.key + ": " + e.what());
-      }
-      if (holder->frame->header().frame_len != w.length)
-        throw FormatError(path_.string() + ": embedded key " + leaf.key + ": the frame is " +
-                          std::to_string(holder->frame->header().frame_len) + " bytes, its entry says " +
-                          std::to_string(w.length));
-      return std::shared_ptr<const Frame>(holder, holder->frame.get());
+      const std::string name = path_.string() + ": embedded key " + leaf.key;
+      std::shared_ptr<const Frame> frame = Frame::open(memory_source(embedded_bytes(w.offset, w.length), name));
+      if (frame->header().frame_len != w.length)
+        throw FormatError(name + ": the frame is " + std::to_string(frame->header().frame_len) +
+                          " bytes, its entry says " + std::to_string(w.length));
+      return frame;
     }
     case LeafLocation::Type::remote:
       throw UnsupportedError("key " + leaf.key + " is a remote C2Array reference (" + w.urlbase + ", " +

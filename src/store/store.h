@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "file.h"
+#include "byte_source.h"
 #include "frame.h"
 #include "msgpack.h"
 
@@ -28,12 +28,23 @@ const char* store_format_name(StoreFormat format);
 // (b2e); nullopt for anything else (a frame, a sparse frame, garbage).
 std::optional<StoreFormat> detect_store(const std::filesystem::path& path);
 
+// Where a store lives: a file (.b2z, .b2e) or a directory (.b2d), local or
+// remote. Exactly one of the two is set.
+struct StoreSource {
+  std::shared_ptr<const ByteSource> file;
+  std::shared_ptr<const SourceDirectory> directory;
+};
+// The same by content from a source. Throws IoError when the source fails.
+std::optional<StoreFormat> detect_store(const StoreSource& source);
+
 struct LeafLocation {
   enum class Type { file, zip_member, embedded, remote };
   Type type = Type::file;
   std::string relative_path;  // file and zip_member: the path inside the store
   int64_t offset = 0;         // zip_member: data offset in the zip; embedded: in the stream
   int64_t length = 0;
+  bool deflated = false;       // zip_member: deflated, `length` bytes inflating to inflated_length
+  int64_t inflated_length = 0;
   std::string urlbase, remote_path;  // remote
 };
 
@@ -56,10 +67,16 @@ class Store {
  public:
   // Throws FormatError (what the path is not, or what is wrong) or IoError.
   static std::unique_ptr<Store> open(const std::filesystem::path& path);
+  static std::unique_ptr<Store> open(const StoreSource& source);
   ~Store();
 
   StoreFormat format() const { return format_; }
+  // The path opened, or the source's name (a URL).
   const std::filesystem::path& path() const { return path_; }
+  const StoreSource& source() const { return source_; }
+  bool remote() const {
+    return source_.directory ? source_.directory->remote() : source_.file && source_.file->remote();
+  }
   // The EmbedStore's identifying metalayer: b2dict, b2tree or b2embed.
   const std::string& tag() const { return tag_; }
   // Every key, sorted, each once (an external file wins over an embedded entry,
@@ -92,13 +109,14 @@ class Store {
 
  private:
   Store() = default;
-  // Writes stream bytes [offset, offset + length) of the embed store to `fd`.
-  void copy_embedded(int64_t offset, int64_t length, int fd) const;
+  // Stream bytes [offset, offset + length) of the embed store.
+  Bytes embedded_bytes(int64_t offset, int64_t length) const;
   // One stored leaf as store.json lists it; a CTable's _meta adds to `tables`.
   Json leaf_json(const StoreLeaf& leaf, Json& tables) const;
 
   StoreFormat format_ = StoreFormat::b2d;
   std::filesystem::path path_;
+  StoreSource source_;
   std::string tag_;
   std::shared_ptr<const Frame> embed_;
   LeafLocation embed_where_;

@@ -30,11 +30,11 @@ struct EndRecord {
   int64_t cd_offset = 0;
 };
 
-[[noreturn]] void fail(const File& file, const std::string& why) {
-  throw FormatError(file.path().string() + ": not a readable zip archive: " + why);
+[[noreturn]] void fail(const ByteSource& file, const std::string& why) {
+  throw FormatError(file.name() + ": not a readable zip archive: " + why);
 }
 
-EndRecord find_end_record(const File& file, int64_t size) {
+EndRecord find_end_record(const ByteSource& file, int64_t size) {
   if (size < kEndLen) fail(file, "shorter than an end-of-central-directory record");
   int64_t tail_len = std::min<int64_t>(size, kEndLen + kMaxCommentLen);
   int64_t tail_start = size - tail_len;
@@ -113,14 +113,14 @@ void apply_zip64_extra(ByteSpan extra, int64_t& size, int64_t& stored_size, int6
 
 }  // namespace
 
-bool looks_like_zip(const File& file) {
+bool looks_like_zip(const ByteSource& file) {
   uint8_t magic[4] = {};
   if (file.read_at(0, magic) != 4) return false;
   uint32_t sig = load_le32(magic);
   return sig == kLocalHeaderSig || sig == kEndSig;
 }
 
-ZipDirectory read_zip_directory(const File& file) {
+ZipDirectory read_zip_directory(const ByteSource& file) {
   const int64_t size = file.size();
   EndRecord end = find_end_record(file, size);
   if (end.cd_offset > end.position || end.cd_size > end.position - end.cd_offset)

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "file.h"
+#include "byte_source.h"
 
 namespace blosc2fs {
 
@@ -21,6 +21,7 @@ struct ZipMember {
   int64_t size = 0;           // uncompressed size
   uint16_t method = 0;        // 0 = stored; only stored members hold a frame at data_offset
   bool stored() const { return method == 0; }
+  bool deflated() const { return method == 8; }
 };
 
 struct ZipDirectory {
@@ -32,7 +33,7 @@ struct ZipDirectory {
 inline constexpr int64_t kMaxZipCentralDirectory = int64_t(256) << 20;
 
 // Whether the file's first bytes are a zip local header or an empty archive's end record.
-bool looks_like_zip(const File& file);
+bool looks_like_zip(const ByteSource& file);
 // Reads the central directory and checks each member against its local header.
 // Skipped: encrypted members, names that could escape or are not file names
 // (see store_key.h), directory entries, duplicates (the last one is kept, as
@@ -40,6 +41,6 @@ bool looks_like_zip(const File& file);
 // directory, that run past the directory's start, or that overlap another member.
 // Throws FormatError when there is no end-of-central-directory record, the archive
 // spans several disks, or the directory lies outside the file.
-ZipDirectory read_zip_directory(const File& file);
+ZipDirectory read_zip_directory(const ByteSource& file);
 
 }  // namespace blosc2fs

@@ -371,7 +371,7 @@ def test_man_page(h, s):
                    "16 metalayers", "31 bytes", "crash", "fsync", "4913", "blosc2fs@", "NOTIFY_SOCKET"):
         check(needed in text, f"the man page does not mention {needed!r}")
     statuses = text.split("EXIT STATUS", 1)[1].split("ENVIRONMENT", 1)[0]
-    for status in range(7):
+    for status in range(8):
         check(re.search(rf"^\s+{status}\s", statuses, re.M), f"exit status {status} is not documented")
 
 

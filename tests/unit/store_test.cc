@@ -3,6 +3,8 @@
 // bad entry is skipped with a reason or refused with an error, never served.
 #include "store.h"
 
+#include <zlib.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -79,6 +81,21 @@ struct ZipEntry {
   bool zip64 = false;          // sizes and offset in a zip64 extra field
 };
 
+// A raw deflate stream (zip method 8).
+Bytes raw_deflate(const Bytes& data) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  Bytes out(deflateBound(&z, uLong(data.size())));
+  z.next_in = const_cast<uint8_t*>(data.data());
+  z.avail_in = uInt(data.size());
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
 Bytes make_zip(const std::vector<ZipEntry>& entries) {
   Bytes out, cd;
   auto le16 = [](Bytes& b, uint16_t v) { b.push_back(uint8_t(v)), b.push_back(uint8_t(v >> 8)); };
@@ -86,13 +103,16 @@ Bytes make_zip(const std::vector<ZipEntry>& entries) {
     for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i)));
   };
   auto le64 = [&](Bytes& b, uint64_t v) { le32(b, uint32_t(v)), le32(b, uint32_t(v >> 32)); };
-  for (const ZipEntry& e : entries) {
+  for (const ZipEntry& entry : entries) {
+    ZipEntry e = entry;
+    const uint32_t inflated_size = uint32_t(e.data.size());
+    if (e.method == 8) e.data = raw_deflate(e.data);
     const std::string& local_name = e.local_name.empty() ? e.name : e.local_name;
     uint32_t offset = uint32_t(out.size());
     le32(out, 0x04034b50);
     le16(out, 20), le16(out, 0), le16(out, e.method), le16(out, 0), le16(out, 0);
     le32(out, 0);  // crc: not checked by readers that read in place
-    le32(out, uint32_t(e.data.size())), le32(out, uint32_t(e.data.size()));
+    le32(out, uint32_t(e.data.size())), le32(out, inflated_size);
     le16(out, uint16_t(local_name.size())), le16(out, 0);
     out.insert(out.end(), local_name.begin(), local_name.end());
     out.insert(out.end(), e.data.begin(), e.data.end());
@@ -107,7 +127,7 @@ Bytes make_zip(const std::vector<ZipEntry>& entries) {
     }
     le32(cd, 0x02014b50);
     le16(cd, 20), le16(cd, 20), le16(cd, 0), le16(cd, e.method), le16(cd, 0), le16(cd, 0);
-    le32(cd, 0), le32(cd, size32), le32(cd, size32);
+    le32(cd, 0), le32(cd, size32), le32(cd, e.zip64 ? size32 : inflated_size);
     le16(cd, uint16_t(e.name.size())), le16(cd, uint16_t(extra.size())), le16(cd, 0), le16(cd, 0), le16(cd, 0);
     le32(cd, 0), le32(cd, off32);
     cd.insert(cd.end(), e.name.begin(), e.name.end());
@@ -168,9 +188,9 @@ TEST(ZipDirectory, MembersAtTheirLocalHeaderDataOffset) {
   TempDir tmp;
   Bytes zip = make_zip({{"a/x.b2nd", text_bytes("hello")}, {"embed.b2e", text_bytes("world!")}});
   write_file(tmp.path() / "s.b2z", zip);
-  File file = File::open_read(tmp.path() / "s.b2z");
-  EXPECT_TRUE(looks_like_zip(file));
-  ZipDirectory dir = read_zip_directory(file);
+  auto file = open_local_file(tmp.path() / "s.b2z");
+  EXPECT_TRUE(looks_like_zip(*file));
+  ZipDirectory dir = read_zip_directory(*file);
   ASSERT_EQ(dir.members.size(), 2u);
   EXPECT_TRUE(dir.skipped.empty());
   EXPECT_EQ(dir.members[0].name, "a/x.b2nd");
@@ -184,7 +204,7 @@ TEST(ZipDirectory, Zip64ExtraFieldsAreRead) {
   ZipEntry e{"big.b2nd", text_bytes("0123456789")};
   e.zip64 = true;
   write_file(tmp.path() / "s.b2z", make_zip({e}));
-  ZipDirectory dir = read_zip_directory(File::open_read(tmp.path() / "s.b2z"));
+  ZipDirectory dir = read_zip_directory(*open_local_file(tmp.path() / "s.b2z"));
   ASSERT_EQ(dir.members.size(), 1u);
   EXPECT_EQ(dir.members[0].stored_size, 10);
   EXPECT_EQ(dir.members[0].data_offset, 30 + 8);
@@ -211,7 +231,7 @@ TEST(ZipDirectory, HostileMembersAreSkippedWithAReason) {
       {"ok.b2nd", text_bytes("ok")},
   };
   write_file(tmp.path() / "s.b2z", make_zip(entries));
-  ZipDirectory dir = read_zip_directory(File::open_read(tmp.path() / "s.b2z"));
+  ZipDirectory dir = read_zip_directory(*open_local_file(tmp.path() / "s.b2z"));
   std::vector<std::string> names;
   for (const ZipMember& m : dir.members) names.push_back(m.name);
   // The deflated member is listed (with its method); the store layer skips it.
@@ -245,7 +265,7 @@ TEST(ZipDirectory, OverlapDetected) {
   size_t b_cd = cd + 46 + 6;
   store_le32(zip.data() + b_cd + 42, 30 + 6 + 10);
   write_file(tmp.path() / "s.b2z", zip);
-  ZipDirectory dir = read_zip_directory(File::open_read(tmp.path() / "s.b2z"));
+  ZipDirectory dir = read_zip_directory(*open_local_file(tmp.path() / "s.b2z"));
   EXPECT_TRUE(dir.members.empty());
   EXPECT_TRUE(skipped_mentions(dir.skipped, "'a.b2nd': overlaps"));
   EXPECT_TRUE(skipped_mentions(dir.skipped, "'b.b2nd': overlaps"));
@@ -255,13 +275,13 @@ TEST(ZipDirectory, UnreadableArchivesAreRefused) {
   TempDir tmp;
   for (Bytes bytes : {Bytes{}, text_bytes("PK\x03\x04 not really a zip"), Bytes(100000, 0)}) {
     write_file(tmp.path() / "s.b2z", bytes);
-    EXPECT_THROW(read_zip_directory(File::open_read(tmp.path() / "s.b2z")), FormatError);
+    EXPECT_THROW(read_zip_directory(*open_local_file(tmp.path() / "s.b2z")), FormatError);
   }
   // A central directory claiming more entries than it holds.
   Bytes zip = make_zip({{"a.b2nd", text_bytes("a")}});
   store_le32(zip.data() + zip.size() - 22 + 8, 0x00050005);
   write_file(tmp.path() / "s.b2z", zip);
-  EXPECT_THROW(read_zip_directory(File::open_read(tmp.path() / "s.b2z")), FormatError);
+  EXPECT_THROW(read_zip_directory(*open_local_file(tmp.path() / "s.b2z")), FormatError);
 }
 
 TEST(EmbedMap, HostileEntriesAreSkipped) {
@@ -412,13 +432,18 @@ TEST(Store, B2dExternalWinsAndLinksAreNotFollowed) {
 TEST(Store, CompressedMembersAndWhatIsNotAStore) {
   TempDir tmp;
   Bytes embed = embed_frame(tmp, {});
-  write_file(tmp.path() / "a.b2z", make_zip({{"x.b2nd", leaf_frame(tmp, "x"), 8}, {"embed.b2e", embed}}));
+  // Deflated members (method 8) are inflated into memory; other methods are skipped.
+  write_file(tmp.path() / "a.b2z", make_zip({{"x.b2nd", leaf_frame(tmp, "x"), 8},
+                                             {"y.b2nd", leaf_frame(tmp, "y"), 12},
+                                             {"embed.b2e", embed}}));
   auto store = Store::open(tmp.path() / "a.b2z");
-  EXPECT_TRUE(store->leaves().empty());
-  EXPECT_TRUE(skipped_mentions(store->skipped(), "compressed"));
+  ASSERT_EQ(store->leaves().size(), 1u);
+  EXPECT_EQ(store->leaves()[0].key, "/x");
+  EXPECT_EQ(first_chunk_text(*store->open_leaf(store->leaves()[0])), "x");
+  EXPECT_TRUE(skipped_mentions(store->skipped(), "method 12"));
 
   write_file(tmp.path() / "b.b2z", make_zip({{"embed.b2e", embed, 8}}));
-  EXPECT_THROW(Store::open(tmp.path() / "b.b2z"), FormatError);
+  EXPECT_TRUE(Store::open(tmp.path() / "b.b2z")->leaves().empty());
   write_file(tmp.path() / "c.b2z", make_zip({{"x.b2nd", leaf_frame(tmp, "x")}}));
   EXPECT_THROW(Store::open(tmp.path() / "c.b2z"), FormatError);
 

@@ -1,0 +1,98 @@
+#include "range_cache.h"
+
+namespace blosc2fs {
+
+namespace {
+// Extents overlapping a lookup are few: a frame's head and tail, chunk extents.
+constexpr int kLookBack = 4;
+}  // namespace
+
+uint64_t RangeCache::new_object() {
+  std::lock_guard lock(mutex_);
+  return next_object_++;
+}
+
+std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, int64_t* start) {
+  std::lock_guard lock(mutex_);
+  auto o = objects_.find(object);
+  if (o == objects_.end()) return nullptr;
+  auto it = o->second.upper_bound(offset);
+  for (int step = 0; step < kLookBack && it != o->second.begin(); ++step) {
+    --it;
+    if (it->first + int64_t(it->second.bytes->size()) > offset) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      *start = it->first;
+      return it->second.bytes;
+    }
+  }
+  return nullptr;
+}
+
+void RangeCache::evict_to(uint64_t limit) {
+  while (used_ + reserved_ > limit && !lru_.empty()) {
+    const auto [object, start] = lru_.back();
+    auto& extents = objects_[object];
+    auto it = extents.find(start);
+    used_ -= it->second.bytes->size();
+    extents.erase(it);
+    if (extents.empty()) objects_.erase(object);
+    lru_.pop_back();
+  }
+}
+
+void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved) {
+  std::lock_guard lock(mutex_);
+  reserved_ -= std::min(reserved_, reserved);
+  const uint64_t size = bytes->size();
+  if (size == 0 || size > budget_) return;
+  auto& extents = objects_[object];
+  const int64_t end = start + int64_t(size);
+  // Extents inside the new one are no longer needed.
+  for (auto it = extents.lower_bound(start); it != extents.end() && it->first < end;) {
+    if (it->first + int64_t(it->second.bytes->size()) <= end) {
+      used_ -= it->second.bytes->size();
+      lru_.erase(it->second.lru);
+      it = extents.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (auto it = extents.find(start); it != extents.end()) return;  // a longer one starts here
+  evict_to(budget_ - size);
+  auto& target = objects_[object];
+  lru_.emplace_front(object, start);
+  target[start] = Extent{std::move(bytes), lru_.begin()};
+  used_ += size;
+}
+
+bool RangeCache::reserve(uint64_t n) {
+  std::lock_guard lock(mutex_);
+  if (n > budget_ / 2) return false;  // a prefetch never takes more than half
+  evict_to(budget_ - n);
+  if (used_ + reserved_ + n > budget_) return false;
+  reserved_ += n;
+  return true;
+}
+
+void RangeCache::release(uint64_t n) {
+  std::lock_guard lock(mutex_);
+  reserved_ -= std::min(reserved_, n);
+}
+
+void RangeCache::forget_object(uint64_t object) {
+  std::lock_guard lock(mutex_);
+  auto o = objects_.find(object);
+  if (o == objects_.end()) return;
+  for (auto& [start, extent] : o->second) {
+    used_ -= extent.bytes->size();
+    lru_.erase(extent.lru);
+  }
+  objects_.erase(o);
+}
+
+uint64_t RangeCache::held() const {
+  std::lock_guard lock(mutex_);
+  return used_ + reserved_;
+}
+
+}  // namespace blosc2fs

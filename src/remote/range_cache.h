@@ -1,0 +1,52 @@
+// Bytes of remote objects held in memory, shared by one mount's objects and
+// bounded as a whole: fetched extents, least recently used first out, plus
+// room reserved for extents being fetched ahead of readers (prefetch), so
+// that what a mount holds never exceeds its budget however many files are read.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "bytes.h"
+
+namespace blosc2fs {
+
+class RangeCache {
+ public:
+  explicit RangeCache(uint64_t budget) : budget_(budget) {}
+
+  // A new object's number.
+  uint64_t new_object();
+  // The extent of `object` holding byte `offset`; its start in *start. Null when none.
+  std::shared_ptr<const Bytes> find(uint64_t object, int64_t offset, int64_t* start);
+  // Keeps [start, start + bytes->size()) of `object`, evicting older extents;
+  // `reserved` bytes reserved for it earlier are released.
+  void insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved = 0);
+  // Room for `n` bytes to be inserted later, when the budget allows it after
+  // evictions; false otherwise (nothing reserved).
+  bool reserve(uint64_t n);
+  void release(uint64_t n);
+  void forget_object(uint64_t object);
+
+  uint64_t budget() const { return budget_; }
+  uint64_t held() const;
+
+ private:
+  struct Extent {
+    std::shared_ptr<const Bytes> bytes;
+    std::list<std::pair<uint64_t, int64_t>>::iterator lru;
+  };
+  void evict_to(uint64_t limit);  // under mutex_
+
+  const uint64_t budget_;
+  mutable std::mutex mutex_;
+  uint64_t next_object_ = 1;
+  uint64_t used_ = 0, reserved_ = 0;
+  std::map<uint64_t, std::map<int64_t, Extent>> objects_;
+  std::list<std::pair<uint64_t, int64_t>> lru_;  // front: most recently used
+};
+
+}  // namespace blosc2fs

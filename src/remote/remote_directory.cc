@@ -1,0 +1,119 @@
+// A place on a server as a SourceDirectory: names below a URL prefix; an S3
+// prefix is also listed (ListObjectsV2), a web server's is not.
+#include <algorithm>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "remote_object.h"
+#include "s3_listing.h"
+
+namespace blosc2fs {
+
+namespace {
+
+// A listing stops here: a larger prefix is refused, not listed forever.
+constexpr size_t kMaxListedKeys = 1'000'000;
+constexpr int kMaxListingPages = 2'000;
+// Each page is at most 1,000 keys of at most 1,024 bytes, plus XML.
+constexpr size_t kMaxPageBytes = size_t(4) << 20;
+
+class RemoteDirectory final : public SourceDirectory {
+ public:
+  RemoteDirectory(std::shared_ptr<RemoteClient> client, RemoteUrl url)
+      : client_(std::move(client)), url_(url.as_directory()) {}
+
+  std::shared_ptr<const ByteSource> open(const std::string& relative) const override {
+    if (!is_safe_relative_name(relative))
+      throw IoError(url_.display() + ": \"" + relative + "\" is not a name inside it", EINVAL);
+    return RemoteObject::open(client_, url_.child(relative));
+  }
+
+  std::vector<std::string> list() const override {
+    if (!url_.s3())
+      throw UnsupportedError(url_.display() + ": a web server's directory cannot be listed (only S3 prefixes are)");
+    std::set<std::string> names;
+    std::string token;
+    for (int page = 0;; ++page) {
+      if (page >= kMaxListingPages) throw FormatError(url_.display() + ": the listing goes on past 2,000 pages");
+      const S3ListingPage got = list_page(token);
+      for (const std::string& key : got.keys) {
+        if (!key.starts_with(url_.key)) continue;
+        std::string relative = key.substr(url_.key.size());
+        if (!is_safe_relative_name(relative)) {
+          spdlog::debug("{}: key '{}' is not a name inside it: skipped", url_.display(), key.substr(0, 200));
+          continue;
+        }
+        names.insert(std::move(relative));
+        if (names.size() > kMaxListedKeys)
+          throw FormatError(url_.display() + ": more than 1,000,000 objects under it");
+      }
+      if (!got.truncated) break;
+      token = got.continuation;
+    }
+    return {names.begin(), names.end()};
+  }
+
+  std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const override {
+    if (!is_safe_relative_name(relative))
+      throw IoError(url_.display() + ": \"" + relative + "\" is not a name inside it", EINVAL);
+    return std::make_shared<RemoteDirectory>(client_, url_.child(relative).as_directory());
+  }
+
+  std::string name() const override { return url_.display(); }
+  bool remote() const override { return true; }
+
+ private:
+  // The bucket's URL (path-style or virtual-hosted) with the listing query,
+  // its parameters sorted and encoded as SigV4's canonical form wants them.
+  S3ListingPage list_page(const std::string& token) const {
+    RemoteUrl bucket = url_;
+    bucket.key.clear();
+    std::string base = bucket.child("x").request;
+    base.resize(base.size() - 1);  // the bucket's root, ending in '/'
+    std::string query;
+    if (!token.empty()) query += "continuation-token=" + percent_encode(token, false) + "&";
+    query += "list-type=2&prefix=" + percent_encode(url_.key, false);
+    HttpRequest request;
+    request.url = base + "?" + query;
+    request.sign_s3 = true;
+    request.s3_region = url_.region;
+    request.max_body = kMaxPageBytes;
+    const std::string what = url_.display() + " (listing)";
+    HttpAnswer answer;
+    for (unsigned attempt = 1;; ++attempt) {
+      answer = client_->perform(request);
+      const bool transient = !answer.aborted && ((answer.curl_code != 0 && !answer.body_overflow) ||
+                                                 answer.status == 429 || answer.status >= 500);
+      if (!transient || attempt >= client_->options().max_attempts) break;
+      client_->count_retry();
+      if (!client_->backoff_sleep(client_->backoff(attempt))) break;
+    }
+    if (answer.aborted) throw IoError(what + ": the mount is shutting down", EIO);
+    if (answer.status == 401 || answer.status == 403)
+      throw IoError(what + ": access denied (HTTP " + std::to_string(answer.status) + "): check the credentials",
+                    EACCES);
+    if (answer.status == 404) throw IoError(what + ": no such bucket (HTTP 404)", ENOENT);
+    if (answer.curl_code != 0 || answer.status != 200) {
+      client_->count_failure();
+      throw IoError(what + ": " + (answer.curl_code ? answer.curl_error : "HTTP " + std::to_string(answer.status)),
+                    EIO);
+    }
+    try {
+      return parse_s3_listing(std::string(answer.body.begin(), answer.body.end()));
+    } catch (const std::runtime_error& e) {
+      throw IoError(what + ": " + e.what(), EIO);
+    }
+  }
+
+  const std::shared_ptr<RemoteClient> client_;
+  const RemoteUrl url_;
+};
+
+}  // namespace
+
+std::shared_ptr<const SourceDirectory> open_remote_directory(std::shared_ptr<RemoteClient> client, RemoteUrl url) {
+  return std::make_shared<RemoteDirectory>(std::move(client), std::move(url));
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,446 @@
+#include "remote_object.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+namespace blosc2fs {
+
+namespace {
+
+// The first request of an object fetches this much: a frame's header, a
+// small frame whole, the start of a zip.
+constexpr int64_t kOpenBytes = 64 << 10;
+// A read that misses fetches at least this much.
+constexpr int64_t kMinFetch = 64 << 10;
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+// "bytes A-B/TOTAL" (TOTAL may be "*"; then -1), or nullopt when malformed.
+struct ContentRange {
+  int64_t first = -1, last = -1, total = -1;
+};
+std::optional<ContentRange> parse_content_range(const std::string& text) {
+  ContentRange r;
+  if (!text.starts_with("bytes ")) return std::nullopt;
+  const std::string rest = text.substr(6);
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  auto parse = [](std::string_view s, int64_t& v) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size() && v >= 0;
+  };
+  const std::string_view range(rest.data(), slash), total(rest.data() + slash + 1, rest.size() - slash - 1);
+  if (total != "*" && !parse(total, r.total)) return std::nullopt;
+  if (range == "*") return r;
+  const size_t dash = range.find('-');
+  if (dash == std::string::npos || !parse(range.substr(0, dash), r.first) || !parse(range.substr(dash + 1), r.last) ||
+      r.last < r.first)
+    return std::nullopt;
+  return r;
+}
+
+bool identity_encoding(const std::string& e) { return e.empty() || e == "identity"; }
+
+// An S3 error's <Code> (never anything that could hold a secret).
+std::string s3_error_code(const Bytes& body) {
+  const std::string text(body.begin(), body.end());
+  const size_t a = text.find("<Code>"), b = text.find("</Code>");
+  if (a == std::string::npos || b == std::string::npos || b < a + 6 || b - a > 80) return {};
+  std::string code = text.substr(a + 6, b - a - 6);
+  for (char c : code)
+    if (!std::isalnum(static_cast<unsigned char>(c))) return {};
+  return code;
+}
+
+enum class Verdict { ok, retry, fail };
+
+// The transport's part of the verdict on an answer: failures worth another
+// attempt, and errors that no attempt changes (with the errno to report).
+struct Outcome {
+  Verdict verdict = Verdict::ok;
+  int error = 0;
+  std::string why;
+};
+
+Outcome transport_outcome(const HttpAnswer& a) {
+  if (a.aborted) return {Verdict::fail, EIO, "the mount is shutting down"};
+  if (a.curl_code != CURLE_OK && !a.body_overflow) return {Verdict::retry, EIO, a.curl_error};
+  if (a.status == 429 || a.status >= 500) return {Verdict::retry, EIO, "HTTP " + num(a.status)};
+  if (a.status == 401 || a.status == 403) {
+    const std::string code = s3_error_code(a.body);
+    return {Verdict::fail, EACCES,
+            "access denied (HTTP " + num(a.status) + (code.empty() ? "" : ", " + code) + "): check the credentials"};
+  }
+  if (a.status == 404) return {Verdict::fail, ENOENT, "no such object (HTTP 404)"};
+  return {};
+}
+
+// Retry-After in seconds, when the server gave one.
+std::optional<std::chrono::milliseconds> retry_after(const HttpAnswer& a) {
+  int64_t seconds = 0;
+  auto [end, ec] = std::from_chars(a.retry_after.data(), a.retry_after.data() + a.retry_after.size(), seconds);
+  if (a.retry_after.empty() || ec != std::errc() || end != a.retry_after.data() + a.retry_after.size())
+    return std::nullopt;
+  return std::chrono::milliseconds(std::clamp<int64_t>(seconds, 0, 3600) * 1000);
+}
+
+// Runs `request` until `judge` accepts the answer, retrying what may pass
+// with jittered exponential backoff within the client's attempts and deadline.
+// Throws IoError with the last reason.
+HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const std::string& what,
+                                const std::function<Outcome(const HttpAnswer&)>& judge) {
+  const RemoteOptions& o = client.options();
+  const auto deadline = std::chrono::steady_clock::now() + o.read_deadline;
+  Outcome last;
+  for (unsigned attempt = 1;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    request.timeout = std::max(left, std::chrono::milliseconds(1000));
+    HttpAnswer answer = client.perform(request);
+    last = transport_outcome(answer);
+    if (last.verdict == Verdict::ok) last = judge(answer);
+    if (last.verdict == Verdict::ok) return answer;
+    if (last.verdict == Verdict::fail || attempt >= std::max(1u, o.max_attempts)) break;
+    std::chrono::milliseconds pause = client.backoff(attempt);
+    if (auto after = retry_after(answer)) pause = std::min(std::max(pause, *after), o.backoff_cap * 4);
+    if (std::chrono::steady_clock::now() + pause >= deadline) {
+      last.why += " (no time left for another attempt)";
+      break;
+    }
+    spdlog::debug("{}: {}; attempt {} in {} ms", what, last.why, attempt + 1, pause.count());
+    client.count_retry();
+    if (!client.backoff_sleep(pause)) {
+      last = {Verdict::fail, EIO, "the mount is shutting down"};
+      break;
+    }
+  }
+  client.count_failure();
+  if (last.error == 0) last.error = EIO;
+  throw IoError(what + ": " + last.why, last.error);
+}
+
+}  // namespace
+
+std::string ObjectIdentity::text() const {
+  if (!etag.empty()) return "etag " + etag + ", size " + num(size);
+  if (!last_modified.empty()) return "last-modified " + last_modified + ", size " + num(size);
+  return "size " + num(size);
+}
+
+RemoteObject::RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url)
+    : client_(std::move(client)), url_(std::move(url)), cache_id_(client_->range_cache().new_object()) {}
+
+RemoteObject::~RemoteObject() { client_->range_cache().forget_object(cache_id_); }
+
+std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteClient> client, RemoteUrl url) {
+  std::shared_ptr<RemoteObject> object(new RemoteObject(client, std::move(url)));
+  HttpRequest request;
+  request.url = object->url_.request;
+  request.sign_s3 = object->url_.s3();
+  request.s3_region = object->url_.region;
+  request.headers.push_back("Range: bytes=0-" + num(kOpenBytes - 1));
+  request.max_body = size_t(kOpenBytes);
+  ContentRange range;
+  bool empty = false;
+  HttpAnswer answer =
+      perform_with_retries(*client, request, object->name(), [&](const HttpAnswer& a) -> Outcome {
+        if (a.status == 200)
+          throw RangesIgnored(object->name() + ": the server ignores Range requests (HTTP 200 to a range "
+                                               "request): blosc2fs reads remote data by ranges");
+        if (a.status == 416) {
+          // An empty object has no byte 0: "bytes */0".
+          auto r = parse_content_range(a.content_range);
+          if (r && r->total == 0) {
+            empty = true;
+            return {};
+          }
+          return {Verdict::fail, EIO, "HTTP 416 to a request for its first bytes"};
+        }
+        if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
+        if (!identity_encoding(a.content_encoding))
+          return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + "), not the object's bytes"};
+        auto r = parse_content_range(a.content_range);
+        if (!r || r->total < 1 || r->first != 0 || r->last != std::min(kOpenBytes, r->total) - 1)
+          return {Verdict::fail, EIO, "Content-Range '" + a.content_range + "' is not the range asked for"};
+        if (int64_t(a.body.size()) != r->last + 1)
+          return {Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
+                                           num(r->last + 1) + " bytes)"};
+        range = *r;
+        return {};
+      });
+  object->identity_.size = empty ? 0 : range.total;
+  object->identity_.etag = answer.etag;
+  object->identity_.last_modified = answer.last_modified;
+  if (object->identity_.etag.empty() && object->identity_.last_modified.empty())
+    spdlog::warn("{}: the server gives neither ETag nor Last-Modified: a change of the object that keeps its size "
+                 "cannot be noticed",
+                 object->name());
+  if (!empty)
+    client->range_cache().insert(object->cache_id_, 0, std::make_shared<const Bytes>(std::move(answer.body)));
+  return object;
+}
+
+std::vector<std::string> RemoteObject::pinning_headers() const {
+  if (!identity_.etag.empty()) return {"If-Match: " + identity_.etag};
+  if (!identity_.last_modified.empty()) return {"If-Unmodified-Since: " + identity_.last_modified};
+  return {};
+}
+
+HttpRequest RemoteObject::range_request(int64_t start, int64_t end) const {
+  HttpRequest request;
+  request.url = url_.request;
+  request.sign_s3 = url_.s3();
+  request.s3_region = url_.region;
+  request.headers = pinning_headers();
+  request.headers.push_back("Range: bytes=" + num(start) + "-" + num(end - 1));
+  request.max_body = size_t(end - start);
+  return request;
+}
+
+void RemoteObject::changed(const std::string& why) const {
+  bool first = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!changed_) {
+      changed_ = true;
+      changed_why_ = why;
+      first = true;
+    }
+  }
+  if (first)
+    spdlog::error("{}: changed on the server since the mount ({}; it was {}): its reads fail with EIO", name(), why,
+                  identity_.text());
+  throw IoError(name() + ": changed on the server since the mount (" + why + ")", EIO);
+}
+
+std::string RemoteObject::check_answer(const HttpAnswer& a, int64_t start, int64_t end) const {
+  if (a.status == 412) return "changed: HTTP 412 to If-Match";
+  if (a.status == 200) return "the server ignored the Range request (HTTP 200)";
+  if (a.status != 206) return "unexpected HTTP " + num(a.status);
+  if (!identity_encoding(a.content_encoding)) return "the answer is encoded (" + a.content_encoding + ")";
+  if (!identity_.etag.empty() && a.etag != identity_.etag) return "changed: ETag " + a.etag;
+  auto r = parse_content_range(a.content_range);
+  if (!r || r->total != identity_.size) return "changed: Content-Range '" + a.content_range + "'";
+  if (r->first != start || r->last != end - 1)
+    return "Content-Range '" + a.content_range + "' for bytes " + num(start) + "-" + num(end - 1);
+  if (a.body_overflow) return "the answer is longer than the range asked for";
+  return {};
+}
+
+RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
+  const std::string what = name() + " bytes " + num(start) + "-" + num(end - 1);
+  HttpAnswer answer = perform_with_retries(*client_, range_request(start, end), what, [&](const HttpAnswer& a) {
+    const std::string wrong = check_answer(a, start, end);
+    if (wrong.starts_with("changed")) changed(wrong.substr(9));
+    if (!wrong.empty()) return Outcome{Verdict::fail, EIO, wrong};
+    if (int64_t(a.body.size()) != end - start)
+      return Outcome{Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
+                                              num(end - start) + " bytes)"};
+    return Outcome{};
+  });
+  return std::make_shared<const Bytes>(std::move(answer.body));
+}
+
+std::string RemoteObject::disk_key() const { return url_.display() + "\n" + identity_.text(); }
+
+RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start) const {
+  RangeCache& cache = client_->range_cache();
+  for (;;) {
+    std::shared_ptr<std::promise<Extent>> promise;
+    int64_t fetch_start = 0, fetch_end = 0;
+    {
+      std::unique_lock lock(mutex_);
+      if (changed_) {
+        lock.unlock();
+        throw IoError(name() + ": changed on the server since the mount (" + changed_why_ + ")", EIO);
+      }
+      if (Extent hit = cache.find(cache_id_, offset, start)) {
+        client_->count_cache_hit();
+        return hit;
+      }
+      auto it = in_flight_.upper_bound(offset);
+      if (it != in_flight_.begin() && std::prev(it)->second.first > offset) {
+        const int64_t at = std::prev(it)->first;
+        std::shared_future<Extent> pending = std::prev(it)->second.second;
+        lock.unlock();
+        Extent got = pending.get();  // a failed prefetch gives null: fetch it ourselves
+        if (got) {
+          *start = at;
+          return got;
+        }
+        continue;
+      }
+      fetch_start = offset;
+      fetch_end = std::min(size(), offset + std::max(want, kMinFetch));
+      if (client_->disk_cache()) {
+        // Whole disk-cache blocks, so that a remount finds them.
+        const int64_t b = DiskCache::kBlockSize;
+        fetch_start = offset / b * b;
+        fetch_end = std::min(size(), (fetch_end + b - 1) / b * b);
+      }
+      // Never across an extent already in flight.
+      if (it != in_flight_.end()) fetch_end = std::min(fetch_end, it->first);
+      if (in_flight_.count(fetch_start)) fetch_start = offset;
+      promise = std::make_shared<std::promise<Extent>>();
+      in_flight_[fetch_start] = {fetch_end, promise->get_future().share()};
+    }
+    Extent got;
+    try {
+      got = fetch_blocks(fetch_start, fetch_end);
+    } catch (...) {
+      promise->set_value(nullptr);
+      std::lock_guard lock(mutex_);
+      in_flight_.erase(fetch_start);
+      throw;
+    }
+    cache.insert(cache_id_, fetch_start, got);
+    promise->set_value(got);
+    {
+      std::lock_guard lock(mutex_);
+      in_flight_.erase(fetch_start);
+    }
+    *start = fetch_start;
+    return got;
+  }
+}
+
+RemoteObject::Extent RemoteObject::fetch_blocks(int64_t start, int64_t end) const {
+  DiskCache* disk = client_->disk_cache();
+  if (!disk) return fetch(start, end);
+  const int64_t b = DiskCache::kBlockSize;
+  auto bytes = std::make_shared<Bytes>();
+  bytes->reserve(size_t(end - start));
+  int64_t at = start;
+  while (at < end) {
+    const int64_t block = at / b;
+    const int64_t block_end = std::min(end, (block + 1) * b);
+    if (std::optional<Bytes> cached = disk->load(disk_key(), block, size_t(block_end - at))) {
+      client_->count_disk_cache_hit();
+      bytes->insert(bytes->end(), cached->begin(), cached->end());
+      at = block_end;
+      continue;
+    }
+    // The run of blocks not on disk, in one request.
+    int64_t run_end = block_end;
+    while (run_end < end) {
+      const int64_t next_end = std::min(end, run_end + b);
+      if (std::optional<Bytes> cached = disk->load(disk_key(), run_end / b, size_t(next_end - run_end))) break;
+      run_end = next_end;
+    }
+    Extent fetched = fetch(at, run_end);
+    for (int64_t p = at; p < run_end; p += b) {
+      const int64_t q = std::min(run_end, p + b);
+      disk->store(disk_key(), p / b, ByteSpan(fetched->data() + (p - at), size_t(q - p)));
+    }
+    bytes->insert(bytes->end(), fetched->begin(), fetched->end());
+    at = run_end;
+  }
+  return bytes;
+}
+
+size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
+  if (offset < 0 || offset >= size()) return 0;
+  const size_t n = size_t(std::min<int64_t>(int64_t(out.size()), size() - offset));
+  size_t done = 0;
+  while (done < n) {
+    int64_t start = 0;
+    const int64_t at = offset + int64_t(done);
+    Extent extent = extent_at(at, int64_t(n - done), &start);
+    const size_t from = size_t(at - start);
+    const size_t take = std::min(n - done, extent->size() - from);
+    std::memcpy(out.data() + done, extent->data() + from, take);
+    done += take;
+  }
+  return n;
+}
+
+void RemoteObject::will_read(int64_t offset, int64_t length) const {
+  if (offset < 0 || offset >= size() || length <= 0) return;
+  length = std::min(length, size() - offset);
+  try {
+    // The announced extent from where the cache stops: one request.
+    int64_t at = offset;
+    while (at < offset + length) {
+      int64_t start = 0;
+      Extent extent = extent_at(at, offset + length - at, &start);
+      at = start + int64_t(extent->size());
+    }
+  } catch (const std::exception&) {
+    // The read that follows meets the error itself.
+  }
+}
+
+void RemoteObject::prefetch(int64_t offset, int64_t length) const {
+  if (offset < 0 || offset >= size() || length <= 0 || client_->stopped()) return;
+  int64_t end = std::min(size(), offset + length);
+  DiskCache* disk = client_->disk_cache();
+  if (disk) {
+    // Whole blocks; those on disk go to memory now (no request), the fetch
+    // starts at the first one missing.
+    const int64_t b = DiskCache::kBlockSize;
+    offset = offset / b * b;
+    end = std::min(size(), (end + b - 1) / b * b);
+    int64_t cached_start = 0;
+    while (offset < end && client_->range_cache().find(cache_id_, offset, &cached_start) == nullptr) {
+      const int64_t block_end = std::min(end, offset + b);
+      std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
+      if (!cached) break;
+      client_->count_disk_cache_hit();
+      client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(*cached)));
+      offset = block_end;
+    }
+    if (offset >= end) return;
+  }
+  std::shared_ptr<std::promise<Extent>> promise;
+  {
+    std::lock_guard lock(mutex_);
+    if (changed_) return;
+    int64_t cached_start = 0;
+    if (client_->range_cache().find(cache_id_, offset, &cached_start)) return;
+    auto it = in_flight_.upper_bound(offset);
+    if (it != in_flight_.begin() && std::prev(it)->second.first > offset) return;
+    if (it != in_flight_.end()) end = std::min(end, it->first);
+    if (!client_->range_cache().reserve(uint64_t(end - offset))) return;
+    promise = std::make_shared<std::promise<Extent>>();
+    in_flight_[offset] = {end, promise->get_future().share()};
+  }
+  client_->count_prefetch();
+  // The answer arrives on the transport's thread, maybe after this object is
+  // gone: the callback holds what it needs, and the object only weakly.
+  std::weak_ptr<const RemoteObject> self = weak_from_this();
+  std::shared_ptr<RemoteClient> client = client_;
+  const int64_t start = offset;
+  client_->perform_async(range_request(start, end), [self, client, promise, start, end](HttpAnswer&& a) {
+    const uint64_t reserved = uint64_t(end - start);
+    std::shared_ptr<const RemoteObject> object = self.lock();
+    Extent got;
+    if (object && transport_outcome(a).verdict == Verdict::ok && object->check_answer(a, start, end).empty() &&
+        int64_t(a.body.size()) == end - start) {
+      got = std::make_shared<const Bytes>(std::move(a.body));
+      if (DiskCache* disk = client->disk_cache()) {
+        const int64_t b = DiskCache::kBlockSize;
+        for (int64_t p = start; p < end; p += b)
+          disk->store(object->disk_key(), p / b, ByteSpan(got->data() + (p - start), size_t(std::min(end, p + b) - p)));
+      }
+      client->range_cache().insert(object->cache_id_, start, got, reserved);
+    } else {
+      client->range_cache().release(reserved);
+    }
+    promise->set_value(got);
+    if (object) {
+      std::lock_guard lock(object->mutex_);
+      object->in_flight_.erase(start);
+    }
+  });
+}
+
+std::shared_ptr<const RemoteObject> open_remote_object(std::shared_ptr<RemoteClient> client, const RemoteUrl& url) {
+  return RemoteObject::open(std::move(client), url);
+}
+
+}  // namespace blosc2fs

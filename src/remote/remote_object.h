@@ -1,0 +1,88 @@
+// One object on a web server or in an S3 bucket as a ByteSource: its identity
+// pinned at open, every answer checked, reads served from the mount's range
+// cache (and disk cache), misses fetched with retries, extents announced by
+// the frame code fetched in one request, prefetch in the background.
+#pragma once
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "byte_source.h"
+#include "error.h"
+#include "remote_client.h"
+#include "remote_url.h"
+
+namespace blosc2fs {
+
+// A server that answers a range request with the whole object (HTTP 200):
+// blosc2fs needs ranges. The mount is refused (exit status 3).
+class RangesIgnored : public IoError {
+ public:
+  explicit RangesIgnored(const std::string& what) : IoError(what, EPROTO) {}
+};
+
+// What pins an object's version: its ETag, else its Last-Modified, and its size.
+struct ObjectIdentity {
+  std::string etag, last_modified;
+  int64_t size = 0;
+  std::string text() const;  // "etag \"...\"", "last-modified ..., size N" or "size N"
+};
+
+class RemoteObject final : public ByteSource, public std::enable_shared_from_this<RemoteObject> {
+ public:
+  // Fetches the object's first 64 KiB, its size and identity: one request.
+  // Throws RangesIgnored, IoError (ENOENT: no such object; EACCES: refused;
+  // EIO: unreachable or failing after every attempt), std::invalid_argument.
+  static std::shared_ptr<const RemoteObject> open(std::shared_ptr<RemoteClient> client, RemoteUrl url);
+  ~RemoteObject() override;
+
+  int64_t size() const override { return identity_.size; }
+  size_t read_at(int64_t offset, MutableByteSpan out) const override;
+  std::string name() const override { return url_.display(); }
+  void will_read(int64_t offset, int64_t length) const override;
+  void prefetch(int64_t offset, int64_t length) const override;
+  bool remote() const override { return true; }
+
+  const RemoteUrl& url() const { return url_; }
+  const ObjectIdentity& identity() const { return identity_; }
+
+ private:
+  RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url);
+  using Extent = std::shared_ptr<const Bytes>;
+  // [start, end) fetched with retries and every check; throws IoError.
+  Extent fetch(int64_t start, int64_t end) const;
+  // fetch(), through the disk cache when the mount has one: whole blocks from
+  // disk, the runs missing there fetched and stored.
+  Extent fetch_blocks(int64_t start, int64_t end) const;
+  // Cached, in flight, or fetched now (disk cache first): the extent holding `offset`, reading up to `want`.
+  Extent extent_at(int64_t offset, int64_t want, int64_t* start) const;
+  // The request headers that pin the identity.
+  std::vector<std::string> pinning_headers() const;
+  HttpRequest range_request(int64_t start, int64_t end) const;
+  // Why `answer` is not [start, end) of this version of the object; empty when it is.
+  std::string check_answer(const HttpAnswer& answer, int64_t start, int64_t end) const;
+  // Marks the object changed (every later read fails) and throws.
+  [[noreturn]] void changed(const std::string& why) const;
+  std::string disk_key() const;
+
+  const std::shared_ptr<RemoteClient> client_;
+  const RemoteUrl url_;
+  ObjectIdentity identity_;
+  uint64_t cache_id_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::map<int64_t, std::pair<int64_t, std::shared_future<Extent>>> in_flight_;  // start -> (end, result)
+  mutable bool changed_ = false;
+  mutable std::string changed_why_;
+};
+
+// Joins `relative` below `url` and opens it.
+std::shared_ptr<const RemoteObject> open_remote_object(std::shared_ptr<RemoteClient> client, const RemoteUrl& url);
+
+// A place on a server: a URL prefix of a web server (objects opened by name) or
+// a prefix of an S3 bucket (also listed, ListObjectsV2).
+std::shared_ptr<const SourceDirectory> open_remote_directory(std::shared_ptr<RemoteClient> client, RemoteUrl url);
+
+}  // namespace blosc2fs

@@ -1,0 +1,86 @@
+#include "s3_listing.h"
+
+#include <expat.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace blosc2fs {
+
+namespace {
+
+// Keys are at most 1,024 bytes; tokens are short. Longer text is refused.
+constexpr size_t kMaxText = 4096;
+
+struct ParserDeleter {
+  void operator()(XML_Parser p) const { XML_ParserFree(p); }
+};
+
+struct State {
+  S3ListingPage page;
+  std::vector<std::string> path;  // open elements, namespace-free names
+  std::string text;
+  bool too_long = false;
+  bool root_checked = false;
+  bool wrong_root = false;
+};
+
+std::string local_name(const XML_Char* name) {
+  // With namespace processing, names come as "URI|local".
+  std::string n(name);
+  const size_t bar = n.rfind('|');
+  return bar == std::string::npos ? n : n.substr(bar + 1);
+}
+
+void XMLCALL on_start(void* data, const XML_Char* name, const XML_Char**) {
+  auto* s = static_cast<State*>(data);
+  const std::string n = local_name(name);
+  if (!s->root_checked) {
+    s->root_checked = true;
+    s->wrong_root = n != "ListBucketResult";
+  }
+  s->path.push_back(n);
+  s->text.clear();
+}
+
+void XMLCALL on_end(void* data, const XML_Char*) {
+  auto* s = static_cast<State*>(data);
+  const size_t depth = s->path.size();
+  if (depth == 3 && s->path[1] == "Contents" && s->path[2] == "Key") s->page.keys.push_back(s->text);
+  if (depth == 2 && s->path[1] == "IsTruncated") s->page.truncated = s->text == "true";
+  if (depth == 2 && s->path[1] == "NextContinuationToken") s->page.continuation = s->text;
+  s->path.pop_back();
+  s->text.clear();
+}
+
+void XMLCALL on_text(void* data, const XML_Char* text, int length) {
+  auto* s = static_cast<State*>(data);
+  if (s->text.size() + size_t(length) > kMaxText) {
+    s->too_long = true;
+    return;
+  }
+  s->text.append(text, size_t(length));
+}
+
+}  // namespace
+
+S3ListingPage parse_s3_listing(const std::string& xml) {
+  std::unique_ptr<XML_ParserStruct, ParserDeleter> parser(XML_ParserCreateNS(nullptr, '|'));
+  if (!parser) throw std::runtime_error("S3 listing: expat cannot start");
+  State state;
+  XML_SetUserData(parser.get(), &state);
+  XML_SetElementHandler(parser.get(), on_start, on_end);
+  XML_SetCharacterDataHandler(parser.get(), on_text);
+  // No DTDs, no external entities: the answer is data, never instructions.
+  XML_SetParamEntityParsing(parser.get(), XML_PARAM_ENTITY_PARSING_NEVER);
+  if (XML_Parse(parser.get(), xml.data(), int(xml.size()), 1) == XML_STATUS_ERROR)
+    throw std::runtime_error(std::string("S3 listing: not well-formed XML (") +
+                             XML_ErrorString(XML_GetErrorCode(parser.get())) + ")");
+  if (state.wrong_root || !state.root_checked) throw std::runtime_error("S3 listing: not a ListBucketResult");
+  if (state.too_long) throw std::runtime_error("S3 listing: a key or token longer than 4096 bytes");
+  if (state.page.truncated && state.page.continuation.empty())
+    throw std::runtime_error("S3 listing: a truncated page without a continuation token");
+  return state.page;
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,19 @@
+// One page of an S3 ListObjectsV2 answer, parsed with expat.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace blosc2fs {
+
+struct S3ListingPage {
+  std::vector<std::string> keys;  // as listed, not yet checked
+  bool truncated = false;
+  std::string continuation;  // NextContinuationToken
+};
+
+// Parses a ListBucketResult document. Throws std::runtime_error when it is not
+// one (malformed XML, another root element, a truncated page without a token).
+S3ListingPage parse_s3_listing(const std::string& xml);
+
+}  // namespace blosc2fs

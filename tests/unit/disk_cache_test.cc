@@ -1,0 +1,143 @@
+// The persistent disk cache of remote mounts: intact blocks only, the bound
+// after every store, least recently used first, shared by processes.
+#include "disk_cache.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "error.h"
+#include "fixtures.h"
+
+namespace blosc2fs {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+constexpr size_t kBlock = size_t(DiskCache::kBlockSize);
+
+Bytes block_bytes(uint8_t seed, size_t size = kBlock) {
+  Bytes b(size);
+  for (size_t i = 0; i < size; ++i) b[i] = uint8_t(seed * 31 + i * 7);
+  return b;
+}
+
+std::vector<fs::path> entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir / "blocks"))
+    if (e.path().extension() == ".blk") out.push_back(e.path());
+  return out;
+}
+
+TEST(DiskCache, BlocksComeBackOnlyForTheirKeyPositionAndSize) {
+  TempDir tmp;
+  DiskCache cache(tmp.path() / "c", 8 * kBlock);
+  EXPECT_EQ(fs::status(tmp.path() / "c").permissions() & fs::perms::all, fs::perms::owner_all);
+  const std::string key = "https://h/x.b2nd\n\"etag-1\"";
+  cache.store(key, 0, block_bytes(1));
+  cache.store(key, 3, block_bytes(2, 1000));  // an object's short last block
+  EXPECT_EQ(cache.load(key, 0, kBlock), block_bytes(1));
+  EXPECT_EQ(cache.load(key, 3, 1000), block_bytes(2, 1000));
+  EXPECT_FALSE(cache.load(key, 1, kBlock));
+  EXPECT_FALSE(cache.load(key + "x", 0, kBlock));                 // the object changed: another identity
+  EXPECT_FALSE(cache.load("https://h/x.b2nd\n\"etag-2\"", 0, kBlock));
+  const DiskCacheCounters c = cache.counters();
+  EXPECT_EQ(c.hits, 2u);
+  EXPECT_EQ(c.stores, 2u);
+  EXPECT_EQ(c.corrupt, 0u);
+  // A second cache over the same directory (a remount) finds them.
+  DiskCache again(tmp.path() / "c", 8 * kBlock);
+  EXPECT_EQ(again.load(key, 0, kBlock), block_bytes(1));
+}
+
+TEST(DiskCache, ADamagedEntryIsRemovedAndNeverServed) {
+  TempDir tmp;
+  DiskCache cache(tmp.path() / "c", 8 * kBlock);
+  const std::string key = "s3://b/k\n\"e\"";
+  for (int damage = 0; damage < 4; ++damage) {
+    SCOPED_TRACE(damage);
+    cache.store(key, 0, block_bytes(9));
+    auto files = entries(tmp.path() / "c");
+    ASSERT_EQ(files.size(), 1u);
+    {
+      std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+      if (damage == 0) {
+        f.seekp(-5, std::ios::end);  // a data byte
+        f.put('\x5a');
+      } else if (damage == 1) {
+        f.seekp(0);  // the magic
+        f.put('X');
+      } else if (damage == 2) {
+        f.seekp(20);  // the stored length
+        f.put('\x01');
+      }
+    }
+    if (damage == 3) fs::resize_file(files[0], 100);  // cut short
+    EXPECT_FALSE(cache.load(key, 0, kBlock));
+    EXPECT_TRUE(entries(tmp.path() / "c").empty());
+  }
+  EXPECT_EQ(cache.counters().corrupt, 4u);
+}
+
+TEST(DiskCache, TheBoundHoldsAfterEveryStoreAndTheLeastRecentlyUsedGoesFirst) {
+  TempDir tmp;
+  const uint64_t bound = 3 * kBlock + 3 * 200;  // three blocks with their headers
+  DiskCache cache(tmp.path() / "c", bound);
+  const std::string key = "k";
+  for (int b = 0; b < 3; ++b) cache.store(key, b, block_bytes(uint8_t(b)));
+  ASSERT_EQ(entries(tmp.path() / "c").size(), 3u);
+  // Block 0 oldest by far, then 1, then 2; reading 0 makes it the newest.
+  const auto now = fs::file_time_type::clock::now();
+  for (int b = 0; b < 3; ++b)
+    for (const fs::path& p : entries(tmp.path() / "c"))
+      if (p.filename().string().ends_with("-" + std::to_string(b) + ".blk"))
+        fs::last_write_time(p, now - std::chrono::hours(10 - b));
+  ASSERT_TRUE(cache.load(key, 0, kBlock));
+  for (int b = 3; b < 10; ++b) {
+    cache.store(key, b, block_bytes(uint8_t(b)));
+    EXPECT_LE(cache.bytes_used(), bound);
+  }
+  EXPECT_FALSE(cache.load(key, 1, kBlock));
+  EXPECT_TRUE(cache.load(key, 9, kBlock));
+  EXPECT_GE(cache.counters().evictions, 7u);
+  EXPECT_THROW(DiskCache(tmp.path() / "small", 1000), IoError);
+}
+
+TEST(DiskCache, ProcessesSharingADirectoryKeepTheBoundAndServeOnlyWhatTheyStored) {
+  TempDir tmp;
+  const uint64_t bound = 5 * kBlock + 5 * 200;
+  const fs::path dir = tmp.path() / "shared";
+  DiskCache(dir, bound);  // made before the children race to make it
+  std::vector<pid_t> children;
+  for (int writer = 0; writer < 3; ++writer) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      DiskCache cache(dir, bound);
+      bool ok = true;
+      for (int b = 0; b < 12; ++b) {
+        cache.store("writer" + std::to_string(writer), b, block_bytes(uint8_t(writer * 16 + b)));
+        ok = ok && cache.bytes_used() <= bound;
+        auto got = cache.load("writer" + std::to_string(writer), b, kBlock);
+        ok = ok && (!got || *got == block_bytes(uint8_t(writer * 16 + b)));
+      }
+      ::_exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  DiskCache cache(dir, bound);
+  EXPECT_LE(cache.bytes_used(), bound);
+  EXPECT_EQ(cache.counters().corrupt, 0u);
+}
+
+}  // namespace
+}  // namespace blosc2fs
