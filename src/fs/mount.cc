@@ -116,7 +116,7 @@ int run_remote_info(const Options& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
   } catch (const Failure& f) {
-    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), f.why.c_str());
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), f.why.c_str());
     return f.status;
   }
 }
@@ -224,10 +224,10 @@ int run_store_info(const Options& o, const fs::path& path) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
   } catch (const IoError& e) {
-    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), e.what());
     return kExitFrameMissing;
   } catch (const FormatError& e) {
-    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), e.what());
     return kExitFrameInvalid;
   }
 }
@@ -241,10 +241,10 @@ int run_info(const Options& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
   } catch (const Failure& f) {
-    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), f.why.c_str());
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), f.why.c_str());
     return f.status;
   } catch (const FormatError& e) {
-    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", o.frame.c_str(), e.what());
+    std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), e.what());
     return kExitFrameInvalid;
   }
 }
@@ -474,7 +474,7 @@ int run(const Options& o) {
   try {
     return mount_and_serve(o);
   } catch (const Failure& f) {
-    std::fprintf(stderr, "blosc2fs: cannot mount %s: %s\n", o.frame.c_str(), f.why.c_str());
+    std::fprintf(stderr, "blosc2fs: cannot mount %s: %s\n", frame_for_messages(o.frame.string()).c_str(), f.why.c_str());
     return f.status;
   }
 }

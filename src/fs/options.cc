@@ -273,6 +273,17 @@ bool is_remote_url(const std::string& argument) {
   return false;
 }
 
+std::string frame_for_messages(const std::string& argument) {
+  if (!is_remote_url(argument)) return argument;
+  std::string shown = argument;
+  const size_t start = shown.find("://") + 3;
+  const size_t end = shown.find_first_of("/?#", start);
+  const size_t at = shown.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at != std::string::npos && at >= start) shown.erase(start, at + 1 - start);
+  if (const size_t q = shown.find_first_of("?#"); q != std::string::npos) shown.resize(q);
+  return shown;
+}
+
 uint64_t parse_size(const std::string& text, const std::string& what) {
   auto fail = [&]() -> uint64_t {
     throw UsageError("invalid size for " + what + ": '" + text + "' (e.g. 4096, 256M, 2G)");

@@ -40,6 +40,9 @@ struct RemoteMountOptions {
 
 // Whether a FRAME argument names remote data: http://, https:// or s3://.
 bool is_remote_url(const std::string& argument);
+// FRAME as messages may show it: a URL without a user name, password or query
+// string (which may hold a signature), whatever else is wrong with it.
+std::string frame_for_messages(const std::string& argument);
 
 // -o create and the parameters of the frame it creates.
 struct CreateOptions {

@@ -83,7 +83,7 @@ RemoteOrigin open_remote_origin(const Options& options) {
         object_error = e;
       }
     }
-    if (!origin.source.file) {
+    if (!origin.source.file) try {
       auto directory = open_remote_directory(client, url);
       // A directory of ours holds chunks.b2frame or embed.b2e: one of them must be there.
       bool found = false;
@@ -104,6 +104,10 @@ RemoteOrigin open_remote_origin(const Options& options) {
       }
       origin.source.directory = directory;
       identity = "a directory: each object pinned when opened";
+    } catch (const IoError& e) {
+      // Refused there too: what the URL itself got says more.
+      if (object_error && e.error_number() == EACCES) throw *object_error;
+      throw;
     }
   } catch (const IoError& e) {
     client->shutdown();

@@ -30,7 +30,8 @@ class ByteSource {
   // How messages name it: a path, or a URL without credentials.
   virtual std::string name() const = 0;
   // [offset, offset + length) is about to be read, in pieces: a remote source
-  // fetches it in one request. Never throws; local sources ignore it.
+  // fetches it in one request, and throws IoError as the read would (so the
+  // read does not try again what just failed). Local sources ignore it.
   virtual void will_read(int64_t offset, int64_t length) const {
     (void)offset;
     (void)length;

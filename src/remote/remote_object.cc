@@ -119,8 +119,8 @@ HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const
       break;
     }
   }
-  client.count_failure();
   if (last.error == 0) last.error = EIO;
+  if (last.error == EIO) client.count_failure();
   throw IoError(what + ": " + last.why, last.error);
 }
 
@@ -137,7 +137,8 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url)
 
 RemoteObject::~RemoteObject() { client_->range_cache().forget_object(cache_id_); }
 
-std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteClient> client, RemoteUrl url) {
+std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteClient> client, RemoteUrl url,
+                                                       bool with_tail) {
   std::shared_ptr<RemoteObject> object(new RemoteObject(client, std::move(url)));
   HttpRequest request;
   request.url = object->url_.request;
@@ -182,6 +183,10 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
                  object->name());
   if (!empty)
     client->range_cache().insert(object->cache_id_, 0, std::make_shared<const Bytes>(std::move(answer.body)));
+  if (with_tail && object->size() > kOpenBytes) {
+    const int64_t tail = std::max(kOpenBytes, object->size() - kOpenBytes);
+    object->will_read(tail, object->size() - tail);
+  }
   return object;
 }
 
@@ -362,16 +367,12 @@ size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
 void RemoteObject::will_read(int64_t offset, int64_t length) const {
   if (offset < 0 || offset >= size() || length <= 0) return;
   length = std::min(length, size() - offset);
-  try {
-    // The announced extent from where the cache stops: one request.
-    int64_t at = offset;
-    while (at < offset + length) {
-      int64_t start = 0;
-      Extent extent = extent_at(at, offset + length - at, &start);
-      at = start + int64_t(extent->size());
-    }
-  } catch (const std::exception&) {
-    // The read that follows meets the error itself.
+  // The announced extent from where the cache stops: one request.
+  int64_t at = offset;
+  while (at < offset + length) {
+    int64_t start = 0;
+    Extent extent = extent_at(at, offset + length - at, &start);
+    at = start + int64_t(extent->size());
   }
 }
 

@@ -33,10 +33,14 @@ struct ObjectIdentity {
 
 class RemoteObject final : public ByteSource, public std::enable_shared_from_this<RemoteObject> {
  public:
-  // Fetches the object's first 64 KiB, its size and identity: one request.
+  // Fetches the object's first 64 KiB, its size and identity: one request;
+  // with `with_tail`, a second one for its last 64 KiB (a frame's index and
+  // trailer, a zip's central directory), so that opening a frame or a store
+  // costs two requests.
   // Throws RangesIgnored, IoError (ENOENT: no such object; EACCES: refused;
   // EIO: unreachable or failing after every attempt), std::invalid_argument.
-  static std::shared_ptr<const RemoteObject> open(std::shared_ptr<RemoteClient> client, RemoteUrl url);
+  static std::shared_ptr<const RemoteObject> open(std::shared_ptr<RemoteClient> client, RemoteUrl url,
+                                                  bool with_tail = true);
   ~RemoteObject() override;
 
   int64_t size() const override { return identity_.size; }
