@@ -9,7 +9,11 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote (only their data sets are made).
+#   remote: URL mounts from a loopback nginx (bench/remote.py, the test venv's
+#   python-blosc2 and the tests' servers): cold reads beside a local mount, 20 ms
+#   per request against one chunk at a time and python-blosc2, a warm disk
+#   cache, the memory of 16 parallel readers.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
 #   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU.
 # --no-build: use the binaries already in BUILD_DIR as they are.
@@ -49,7 +53,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -78,7 +82,8 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-if wants store || wants codecs; then need_packages python3-venv; fi
+if wants store || wants codecs || wants remote; then need_packages python3-venv; fi
+wants remote && need_packages nginx-light
 
 if ((BUILD_IT)); then
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
@@ -843,6 +848,17 @@ wants cp && copy_in
 wants vlmeta && vlmeta_edit
 if wants store; then store_rows b2d; store_rows b2z; fi
 wants codecs && codec_rows
+if wants remote; then
+  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+    log "remote rows (bench/remote.py)"
+    wait_quiet
+    mapfile -t remote_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/remote.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
+      die "bench/remote.py failed"
+    ROWS+=("${remote_rows[@]}")
+  else
+    row "remote rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
+  fi
+fi
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)

@@ -240,6 +240,7 @@ class Frame {
  private:
   Frame();
   struct Impl;
+  static void prefetch_window(const Impl& impl, int64_t first, int64_t count);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -225,6 +225,11 @@ size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer
     std::memcpy(buffer_for(special.size()), special.data(), special.size());
     return special.size();
   }
+  if (file->remote()) {
+    // Kernel readahead and several FUSE threads may take chunks a little out of order.
+    const int64_t last = last_read_chunk.exchange(n);
+    if (n > last && n <= last + 4) prefetch_after(n);
+  }
   Location loc = locate(e);
   ChunkHeader h = read_header_at(loc);
   const size_t cbytes = size_t(h.cbytes);
@@ -277,8 +282,14 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
   return info;
 }
 
-void Frame::prefetch_chunks(int64_t first, int64_t count) const {
-  const Impl& f = *impl_;
+void Frame::Impl::prefetch_after(int64_t n) const {
+  constexpr int64_t kSequentialWindow = 32;
+  Frame::prefetch_window(*this, n + 1, kSequentialWindow);
+}
+
+void Frame::prefetch_chunks(int64_t first, int64_t count) const { prefetch_window(*impl_, first, count); }
+
+void Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
   if (!f.file->remote()) return;
   const int64_t end = std::min(f.nchunks, first + std::max<int64_t>(count, 0));
   try {

@@ -2,6 +2,7 @@
 // (chunk access). Not part of the library's interface.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 
 #include "byte_source.h"
@@ -82,8 +83,12 @@ struct Frame::Impl {
   // A remote cframe: how far the chunk at `entry` may extend (to the next stored
   // chunk or the index), so that it is fetched in one request.
   int64_t stored_extent(int64_t entry) const;
+  void prefetch_after(int64_t n) const;
   mutable std::once_flag extents_once;
   mutable std::vector<int64_t> sorted_offsets;
+  // The chunk read last: reading its successor is a sequential reader, whose
+  // next chunks a remote frame fetches ahead (prefetch_chunks).
+  mutable std::atomic<int64_t> last_read_chunk{-2};
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;

@@ -25,7 +25,7 @@ constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
 std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
 
 // Chunks a sequential reader of remote data gets fetched ahead of it.
-constexpr int64_t kRemotePrefetchChunks = 16;
+constexpr int64_t kRemotePrefetchChunks = 32;
 
 }  // namespace
 

@@ -21,6 +21,8 @@ std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, i
     --it;
     if (it->first + int64_t(it->second.bytes->size()) > offset) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
+      if (it->second.unread) unread_ -= it->second.bytes->size();
+      it->second.unread = false;
       *start = it->first;
       return it->second.bytes;
     }
@@ -28,16 +30,20 @@ std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, i
   return nullptr;
 }
 
-void RangeCache::evict_to(uint64_t limit) {
-  while (used_ + reserved_ > limit && !lru_.empty()) {
-    const auto [object, start] = lru_.back();
+bool RangeCache::evict_to(uint64_t limit, bool spare_unread) {
+  for (auto it = lru_.end(); used_ + reserved_ > limit && it != lru_.begin();) {
+    --it;
+    const auto [object, start] = *it;
     auto& extents = objects_[object];
-    auto it = extents.find(start);
-    used_ -= it->second.bytes->size();
-    extents.erase(it);
+    auto e = extents.find(start);
+    if (spare_unread && e->second.unread) continue;
+    used_ -= e->second.bytes->size();
+    if (e->second.unread) unread_ -= e->second.bytes->size();
+    extents.erase(e);
     if (extents.empty()) objects_.erase(object);
-    lru_.pop_back();
+    it = lru_.erase(it);
   }
+  return used_ + reserved_ <= limit;
 }
 
 void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved) {
@@ -51,6 +57,7 @@ void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const By
   for (auto it = extents.lower_bound(start); it != extents.end() && it->first < end;) {
     if (it->first + int64_t(it->second.bytes->size()) <= end) {
       used_ -= it->second.bytes->size();
+      if (it->second.unread) unread_ -= it->second.bytes->size();
       lru_.erase(it->second.lru);
       it = extents.erase(it);
     } else {
@@ -58,18 +65,19 @@ void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const By
     }
   }
   if (auto it = extents.find(start); it != extents.end()) return;  // a longer one starts here
-  evict_to(budget_ - size);
+  // Demand reads make room at any price; prefetched ones only among extents read.
+  if (!evict_to(budget_ - size, reserved > 0) && reserved > 0) evict_to(budget_ - size, false);
   auto& target = objects_[object];
   lru_.emplace_front(object, start);
-  target[start] = Extent{std::move(bytes), lru_.begin()};
+  target[start] = Extent{std::move(bytes), lru_.begin(), reserved > 0};
   used_ += size;
+  if (reserved > 0) unread_ += size;
 }
 
 bool RangeCache::reserve(uint64_t n) {
   std::lock_guard lock(mutex_);
-  if (n > budget_ / 2) return false;  // a prefetch never takes more than half
-  evict_to(budget_ - n);
-  if (used_ + reserved_ + n > budget_) return false;
+  if (unread_ + reserved_ + n > budget_ / 2) return false;
+  if (!evict_to(budget_ - n, true)) return false;
   reserved_ += n;
   return true;
 }
@@ -85,6 +93,7 @@ void RangeCache::forget_object(uint64_t object) {
   if (o == objects_.end()) return;
   for (auto& [start, extent] : o->second) {
     used_ -= extent.bytes->size();
+    if (extent.unread) unread_ -= extent.bytes->size();
     lru_.erase(extent.lru);
   }
   objects_.erase(o);

@@ -23,10 +23,14 @@ class RangeCache {
   // The extent of `object` holding byte `offset`; its start in *start. Null when none.
   std::shared_ptr<const Bytes> find(uint64_t object, int64_t offset, int64_t* start);
   // Keeps [start, start + bytes->size()) of `object`, evicting older extents;
-  // `reserved` bytes reserved for it earlier are released.
+  // `reserved` bytes reserved for it earlier are released. A prefetched
+  // extent (`reserved` > 0) is kept until it is first found: making room for
+  // more prefetch never evicts what a reader has not read yet.
   void insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved = 0);
-  // Room for `n` bytes to be inserted later, when the budget allows it after
-  // evictions; false otherwise (nothing reserved).
+  // Room for `n` bytes to be prefetched, when the budget allows it after
+  // evicting extents already read, and what is prefetched and not yet read
+  // stays within half the budget (the other half serves readers); false
+  // otherwise (nothing reserved).
   bool reserve(uint64_t n);
   void release(uint64_t n);
   void forget_object(uint64_t object);
@@ -38,13 +42,17 @@ class RangeCache {
   struct Extent {
     std::shared_ptr<const Bytes> bytes;
     std::list<std::pair<uint64_t, int64_t>>::iterator lru;
+    bool unread = false;  // prefetched, not yet found
   };
-  void evict_to(uint64_t limit);  // under mutex_
+  // Evicts least recently used extents (sparing unread ones when asked) until
+  // what is held fits `limit`; whether it does. Under mutex_.
+  bool evict_to(uint64_t limit, bool spare_unread);
 
   const uint64_t budget_;
   mutable std::mutex mutex_;
   uint64_t next_object_ = 1;
   uint64_t used_ = 0, reserved_ = 0;
+  uint64_t unread_ = 0;  // of used_: prefetched, not yet found
   std::map<uint64_t, std::map<int64_t, Extent>> objects_;
   std::list<std::pair<uint64_t, int64_t>> lru_;  // front: most recently used
 };

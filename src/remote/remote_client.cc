@@ -120,6 +120,8 @@ RemoteClient::RemoteClient(RemoteOptions options)
   if (!loop_->multi) throw std::runtime_error("libcurl: cannot make a multi handle");
   curl_multi_setopt(loop_->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, long(std::max(1u, options_.max_in_flight)));
   curl_multi_setopt(loop_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, long(std::max(1u, options_.max_in_flight)));
+  // Keep that many idle connections for reuse (curl's default depends on the handles added).
+  curl_multi_setopt(loop_->multi, CURLMOPT_MAXCONNECTS, long(std::max(1u, options_.max_in_flight)));
   loop_->thread = std::thread([this] { run(); });
 }
 
@@ -285,7 +287,9 @@ void RemoteClient::run() {
       std::lock_guard lock(l.mutex);
       if (l.stopping) break;
       if (l.suspending) return;
-      while (!l.queued.empty()) {
+      // At most max_in_flight transfers in `multi`: curl would park the rest
+      // waiting for a connection and start them only at its next timeout.
+      while (!l.queued.empty() && l.active.size() < std::max<size_t>(1, options_.max_in_flight)) {
         std::unique_ptr<Transfer> t = std::move(l.queued.front());
         l.queued.pop_front();
         curl_multi_add_handle(l.multi, t->easy);
@@ -306,7 +310,13 @@ void RemoteClient::run() {
       l.active.erase(it);
       finish(std::move(t), code, false);
     }
-    curl_multi_poll(l.multi, nullptr, 0, 1000, nullptr);
+    // Transfers that just ended made room for queued ones: add them before waiting.
+    bool room_for_queued;
+    {
+      std::lock_guard lock(l.mutex);
+      room_for_queued = !l.queued.empty() && l.active.size() < std::max<size_t>(1, options_.max_in_flight);
+    }
+    if (!room_for_queued) curl_multi_poll(l.multi, nullptr, 0, 1000, nullptr);
   }
   // Shut down: every transfer ends now, answered "aborted".
   std::deque<std::unique_ptr<Transfer>> queued;

@@ -32,7 +32,7 @@ struct RemoteOptions {
   std::chrono::seconds read_deadline{120};  // one read, every attempt included
   std::filesystem::path ca_file;
   std::filesystem::path http_header_file;
-  unsigned max_in_flight = 8;
+  unsigned max_in_flight = 16;
   uint64_t prefetch_bytes = uint64_t(64) << 20;  // the range cache and what is fetched ahead
   std::filesystem::path cache_dir;               // empty: no disk cache
   uint64_t cache_dir_size = uint64_t(1) << 30;

@@ -297,6 +297,9 @@ class FaultProxy:
         class Server(socketserver.ThreadingTCPServer):
             daemon_threads = True
             allow_reuse_address = True
+            # socketserver's default backlog (5) drops the SYNs of a client
+            # opening 16 connections at once, which then retry after 1 s.
+            request_queue_size = 256
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
