@@ -65,8 +65,9 @@ void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const By
     }
   }
   if (auto it = extents.find(start); it != extents.end()) return;  // a longer one starts here
-  // Demand reads make room at any price; prefetched ones only among extents read.
-  if (!evict_to(budget_ - size, reserved > 0) && reserved > 0) evict_to(budget_ - size, false);
+  // Room comes from extents already read first; what was fetched ahead and is
+  // not read yet goes only when nothing else is left.
+  if (!evict_to(budget_ - size, true)) evict_to(budget_ - size, false);
   auto& target = objects_[object];
   lru_.emplace_front(object, start);
   target[start] = Extent{std::move(bytes), lru_.begin(), reserved > 0};
