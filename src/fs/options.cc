@@ -462,7 +462,7 @@ remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
   -o timeout=S           seconds without a byte before a request is retried (30)
   -o retries=N           attempts per request before a read fails with EIO (10)
   -o prefetch=SIZE       bytes fetched ahead of sequential readers, for the
-                         whole mount (default 64M)
+                         whole mount (default 64M; 0: none)
   -o cache_dir=DIR       keep fetched bytes in DIR across mounts (checksummed)
   -o cache_dir_size=SIZE its bound (default 1G)
   S3 keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or

@@ -37,7 +37,7 @@ Json counters_json(const RemoteClient& client) {
 }
 
 // Exit status and line for a failure to open what the URL names.
-RemoteOpenError open_error(const RemoteUrl& url, const IoError& e) {
+RemoteOpenError open_error(const IoError& e) {
   if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what()};
   switch (e.error_number()) {
     case ENOENT:
@@ -45,7 +45,7 @@ RemoteOpenError open_error(const RemoteUrl& url, const IoError& e) {
     case EINVAL:
       return {kExitFrameMissing, e.what()};
     default:
-      return {kExitUnreachable, std::string(e.what()) + " (" + url.display() + ")"};
+      return {kExitUnreachable, e.what()};
   }
 }
 
@@ -111,7 +111,7 @@ RemoteOrigin open_remote_origin(const Options& options) {
     }
   } catch (const IoError& e) {
     client->shutdown();
-    throw open_error(url, e);
+    throw open_error(e);
   }
   const std::string shown = origin.url;
   origin.source_json = [client, shown, identity] {

@@ -377,7 +377,8 @@ void RemoteObject::will_read(int64_t offset, int64_t length) const {
 }
 
 void RemoteObject::prefetch(int64_t offset, int64_t length) const {
-  if (offset < 0 || offset >= size() || length <= 0 || client_->stopped()) return;
+  if (offset < 0 || offset >= size() || length <= 0 || client_->stopped() || client_->options().prefetch_bytes == 0)
+    return;
   int64_t end = std::min(size(), offset + length);
   DiskCache* disk = client_->disk_cache();
   if (disk) {

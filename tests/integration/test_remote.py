@@ -206,6 +206,31 @@ def writes_are_erofs(h, nginx):
     check_equal(r.returncode, 1, f"-o rw on a URL ({r.stderr.strip()})")
 
 
+def fstab_mount_and_unreachable(h, nginx):
+    """mount.fuse3 with an fstab line's fields (what `mount` runs for type
+    fuse.blosc2fs, _netdev and all) mounts a URL; a server that does not answer
+    is exit status 7 (the systemd unit retries it). mount(8) itself would look
+    for an installed blosc2fs, which test_packaging covers."""
+    mnt = h.new_dir()
+    env = dict(os.environ, PATH=os.path.dirname(h.binary) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run(["mount.fuse3", f"{nginx.url}/py-array.b2nd", mnt, "-t", "fuse.blosc2fs",
+                        "-o", "ro,_netdev,nofail"], env=env, capture_output=True, text=True, timeout=120)
+    check_equal(r.returncode, 0, f"mount -t fuse.blosc2fs URL: {r.stderr.strip()}")
+    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+    try:
+        check(len(read_file(os.path.join(mnt, "data"))) == 400 * 500 * 8, "data through mount(8)")
+        with open("/proc/self/mountinfo") as f:
+            line = next(l for l in f if f" {mnt} " in l)
+        check(f"{nginx.url}/py-array.b2nd" in line, f"the URL is the mount's source: {line.strip()}")
+    finally:
+        h.unmount(mnt)
+    port = nginx.port
+    nginx.stop()  # nothing listens there now: the last test of this server
+    r = h.run(["-o", "retries=2", "--info", f"http://127.0.0.1:{port}/py-array.b2nd"])
+    check_equal(r.returncode, EXIT_UNREACHABLE, f"an unreachable server ({r.stderr.strip()})")
+    check_equal(len(r.stderr.strip().splitlines()), 1, "one line")
+
+
 def refused_servers(h, root, nginx_no_ranges, plain):
     for server, what in ((plain, "python -m http.server"), (nginx_no_ranges, "nginx with max_ranges 0")):
         for args in (["--info", f"{server.url}/py-array.b2nd"], [f"{server.url}/py-array.b2nd", h.new_dir()]):
@@ -280,7 +305,8 @@ def faults_give_exact_bytes_or_eio(h, root, nginx):
     try:
         # Every kind of transient fault, then success: the bytes are exact.
         for fault in ("drop", "503", "429", "short", "stall"):
-            mnt = h.mount(f"{proxy.url}/py-array.b2nd", ["-o", "timeout=2,retries=5"])
+            # No prefetch: each fault meets a read, which retries it.
+            mnt = h.mount(f"{proxy.url}/py-array.b2nd", ["-o", "timeout=2,retries=5,prefetch=0"])
             try:
                 proxy.plan = [fault, fault]
                 got = read_file(os.path.join(mnt, "data"))
@@ -291,7 +317,7 @@ def faults_give_exact_bytes_or_eio(h, root, nginx):
             finally:
                 h.unmount(mnt)
         # Faults past every attempt: EIO, and the next read works again.
-        mnt = h.mount(f"{proxy.url}/py-array.b2nd", ["-o", "retries=2"])
+        mnt = h.mount(f"{proxy.url}/py-array.b2nd", ["-o", "retries=2,prefetch=0"])
         try:
             # More 503s than the reads the kernel may make of the page, each with two attempts.
             proxy.plan = ["503"] * 12
@@ -407,6 +433,8 @@ def main():
                faults_give_exact_bytes_or_eio, h, root, nginx)
         h.test("disk cache: a warm remount fetches no data; damage is refetched", disk_cache_warm_remount, h,
                nginx)
+        h.test("mount -t fuse.blosc2fs URL (fstab); an unreachable server is exit status 7",
+               fstab_mount_and_unreachable, h, nginx)
     with Nginx(root, os.path.join(h.workdir, "no-ranges"), max_ranges=0) as no_ranges, \
             PlainHttpServer(root, h.workdir) as plain:
         h.test("servers that ignore Range are refused with one line", refused_servers, h, root, no_ranges, plain)
