@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from harness import wait_until
+
 # How long a server may take to answer its first request.
 START_PATIENCE = 60
 _RUNNING = []  # servers to stop at exit, whatever happened
@@ -57,12 +59,8 @@ def free_ports(n):
 
 
 def _wait_for(condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} did not come up within {seconds} s")
+    if not wait_until(condition, seconds, interval=0.1):
+        raise RuntimeError(f"{what} did not come up within {seconds} s")
 
 
 def _stop_process(proc, grace=10):

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "block_geometries.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -121,14 +123,7 @@ TEST(CodecRegistry, ACompressedStreamOfAnUndecodableCodecNamesItAndItsWriter) {
   }
 }
 
-BlockGeometry geometry(int32_t typesize, std::initializer_list<int32_t> blockshape) {
-  BlockGeometry g;
-  g.typesize = typesize;
-  g.ndim = int32_t(blockshape.size());
-  size_t i = 0;
-  for (int32_t b : blockshape) g.blockshape[i++] = b;
-  return g;
-}
+using testing::geometry;
 
 Bytes smooth_floats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "block_geometries.h"
+
 #include <cstring>
 
 #include "error.h"
@@ -11,14 +13,7 @@
 namespace blosc2fs {
 namespace {
 
-BlockGeometry geometry(int32_t typesize, std::initializer_list<int32_t> shape) {
-  BlockGeometry g;
-  g.typesize = typesize;
-  g.ndim = int32_t(shape.size());
-  size_t i = 0;
-  for (int32_t b : shape) g.blockshape[i++] = b;
-  return g;
-}
+using testing::geometry;
 
 // A 3 x 5 block of items 0..14 in cells of 2 x 2, written cell after cell in
 // row-major order over the 2 x 3 cell grid, each cell's rows clipped at the
