@@ -70,6 +70,10 @@ struct Outcome {
 
 Outcome transport_outcome(const HttpAnswer& a) {
   if (a.aborted) return {Verdict::fail, EIO, "the mount is shutting down"};
+  // A certificate that is not trusted stays so: no retry.
+  if (a.curl_code == CURLE_PEER_FAILED_VERIFICATION || a.curl_code == CURLE_SSL_CACERT_BADFILE ||
+      a.curl_code == CURLE_SSL_CERTPROBLEM)
+    return {Verdict::fail, EACCES, "TLS: " + a.curl_error + " (-o ca_file= trusts a private CA)"};
   if (a.curl_code != CURLE_OK && !a.body_overflow) return {Verdict::retry, EIO, a.curl_error};
   if (a.status == 429 || a.status >= 500) return {Verdict::retry, EIO, "HTTP " + num(a.status)};
   if (a.status == 401 || a.status == 403) {

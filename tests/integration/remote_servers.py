@@ -113,12 +113,22 @@ def _http_status(url, headers=None):
         return None
 
 
+def _port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
 class Nginx(_Server):
     """nginx serving `root` on http://127.0.0.1:PORT/ (ETags on, ranges on unless max_ranges=0)."""
 
     LOG_FORMAT = '$request_method "$uri" "$http_range" $status $body_bytes_sent'
 
-    def __init__(self, root, workdir, max_ranges=None):
+    def __init__(self, root, workdir, max_ranges=None, tls=None, basic_auth=None, bearer=None):
+        """tls: (certificate, key) files; basic_auth: an htpasswd file; bearer: a token
+        that requests must send as "Authorization: Bearer TOKEN"."""
         self.root = os.path.abspath(root)
         self.workdir = os.path.join(workdir, "nginx")
         os.makedirs(self.workdir, exist_ok=True)
@@ -141,19 +151,23 @@ http {{
   types {{ }}
   default_type application/octet-stream;
   server {{
-    listen 127.0.0.1:{self.port};
+    listen 127.0.0.1:{self.port}{" ssl" if tls else ""};
     root {self.root};
     etag on;
     {ranges}
+    {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""}
+    {f'auth_basic "blosc2fs tests"; auth_basic_user_file {basic_auth};' if basic_auth else ""}
+    {f'if ($http_authorization != "Bearer {bearer}") {{ return 401; }}' if bearer else ""}
   }}
 }}
 """)
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
         self._launch([nginx, "-c", conf, "-p", self.workdir], self._log)
-        self.url = f"http://127.0.0.1:{self.port}"
-        _wait_for(lambda: _http_status(self.url + "/") is not None or self.proc.poll() is not None,
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        _wait_for(lambda: os.path.exists(f"{self.workdir}/nginx.pid") or self.proc.poll() is not None,
                   START_PATIENCE, "nginx")
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "nginx")
         if self.proc.poll() is not None:
             raise RuntimeError(f"nginx exited: {open(os.path.join(self.workdir, 'error.log')).read()[-2000:]}")
 

@@ -231,6 +231,75 @@ def fstab_mount_and_unreachable(h, nginx):
     check_equal(len(r.stderr.strip().splitlines()), 1, "one line")
 
 
+def tls_and_logins(h, root):
+    """TLS is verified (a private CA through -o ca_file=); a web server's login
+    comes from ~/.netrc, a token from a header file only its owner may read; a
+    missing or wrong one is refused at mount with one line, and no secret shows."""
+    d = h.new_dir("secrets")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=120)
+    with Nginx(root, os.path.join(h.workdir, "tls"), tls=(cert, key)) as server:
+        url = f"{server.url}/py-array.b2nd"
+        r = h.run(["--info", url])
+        check_equal(r.returncode, EXIT_MISSING, f"an untrusted certificate ({r.stderr.strip()})")
+        check("TLS" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr.strip())
+        r = h.run(["-o", f"ca_file={cert}", "--info", url])
+        check_equal(r.returncode, 0, f"with ca_file: {r.stderr.strip()}")
+        mnt = h.mount(url, ["-o", f"ca_file={cert}"])
+        try:
+            check(len(read_file(os.path.join(mnt, "data"))) == 400 * 500 * 8, "data over TLS")
+        finally:
+            h.unmount(mnt)
+
+    user, password = "reader", "pw-never-shown-4711"
+    htpasswd = os.path.join(d, "htpasswd")
+    hashed = subprocess.run(["openssl", "passwd", "-apr1", password], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    with open(htpasswd, "w") as f:
+        f.write(f"{user}:{hashed}\n")
+    os.chmod(htpasswd, 0o644)
+    home = os.path.join(d, "home")
+    os.makedirs(home)
+    with Nginx(root, os.path.join(h.workdir, "basic"), basic_auth=htpasswd) as server:
+        url = f"{server.url}/py-array.b2nd"
+        env = dict(os.environ, HOME=home)
+        r = subprocess.run([h.binary, "--info", url], env=env, capture_output=True, text=True, timeout=120)
+        check_equal(r.returncode, EXIT_MISSING, f"no login ({r.stderr.strip()})")
+        check("HTTP 401" in r.stderr, r.stderr.strip())
+        netrc = os.path.join(home, ".netrc")
+        with open(os.open(netrc, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(f"machine 127.0.0.1 login {user} password {password}\n")
+        mnt = h.new_dir()
+        r = subprocess.run([h.binary, url, mnt], env=env, capture_output=True, text=True, timeout=120)
+        check_equal(r.returncode, 0, f"a login from ~/.netrc: {r.stderr.strip()}")
+        h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+        try:
+            check(len(read_file(os.path.join(mnt, "data"))) == 400 * 500 * 8, "data with a login")
+            text = open(os.path.join(mnt, "frame.json")).read()
+            ps = subprocess.run(["ps", "axww", "-o", "args"], capture_output=True, text=True).stdout
+            check(password not in text and password not in ps, "the password shows")
+        finally:
+            h.unmount(mnt)
+
+    token = "tok-never-shown-0815"
+    with Nginx(root, os.path.join(h.workdir, "bearer"), bearer=token) as server:
+        url = f"{server.url}/py-array.b2nd"
+        headers = os.path.join(d, "headers")
+        with open(os.open(headers, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(f"Authorization: Bearer {token}\n")
+        r = h.run(["--info", url])
+        check_equal(r.returncode, EXIT_MISSING, f"no token ({r.stderr.strip()})")
+        r = h.run(["-o", f"http_header_file={headers}", "--info", url])
+        check_equal(r.returncode, 0, f"a token from a header file: {r.stderr.strip()}")
+        check(token not in r.stdout, "the token shows in frame.json")
+        os.chmod(headers, 0o644)
+        r = h.run(["-o", f"http_header_file={headers}", "--info", url])
+        check_equal(r.returncode, 1, f"a header file others may read ({r.stderr.strip()})")
+        check(token not in r.stderr, "the token shows in the message")
+
+
 def refused_servers(h, root, nginx_no_ranges, plain):
     for server, what in ((plain, "python -m http.server"), (nginx_no_ranges, "nginx with max_ranges 0")):
         for args in (["--info", f"{server.url}/py-array.b2nd"], [f"{server.url}/py-array.b2nd", h.new_dir()]):
@@ -435,6 +504,7 @@ def main():
                nginx)
         h.test("mount -t fuse.blosc2fs URL (fstab); an unreachable server is exit status 7",
                fstab_mount_and_unreachable, h, nginx)
+    h.test("TLS verified (ca_file=), logins from ~/.netrc, tokens from a header file", tls_and_logins, h, root)
     with Nginx(root, os.path.join(h.workdir, "no-ranges"), max_ranges=0) as no_ranges, \
             PlainHttpServer(root, h.workdir) as plain:
         h.test("servers that ignore Range are refused with one line", refused_servers, h, root, no_ranges, plain)
