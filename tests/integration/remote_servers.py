@@ -91,7 +91,11 @@ class _Server:
         self.stop()
 
     def _launch(self, args, log, **kwargs):
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        # setpriv --pdeathsig: the server dies with the test process even when
+        # that is SIGKILLed (a ctest timeout), where atexit never runs.
+        setpriv = shutil.which("setpriv")
+        prefix = [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+        self.proc = subprocess.Popen(prefix + args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, **kwargs)
         _RUNNING.append(self)
 
@@ -138,7 +142,8 @@ class Nginx(_Server):
         conf = os.path.join(self.workdir, "nginx.conf")
         temp = {k: os.path.join(self.workdir, k) for k in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
         with open(conf, "w") as f:
-            f.write(f"""worker_processes 1;
+            # One process: a worker would outlive a killed master.
+            f.write(f"""master_process off;
 daemon off;
 pid {self.workdir}/nginx.pid;
 error_log {self.workdir}/error.log;
