@@ -222,6 +222,9 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
     curl_easy_setopt(e, CURLOPT_USERNAME, s3_keys_->access_key.c_str());
     curl_easy_setopt(e, CURLOPT_PASSWORD, s3_keys_->secret_key.c_str());
+    // AWS S3 refuses a signed request without this header, which libcurl 7.88
+    // neither sends nor signs by itself; given here, libcurl signs with it.
+    t->headers = curl_slist_append(t->headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (!s3_keys_->session_token.empty())
       t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + s3_keys_->session_token).c_str());
   } else if (!r.sign_s3) {

@@ -74,7 +74,9 @@ class RemoteDirectory final : public SourceDirectory {
     base.resize(base.size() - 1);  // the bucket's root, ending in '/'
     std::string query;
     if (!token.empty()) query += "continuation-token=" + percent_encode(token, false) + "&";
-    query += "list-type=2&prefix=" + percent_encode(url_.key, false);
+    // Keys may hold bytes XML 1.0 cannot carry (control characters): asked
+    // for encoded, the answer can always be parsed.
+    query += "encoding-type=url&list-type=2&prefix=" + percent_encode(url_.key, false);
     HttpRequest request;
     request.url = base + "?" + query;
     request.sign_s3 = true;

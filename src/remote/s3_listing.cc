@@ -23,7 +23,35 @@ struct State {
   bool too_long = false;
   bool root_checked = false;
   bool wrong_root = false;
+  bool url_encoded = false;  // <EncodingType>url</EncodingType>: keys are form-encoded
 };
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// S3 encodes listed keys as a form does: %XX for a byte, '+' for a space.
+std::string url_decode_key(const std::string& key) {
+  std::string out;
+  out.reserve(key.size());
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '+') {
+      out += ' ';
+    } else if (key[i] == '%') {
+      const int hi = i + 2 < key.size() ? hex_value(key[i + 1]) : -1;
+      const int lo = hi >= 0 ? hex_value(key[i + 2]) : -1;
+      if (lo < 0) throw std::runtime_error("S3 listing: a key with a malformed %-escape");
+      out += char(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += key[i];
+    }
+  }
+  return out;
+}
 
 std::string local_name(const XML_Char* name) {
   // With namespace processing, names come as "URI|local".
@@ -49,6 +77,7 @@ void XMLCALL on_end(void* data, const XML_Char*) {
   if (depth == 3 && s->path[1] == "Contents" && s->path[2] == "Key") s->page.keys.push_back(s->text);
   if (depth == 2 && s->path[1] == "IsTruncated") s->page.truncated = s->text == "true";
   if (depth == 2 && s->path[1] == "NextContinuationToken") s->page.continuation = s->text;
+  if (depth == 2 && s->path[1] == "EncodingType") s->url_encoded = s->text == "url";
   s->path.pop_back();
   s->text.clear();
 }
@@ -80,6 +109,8 @@ S3ListingPage parse_s3_listing(const std::string& xml) {
   if (state.too_long) throw std::runtime_error("S3 listing: a key or token longer than 4096 bytes");
   if (state.page.truncated && state.page.continuation.empty())
     throw std::runtime_error("S3 listing: a truncated page without a continuation token");
+  if (state.url_encoded)
+    for (std::string& key : state.page.keys) key = url_decode_key(key);
   return state.page;
 }
 

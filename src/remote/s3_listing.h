@@ -7,7 +7,7 @@
 namespace blosc2fs {
 
 struct S3ListingPage {
-  std::vector<std::string> keys;  // as listed, not yet checked
+  std::vector<std::string> keys;  // as listed (decoded when the page says they are encoded), not yet checked
   bool truncated = false;
   std::string continuation;  // NextContinuationToken
 };

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 from harness import wait_until
 
@@ -266,7 +267,8 @@ class SeaweedS3(_Server):
             raise RuntimeError(f"cannot create bucket {bucket}: HTTP {status}")
 
     def put_object(self, bucket, key, path):
-        status = self._curl(["-T", path, "-o", "/dev/null", f"{self.url}/{bucket}/{key}"])
+        quoted = urllib.parse.quote(key, safe="/")
+        status = self._curl(["-T", path, "-o", "/dev/null", f"{self.url}/{bucket}/{quoted}"])
         if status != 200:
             raise RuntimeError(f"cannot put {key}: HTTP {status}")
 

@@ -108,6 +108,7 @@ def make_served_data(h, root):
     for name, cls in (("py-tree.b2z", blosc2.TreeStore), ("py-dict.b2d", blosc2.DictStore)):
         with cls(os.path.join(root, name), mode="w", threshold=20000) as s:
             s["/big"] = big[:100]                                 # external: over the threshold
+            s["/grp/a b+c"] = big[100:150]                        # external, listed S3 keys encoded
             s["/grp/small"] = np.arange(50, dtype="i2")           # embedded
             s["/grp/text"] = np.array([b"ab", b"cde"], dtype="S3")
         served[name] = "store"

@@ -127,6 +127,14 @@ TEST(S3Listing, PagesKeysTruncationAndWhatIsNotAListing) {
   EXPECT_THROW(parse_s3_listing("<ListBucketResult><Contents><Key>" + std::string(5000, 'k') +
                                 "</Key></Contents></ListBucketResult>"),
                std::runtime_error);
+  // Asked with encoding-type=url, keys come form-encoded.
+  const std::string encoded =
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>set/a+b%2Bc%01%C3%A9.b2nd</Key></Contents></ListBucketResult>";
+  EXPECT_EQ(parse_s3_listing(encoded).keys, (std::vector<std::string>{"set/a b+c\x01\xc3\xa9.b2nd"}));
+  EXPECT_THROW(parse_s3_listing("<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>a%4</Key>"
+                                "</Contents></ListBucketResult>"),
+               std::runtime_error);
   // An entity that would expand a billion times is refused, not expanded.
   std::string laughs = "<?xml version=\"1.0\"?><!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\">";
   const char* names = "abcdefghij";
