@@ -228,12 +228,16 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
     if (!s3_keys_->session_token.empty())
       t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + s3_keys_->session_token).c_str());
   } else if (!r.sign_s3) {
-    // Logins for web servers: ~/.netrc, when the user keeps one; redirects
-    // followed (a web server may send http to https), never for S3 (signed).
+    // Logins for web servers: ~/.netrc, when the user keeps one. Redirects
+    // are followed (a web server may send http to https), but never for S3
+    // (signed for one host) nor with a header file: libcurl would send its
+    // lines, a token, to wherever the redirect points.
     curl_easy_setopt(e, CURLOPT_NETRC, long(CURL_NETRC_OPTIONAL));
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    if (extra_headers_.empty()) {
+      curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+      curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+      curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    }
   }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   {

@@ -82,6 +82,10 @@ Outcome transport_outcome(const HttpAnswer& a) {
             "access denied (HTTP " + num(a.status) + (code.empty() ? "" : ", " + code) + "): check the credentials"};
   }
   if (a.status == 404) return {Verdict::fail, ENOENT, "no such object (HTTP 404)"};
+  if (a.status >= 300 && a.status < 400)
+    return {Verdict::fail, EIO,
+            "redirected (HTTP " + num(a.status) +
+                "), which S3 requests and -o http_header_file= never follow: mount the URL it points to"};
   return {};
 }
 

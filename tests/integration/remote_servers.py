@@ -127,7 +127,8 @@ def _port_open(port):
 
 
 class Nginx(_Server):
-    """nginx serving `root` on http://127.0.0.1:PORT/ (ETags on, ranges on unless max_ranges=0)."""
+    """nginx serving `root` on http://127.0.0.1:PORT/ (ETags on, ranges on unless max_ranges=0);
+    /moved/NAME redirects to /NAME."""
 
     LOG_FORMAT = '$request_method "$uri" "$http_range" $status $body_bytes_sent'
 
@@ -164,6 +165,7 @@ http {{
     {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""}
     {f'auth_basic "blosc2fs tests"; auth_basic_user_file {basic_auth};' if basic_auth else ""}
     {f'if ($http_authorization != "Bearer {bearer}") {{ return 401; }}' if bearer else ""}
+    location ~ ^/moved/(.*)$ {{ return 302 /$1; }}
   }}
 }}
 """)

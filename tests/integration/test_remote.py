@@ -295,6 +295,11 @@ def tls_and_logins(h, root):
         r = h.run(["-o", f"http_header_file={headers}", "--info", url])
         check_equal(r.returncode, 0, f"a token from a header file: {r.stderr.strip()}")
         check(token not in r.stdout, "the token shows in frame.json")
+        # A redirect would carry the header file's lines to another place: not followed.
+        r = h.run(["-o", f"http_header_file={headers}", "--info", f"{server.url}/moved/py-array.b2nd"])
+        check(r.returncode != 0 and "redirected (HTTP 302)" in r.stderr,
+              f"a redirect with a header file: {r.returncode} {r.stderr.strip()}")
+        check_equal(len(r.stderr.strip().splitlines()), 1, "a redirect with a header file: one line")
         os.chmod(headers, 0o644)
         r = h.run(["-o", f"http_header_file={headers}", "--info", url])
         check_equal(r.returncode, 1, f"a header file others may read ({r.stderr.strip()})")
@@ -302,6 +307,9 @@ def tls_and_logins(h, root):
 
 
 def refused_servers(h, root, nginx_no_ranges, plain):
+    # Without a header file a web server's redirect is followed.
+    r = h.run(["--info", f"{nginx_no_ranges.url}/moved/py-array.b2nd"])
+    check("ignores Range" in r.stderr, f"a redirect followed: {r.returncode} {r.stderr.strip()}")
     for server, what in ((plain, "python -m http.server"), (nginx_no_ranges, "nginx with max_ranges 0")):
         for args in (["--info", f"{server.url}/py-array.b2nd"], [f"{server.url}/py-array.b2nd", h.new_dir()]):
             r = h.run(args)
