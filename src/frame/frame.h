@@ -230,9 +230,6 @@ class Frame {
   size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
-  // Chunks [first, first + count) will likely be read soon: a remote source
-  // fetches their stored bytes in the background. Never blocks or throws.
-  void prefetch_chunks(int64_t first, int64_t count) const;
 
   using Stamp = FrameStamp;
   Stamp stamp() const;  // read now from the disk; the default stamp for a frame not opened by path

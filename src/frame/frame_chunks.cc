@@ -284,10 +284,13 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
 
 void Frame::Impl::prefetch_after(int64_t n) const {
   constexpr int64_t kSequentialWindow = 32;
-  Frame::prefetch_window(*this, n + 1, kSequentialWindow);
+  const int64_t first = n + 1, end = first + kSequentialWindow;
+  int64_t until = prefetched_until.load();
+  // A reader ahead of the last window, or far behind it (a seek back), starts a new one.
+  const int64_t from = first > until || first + 2 * kSequentialWindow < until ? first : until;
+  if (from >= end || !prefetched_until.compare_exchange_strong(until, end)) return;
+  Frame::prefetch_window(*this, from, end - from);
 }
-
-void Frame::prefetch_chunks(int64_t first, int64_t count) const { prefetch_window(*impl_, first, count); }
 
 void Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
   if (!f.file->remote()) return;

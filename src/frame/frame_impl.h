@@ -89,6 +89,11 @@ struct Frame::Impl {
   // The chunk read last: reading its successor is a sequential reader, whose
   // next chunks a remote frame fetches ahead (prefetch_chunks).
   mutable std::atomic<int64_t> last_read_chunk{-2};
+  // Chunks below this were asked for already: a window that overlaps the last
+  // one asks only for its new chunks. Without it, reads that the kernel's
+  // readahead reorders prefetch chunks already read and decoded again, and
+  // those extents, never read, fill the prefetch budget.
+  mutable std::atomic<int64_t> prefetched_until{0};
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;

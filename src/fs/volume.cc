@@ -24,9 +24,6 @@ constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
 
 std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
 
-// Chunks a sequential reader of remote data gets fetched ahead of it.
-constexpr int64_t kRemotePrefetchChunks = 32;
-
 }  // namespace
 
 Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
@@ -460,10 +457,6 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
     if (data_read_end_.exchange(end) == offset && end > offset) {
       const int64_t next = overlay_.chunk_at(*files_, end - 1) + 1;
       if (next < files_->nchunks() && !overlay_.holds(next)) prefetcher_.request(next);
-      // Over a network the stored bytes of the chunks after that one are
-      // fetched meanwhile, several requests in flight, within the transport's
-      // prefetch budget; the hint is free for local frames.
-      files_->frame().prefetch_chunks(next, kRemotePrefetchChunks);
     }
     return;
   }
