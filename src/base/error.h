@@ -33,4 +33,19 @@ class IoError : public std::runtime_error {
 // Throws IoError for the current errno: "<what>: <strerror>".
 [[noreturn]] void throw_errno(const std::string& what);
 
+// Runs f(), prefixing any error message with `context` (keeping the error
+// type), so the one line a user sees names the frame, chunk or block.
+template <class F>
+auto with_error_context(const std::string& context, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(context + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(context + e.what());
+  } catch (const IoError& e) {
+    throw IoError(context + e.what(), e.error_number());
+  }
+}
+
 }  // namespace blosc2fs

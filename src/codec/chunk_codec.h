@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "block_geometry.h"
@@ -18,6 +19,11 @@ struct DecodeRules {
   // item count is not a multiple of 8 without any shuffle; the chunk format
   // version (4) did not change with the new rule.
   bool old_bitshuffle_leftovers = false;
+  // Each block's streams must end before the next block's bytes begin (the
+  // next larger block start, else cbytes): a chunk fetched block by block has
+  // only those bytes of a block. A chunk whose streams run on past that point
+  // (c-blosc2 reads them) fails with FormatError, and is decoded whole then.
+  bool bound_blocks = false;
   // What the plugin codecs and filters read from the frame (its typesize and the
   // b2nd block shape); empty for a chunk outside a frame.
   BlockGeometry geometry;
@@ -42,6 +48,10 @@ class ChunkView {
   int32_t block_size(int32_t j) const;
   // True when block j > 0 can only be decoded after block 0 (delta filter).
   bool needs_reference_block() const;
+  // The stored bytes [first, second) that decoding block j reads past the
+  // header and tables: from its start to the next larger block start, else
+  // cbytes (VL blocks: its own bytes; special and memcpyed chunks: all of them).
+  std::pair<int64_t, int64_t> block_stored_extent(int32_t j) const;
 
   // Decodes the whole chunk into out (out.size() must equal nbytes()).
   // Uninit special chunks leave `out` untouched.

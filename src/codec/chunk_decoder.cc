@@ -75,6 +75,8 @@ struct ChunkView::Impl {
   int32_t blocksize = 0;  // regular geometry (also for special and memcpyed chunks)
   std::vector<int64_t> vl_offsets;      // VL: uncompressed start of each block, plus nbytes
   std::vector<uint32_t> block_starts;   // regular and VL: where each block's bytes begin
+  std::vector<uint32_t> block_limits;   // regular: the next larger block start, else cbytes
+  bool bound_blocks = false;            // DecodeRules::bound_blocks
   std::vector<uint32_t> block_ends;     // VL: where each block's bytes end
   std::vector<FilterStep> steps;        // the filters to undo, in decode order
   int out_of_place_steps = 0;           // steps that need a separate output buffer
@@ -196,6 +198,13 @@ void ChunkView::Impl::read_tables(const ChunkHeader& h, ByteSpan chunk, int32_t 
               str(streams_begin) + ", " + str(h.cbytes) + ")");
     block_starts[size_t(j)] = uint32_t(start);
   }
+  std::vector<uint32_t> sorted = block_starts;
+  std::sort(sorted.begin(), sorted.end());
+  block_limits.resize(size_t(nblocks));
+  for (int32_t j = 0; j < nblocks; ++j) {
+    auto next = std::upper_bound(sorted.begin(), sorted.end(), block_starts[size_t(j)]);
+    block_limits[size_t(j)] = next == sorted.end() ? uint32_t(h.cbytes) : *next;
+  }
 }
 
 void ChunkView::Impl::init_vlblocks(const ChunkHeader& h, ByteSpan chunk) {
@@ -231,6 +240,7 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
   m->blocksize = h.blocksize;
   m->old_bitshuffle_rule = h.version <= 2 || rules.old_bitshuffle_leftovers;
   m->geometry = rules.geometry;
+  m->bound_blocks = rules.bound_blocks;
   nblocks_ = h.nblocks();
 
   if (h.special() != Special::none) {
@@ -257,6 +267,14 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
     }
   }
   impl_ = std::move(m);
+}
+
+std::pair<int64_t, int64_t> ChunkView::block_stored_extent(int32_t j) const {
+  if (j < 0 || j >= nblocks_) throw std::out_of_range("chunk: block " + str(j) + " of " + str(nblocks_));
+  const Impl& m = *impl_;
+  if (m.layout == Layout::regular) return {m.block_starts[size_t(j)], m.block_limits[size_t(j)]};
+  if (m.layout == Layout::vlblocks) return {m.block_starts[size_t(j)], m.block_ends[size_t(j)]};
+  return {0, int64_t(chunk_.size())};
 }
 
 int64_t ChunkView::block_offset(int32_t j) const {
@@ -375,7 +393,7 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
   const uint8_t* stream_at[256];
   static_assert(sizeof(ChunkHeader::typesize) == 1, "nstreams <= typesize must fit stream_at");
   const uint8_t* chunk = view.chunk_.data();
-  const size_t limit = view.chunk_.size();
+  const size_t limit = bound_blocks ? size_t(block_limits[size_t(j)]) : view.chunk_.size();
   size_t pos = block_starts[size_t(j)];
   for (size_t s = 0; s < nstreams; ++s) {
     uint8_t* dst = work + s * neblock;

@@ -230,6 +230,15 @@ class Frame {
   size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
+  // Where chunk n's stored bytes are, for a reader that fetches them piece by
+  // piece (a big chunk of remote data): its source, the position of its first
+  // byte there and its validated header. nullopt for a special index entry.
+  struct StoredChunkPlace {
+    std::shared_ptr<const ByteSource> source;
+    int64_t pos = 0;
+    ChunkHeader header;
+  };
+  std::optional<StoredChunkPlace> stored_chunk_place(int64_t n) const;
 
   using Stamp = FrameStamp;
   Stamp stamp() const;  // read now from the disk; the default stamp for a frame not opened by path
@@ -237,7 +246,8 @@ class Frame {
  private:
   Frame();
   struct Impl;
-  static void prefetch_window(const Impl& impl, int64_t first, int64_t count);
+  // Returns the first chunk the prefetch budget refused, else first + count.
+  static int64_t prefetch_window(const Impl& impl, int64_t first, int64_t count);
   std::unique_ptr<Impl> impl_;
 };
 

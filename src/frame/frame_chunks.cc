@@ -76,7 +76,7 @@ void Frame::Impl::locate_short_chunk() const {
   if (unknown == 1) short_chunk = unknown_at;
 }
 
-Frame::Impl::Location Frame::Impl::locate(int64_t entry) const {
+Frame::Impl::Location Frame::Impl::locate(int64_t entry, bool whole) const {
   Location loc;
   if (!header.sparse()) {
     loc.source = file;
@@ -84,11 +84,11 @@ Frame::Impl::Location Frame::Impl::locate(int64_t entry) const {
     loc.available = header.cbytes - entry;
     // Over a network every read costs a round trip: the chunk header and its
     // body then come from one request that covers the whole stored extent.
-    if (file->remote()) file->will_read(loc.pos, stored_extent(entry));
+    if (whole && file->remote()) file->will_read(loc.pos, stored_extent(entry));
   } else {
     loc.source = chunk_dir->open(sframe_chunk_filename(entry));
     loc.available = loc.source->size();
-    if (loc.source->remote()) loc.source->will_read(0, loc.available);
+    if (whole && loc.source->remote()) loc.source->will_read(0, loc.available);
   }
   return loc;
 }
@@ -129,7 +129,7 @@ static void check_stored_entry(int64_t raw) {
 ChunkHeader Frame::Impl::stored_chunk_header(int64_t n) const {
   int64_t e = raw_entry(n);
   check_stored_entry(e);
-  return read_header_at(locate(e));
+  return read_header_at(locate(e, false));
 }
 
 // Bug B2: c-blosc2 writes special entries even with variable chunks; one
@@ -225,11 +225,7 @@ size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer
     std::memcpy(buffer_for(special.size()), special.data(), special.size());
     return special.size();
   }
-  if (file->remote()) {
-    // Kernel readahead and several FUSE threads may take chunks a little out of order.
-    const int64_t last = last_read_chunk.exchange(n);
-    if (n > last && n <= last + 4) prefetch_after(n);
-  }
+  if (file->remote()) note_remote_read(n);
   Location loc = locate(e);
   ChunkHeader h = read_header_at(loc);
   const size_t cbytes = size_t(h.cbytes);
@@ -282,6 +278,13 @@ ChunkInfo Frame::Impl::info(int64_t n) const {
   return info;
 }
 
+void Frame::Impl::note_remote_read(int64_t n) const {
+  // Kernel readahead and several FUSE threads may take chunks a little out
+  // of order; a reader jumping further is not sequential.
+  const int64_t last = last_read_chunk.exchange(n);
+  if (n > last && n <= last + 2) prefetch_after(n);
+}
+
 void Frame::Impl::prefetch_after(int64_t n) const {
   constexpr int64_t kSequentialWindow = 32;
   const int64_t first = n + 1, end = first + kSequentialWindow;
@@ -289,24 +292,27 @@ void Frame::Impl::prefetch_after(int64_t n) const {
   // A reader ahead of the last window, or far behind it (a seek back), starts a new one.
   const int64_t from = first > until || first + 2 * kSequentialWindow < until ? first : until;
   if (from >= end || !prefetched_until.compare_exchange_strong(until, end)) return;
-  Frame::prefetch_window(*this, from, end - from);
+  // Chunks the budget refused are asked for again by the next window.
+  const int64_t reached = Frame::prefetch_window(*this, from, end - from);
+  int64_t asked_until = end;
+  if (reached < end) prefetched_until.compare_exchange_strong(asked_until, reached);
 }
 
-void Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
-  if (!f.file->remote()) return;
-  const int64_t end = std::min(f.nchunks, first + std::max<int64_t>(count, 0));
+int64_t Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
+  const int64_t end = first + std::max<int64_t>(count, 0);
+  // A sparse frame's chunk files are objects of their own, opened (one
+  // request each) by whoever reads them.
+  if (!f.file->remote() || f.header.sparse()) return end;
   try {
-    for (int64_t n = std::max<int64_t>(first, 0); n < end; ++n) {
+    for (int64_t n = std::max<int64_t>(first, 0); n < std::min(f.nchunks, end); ++n) {
       const int64_t e = f.raw_entry(n);
       if (e < 0) continue;
-      // A sparse frame's chunk files are objects of their own, opened (one
-      // request each) by whoever reads them.
-      if (f.header.sparse()) return;
-      f.file->prefetch(f.offset + f.header.header_len + e, f.stored_extent(e));
+      if (!f.file->prefetch(f.offset + f.header.header_len + e, f.stored_extent(e))) return n;
     }
   } catch (const std::exception&) {
     // A hint: whoever reads the chunk meets the error.
   }
+  return end;
 }
 
 bool Frame::index_is_uniform() const { return impl_->index_uniform; }
@@ -349,6 +355,19 @@ Bytes Frame::read_raw_chunk(int64_t n) const {
 size_t Frame::read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk_into(n, buffer_for); });
+}
+
+std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n) const {
+  impl_->check_chunk_number(n);
+  return with_error_context(impl_->chunk_context(n), [&]() -> std::optional<StoredChunkPlace> {
+    const int64_t e = impl_->raw_entry(n);
+    check_stored_entry(e);
+    if (e < 0) return std::nullopt;
+    if (impl_->file->remote()) impl_->note_remote_read(n);
+    Impl::Location loc = impl_->locate(e, false);
+    ChunkHeader h = Impl::read_header_at(loc);
+    return StoredChunkPlace{loc.source, loc.pos, h};
+  });
 }
 
 Bytes Frame::read_chunk(int64_t n) const {

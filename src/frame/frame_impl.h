@@ -56,7 +56,11 @@ struct Frame::Impl {
     int64_t available = 0;
     const ByteSource& file() const { return *source; }
   };
-  Location locate(int64_t entry) const;
+  // `whole`: a remote chunk's whole stored extent is fetched now, in one
+  // request, for a reader of all of it (not for one of its header only).
+  Location locate(int64_t entry, bool whole = true) const;
+  // A chunk of remote data is read: a sequential reader gets the next ones fetched ahead.
+  void note_remote_read(int64_t n) const;
   static ChunkHeader read_header_at(const Location& loc);
 
   // `source`: the cframe, or the sframe's chunks.b2frame with its chunk files in `chunks`.
@@ -102,19 +106,5 @@ struct Frame::Impl {
   ChunkInfo info(int64_t n) const;
   std::string chunk_context(int64_t n) const;
 };
-
-// Runs f(), prefixing any error message with `context` (keeping the error type).
-template <class F>
-auto with_error_context(const std::string& context, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const UnsupportedError& e) {
-    throw UnsupportedError(context + e.what());
-  } catch (const FormatError& e) {
-    throw FormatError(context + e.what());
-  } catch (const IoError& e) {
-    throw IoError(context + e.what(), e.error_number());
-  }
-}
 
 }  // namespace blosc2fs

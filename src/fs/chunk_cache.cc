@@ -25,7 +25,8 @@ struct ChunkCache::Entry : CachedChunk {
 
   std::exception_ptr load_error;  // loading failed; the entry has left the map
   PooledBuffer stored;
-  // Declared after `stored`, which it points into, so it is destroyed first.
+  // Declared after `stored`, which they point into, so they are destroyed first.
+  std::shared_ptr<StoredChunkFiller> filler;  // null: `stored` is whole
   std::unique_ptr<ChunkDecoder> decoder;
   int64_t nbytes = 0;
   // Recycled memory: only bytes of decoded blocks are ever read from it.
@@ -48,7 +49,8 @@ ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes)
 
 ChunkCache::~ChunkCache() = default;
 
-std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lock<std::mutex>& lock) {
+std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lock<std::mutex>& lock,
+                                                       const ChunkWish* wish) {
   // Lock order is always entry -> map: a new entry is locked before it is
   // published, so later arrivals wait on it for the load.
   auto find = [&]() -> std::shared_ptr<Entry> {
@@ -78,7 +80,13 @@ std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lo
   }
   if (lock.owns_lock()) {
     try {
-      entry->stored = loader_.load(n, *pool_);
+      if (wish) {
+        LoadedChunk loaded = loader_.load_for(n, *pool_, *wish);
+        entry->stored = std::move(loaded.stored);
+        entry->filler = std::move(loaded.filler);
+      } else {
+        entry->stored = loader_.load(n, *pool_);
+      }
     } catch (...) {
       entry->load_error = std::current_exception();
       remove(*entry, false);
@@ -144,7 +152,8 @@ void ChunkCache::uncharge(Entry& entry, uint64_t bytes) {
 
 void ChunkCache::prepare_decoder(Entry& entry) {
   if (entry.decoder || entry.complete) return;
-  auto decoder = loader_.decoder(entry.n, entry.stored.bytes());
+  auto decoder = entry.filler ? loader_.partial_decoder(entry.n, entry.stored.bytes(), entry.filler)
+                              : loader_.decoder(entry.n, entry.stored.bytes());
   const int64_t nbytes = decoder->nbytes();
   const int32_t nblocks = decoder->nblocks();
   if (nbytes < 0 || nblocks < 0 || (nbytes > 0 && nblocks == 0))
@@ -204,6 +213,7 @@ void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock,
       size_t done = 0;
       lock.unlock();
       try {
+        entry.decoder->prepare_blocks(mine.front(), mine.back());
         for (; done < mine.size(); ++done) decode_block_unlocked(entry, mine[done]);
       } catch (...) {
         lock.lock();
@@ -231,6 +241,7 @@ void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock,
 void ChunkCache::finish(Entry& entry) {
   entry.complete = true;
   entry.decoder.reset();
+  entry.filler.reset();
   const uint64_t stored = entry.stored.size();
   entry.stored.release();
   uncharge(entry, stored);
@@ -257,7 +268,8 @@ void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, 
 ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_ptr<const void>& keep) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;
-  entry = acquire(n, lock);
+  const ChunkWish wish{offset, int64_t(size), false};
+  entry = acquire(n, lock, &wish);
   prepare_decoder(*entry);
   if (offset < 0 || offset >= entry->nbytes || size == 0) return {};
   const int64_t len = std::min<int64_t>(int64_t(size), entry->nbytes - offset);
@@ -290,7 +302,8 @@ std::shared_ptr<const CachedChunk> ChunkCache::get(int64_t n) {
 size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;
-  entry = acquire(n, lock);
+  const ChunkWish wish{offset, int64_t(out.size()), true};
+  entry = acquire(n, lock, &wish);
   if (entry->complete && entry->stored.empty()) {  // dropped after decoding: load again
     entry->stored = loader_.load(n, *pool_);
     charge(*entry, entry->stored.size());
@@ -299,6 +312,7 @@ size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   const int64_t size = int64_t(entry->stored.size());
   if (offset < 0 || offset >= size || out.empty()) return 0;
   const int64_t len = std::min<int64_t>(int64_t(out.size()), size - offset);
+  if (entry->filler) entry->filler->fill(offset, offset + len);
   std::memcpy(out.data(), entry->stored.data() + offset, size_t(len));
   return size_t(len);
 }

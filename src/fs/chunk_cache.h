@@ -42,6 +42,33 @@ class ChunkDecoder {
   // Block j > 0 can only be decoded with block 0 decoded as reference (delta).
   virtual bool needs_reference_block() const = 0;
   virtual void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const = 0;
+  // Blocks first..last are about to be decoded: a decoder over a chunk loaded
+  // in part gets their stored bytes now, in one request.
+  virtual void prepare_blocks(int32_t /*first*/, int32_t /*last*/) const {}
+};
+
+// Fills a chunk loaded in part (a big chunk of remote data, of which a small
+// read needs a few blocks): makes stored bytes [from, to) present in the
+// buffer it was made for. Thread-safe. Throws IoError.
+class StoredChunkFiller {
+ public:
+  virtual ~StoredChunkFiller() = default;
+  virtual void fill(int64_t from, int64_t to) = 0;
+};
+
+// What a read wants of a chunk: decompressed bytes [offset, offset + length),
+// or stored bytes when `stored`.
+struct ChunkWish {
+  int64_t offset = 0;
+  int64_t length = 0;
+  bool stored = false;
+};
+
+// A stored chunk, whole (filler null) or in part (only what its decoder reads
+// up front is present; the filler brings the rest).
+struct LoadedChunk {
+  PooledBuffer stored;
+  std::shared_ptr<StoredChunkFiller> filler;
 };
 
 // Where the cache gets chunks from: the frame, or a fake in unit tests.
@@ -52,6 +79,14 @@ class ChunkLoader {
   virtual PooledBuffer load(int64_t n, BufferPool& pool) = 0;
   // Validates `stored` and returns its decoder. Throws FormatError / UnsupportedError.
   virtual std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) = 0;
+  // Chunk n for a read that wants `wish` of it: whole, or only in part when
+  // that serves the read with fewer bytes fetched.
+  virtual LoadedChunk load_for(int64_t n, BufferPool& pool, const ChunkWish& /*wish*/) { return {load(n, pool), nullptr}; }
+  // The decoder of a chunk loaded in part, fetching blocks through `filler`.
+  virtual std::unique_ptr<ChunkDecoder> partial_decoder(int64_t n, ByteSpan stored,
+                                                        std::shared_ptr<StoredChunkFiller> /*filler*/) {
+    return decoder(n, stored);
+  }
 };
 
 // A fully decoded chunk, pinned in memory while the shared_ptr lives.
@@ -119,7 +154,7 @@ class ChunkCache {
   // Finds or creates the entry for n, with its stored bytes loaded.
   // Returns the entry locked by `lock`; the caller must keep the returned
   // shared_ptr alive longer than `lock`. Throws with `lock` released.
-  std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock);
+  std::shared_ptr<Entry> acquire(int64_t n, std::unique_lock<std::mutex>& lock, const ChunkWish* wish = nullptr);
   enum class BlockState : uint8_t { pending, decoding, done };
   // Makes blocks covering [offset, offset+len) / blocks first..last decoded.
   // `lock` holds the entry's mutex, released while decoding.

@@ -13,25 +13,12 @@
 #include "frame_nd.h"
 #include "inodes.h"
 #include "msgpack.h"
+#include "partial_chunk.h"
 #include "read_pieces.h"
 
 namespace blosc2fs {
 
 namespace {
-
-// Re-throws the exception in flight with `prefix` in front of its message,
-// keeping its type, so the one log line names the chunk.
-[[noreturn]] void rethrow_with_prefix(const std::string& prefix) {
-  try {
-    throw;
-  } catch (const UnsupportedError& e) {
-    throw UnsupportedError(prefix + e.what());
-  } catch (const FormatError& e) {
-    throw FormatError(prefix + e.what());
-  } catch (const IoError& e) {
-    throw IoError(prefix + e.what(), e.error_number());
-  }
-}
 
 std::string chunk_label(int64_t n) { return "chunk " + std::to_string(n) + ": "; }
 
@@ -54,13 +41,11 @@ class ViewDecoder : public ChunkDecoder {
   }
   bool needs_reference_block() const override { return !by_range_ && view_.needs_reference_block(); }
   void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
-    try {
+    with_error_context(label_, [&] {
       if (uninit_) std::memset(out.data(), 0, out.size());  // the cache's buffers are recycled
       else if (by_range_) view_.decode_range(block_offset(j), out);
       else view_.decode_block(j, out, reference);
-    } catch (...) {
-      rethrow_with_prefix(label_);
-    }
+    });
   }
   void set_label(std::string label) { label_ = std::move(label); }
 
@@ -103,28 +88,53 @@ PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
   }
 }
 
+void FrameChunkLoader::check_decodable(int64_t n) {
+  std::lock_guard lock(mutex_);
+  // A proxy cache's chunks that were never fetched hold zeros or nothing, not
+  // the remote data: chunks/N, data and array.npy fail there (raw/ is the
+  // stored chunk and stays readable).
+  if (proxy_ && !proxy_->fetched(n))
+    throw IoError(chunk_label(n) + "not data: this proxy cache never fetched it from " + proxy_->source, EIO);
+}
+
+void FrameChunkLoader::check_decoded_size(const Frame& frame, int64_t n, const ChunkDecoder& decoder) {
+  // The frame's size for this chunk is what stat and data offsets use.
+  const int32_t expected = frame.chunk_nbytes(n);
+  if (decoder.nbytes() != expected)
+    throw FormatError("holds " + std::to_string(decoder.nbytes()) + " bytes where the frame says " +
+                      std::to_string(expected));
+}
+
 std::unique_ptr<ChunkDecoder> FrameChunkLoader::decoder(int64_t n, ByteSpan stored) {
-  {
-    std::lock_guard lock(mutex_);
-    // A proxy cache's chunks that were never fetched hold zeros or nothing, not
-    // the remote data: chunks/N, data and array.npy fail there (raw/ is the
-    // stored chunk and stays readable).
-    if (proxy_ && !proxy_->fetched(n))
-      throw IoError(chunk_label(n) + "not data: this proxy cache never fetched it from " + proxy_->source, EIO);
-  }
-  try {
+  check_decodable(n);
+  return with_error_context(chunk_label(n), [&]() -> std::unique_ptr<ChunkDecoder> {
     std::shared_ptr<const Frame> frame = current();
     auto decoder = std::make_unique<ViewDecoder>(stored, frame->decode_rules());
     decoder->set_label(chunk_label(n));
-    // The frame's size for this chunk is what stat and data offsets use.
-    const int32_t expected = frame->chunk_nbytes(n);
-    if (decoder->nbytes() != expected)
-      throw FormatError("holds " + std::to_string(decoder->nbytes()) + " bytes where the frame says " +
-                        std::to_string(expected));
+    check_decoded_size(*frame, n, *decoder);
     return decoder;
-  } catch (...) {
-    rethrow_with_prefix(chunk_label(n));
+  });
+}
+
+LoadedChunk FrameChunkLoader::load_for(int64_t n, BufferPool& pool, const ChunkWish& wish) {
+  try {
+    if (std::optional<LoadedChunk> part = load_partial_chunk(current(), n, pool, wish)) return std::move(*part);
+  } catch (const IoError& e) {
+    if (e.error_number() == ENOENT) throw FormatError(e.what());
+    throw;
   }
+  return {load(n, pool), nullptr};
+}
+
+std::unique_ptr<ChunkDecoder> FrameChunkLoader::partial_decoder(int64_t n, ByteSpan stored,
+                                                                std::shared_ptr<StoredChunkFiller> filler) {
+  check_decodable(n);
+  return with_error_context(chunk_label(n), [&] {
+    std::shared_ptr<const Frame> frame = current();
+    auto decoder = partial_chunk_decoder(stored, frame->decode_rules(), std::move(filler), chunk_label(n));
+    check_decoded_size(*frame, n, *decoder);
+    return decoder;
+  });
 }
 
 namespace {

@@ -31,9 +31,16 @@ class FrameChunkLoader : public ChunkLoader {
   void set_frame(std::shared_ptr<const Frame> frame, std::shared_ptr<const ProxyState> proxy = nullptr);
   PooledBuffer load(int64_t n, BufferPool& pool) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
+  // A big chunk of remote data is loaded block by block for a small read (partial_chunk.h).
+  LoadedChunk load_for(int64_t n, BufferPool& pool, const ChunkWish& wish) override;
+  std::unique_ptr<ChunkDecoder> partial_decoder(int64_t n, ByteSpan stored,
+                                                std::shared_ptr<StoredChunkFiller> filler) override;
 
  private:
   std::shared_ptr<const Frame> current() const;
+  // The checks every decoder of chunk n passes first and last.
+  void check_decodable(int64_t n);
+  void check_decoded_size(const Frame& frame, int64_t n, const ChunkDecoder& decoder);
   mutable std::mutex mutex_;
   std::shared_ptr<const Frame> frame_;
   std::shared_ptr<const ProxyState> proxy_;

@@ -456,7 +456,13 @@ void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& 
     // are loaded meanwhile.
     if (data_read_end_.exchange(end) == offset && end > offset) {
       const int64_t next = overlay_.chunk_at(*files_, end - 1) + 1;
-      if (next < files_->nchunks() && !overlay_.holds(next)) prefetcher_.request(next);
+      // Over a network, only a reader past the middle of its chunk: two reads
+      // in a row are also what the kernel's readahead makes of one small
+      // read, which should fetch a few blocks, not the next whole chunk.
+      const bool ready = !files_->frame().source().remote() || next >= files_->nchunks() ||
+                         (end - overlay_.offset(*files_, next - 1)) * 2 >=
+                             overlay_.offset(*files_, next) - overlay_.offset(*files_, next - 1);
+      if (ready && next < files_->nchunks() && !overlay_.holds(next)) prefetcher_.request(next);
     }
     return;
   }

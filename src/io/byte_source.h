@@ -39,9 +39,11 @@ class ByteSource {
   // [offset, offset + length) may be read soon (a sequential reader's next
   // chunks): a remote source fetches it in the background while its prefetch
   // budget allows. Never blocks, never throws; local sources ignore it.
-  virtual void prefetch(int64_t offset, int64_t length) const {
+  // False when the budget refused it (nothing fetched: ask again later).
+  virtual bool prefetch(int64_t offset, int64_t length) const {
     (void)offset;
     (void)length;
+    return true;
   }
   // Whether reads cost a round trip (frames then read whole extents at once).
   virtual bool remote() const { return false; }

@@ -12,7 +12,7 @@ uint64_t RangeCache::new_object() {
   return next_object_++;
 }
 
-std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, int64_t* start) {
+std::shared_ptr<const Bytes> RangeCache::lookup(uint64_t object, int64_t offset, int64_t* start, bool use) {
   std::lock_guard lock(mutex_);
   auto o = objects_.find(object);
   if (o == objects_.end()) return nullptr;
@@ -20,14 +20,24 @@ std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, i
   for (int step = 0; step < kLookBack && it != o->second.begin(); ++step) {
     --it;
     if (it->first + int64_t(it->second.bytes->size()) > offset) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-      if (it->second.unread) unread_ -= it->second.bytes->size();
-      it->second.unread = false;
+      if (use) {
+        lru_.splice(lru_.begin(), lru_, it->second.lru);
+        if (it->second.unread) unread_ -= it->second.bytes->size();
+        it->second.unread = false;
+      }
       *start = it->first;
       return it->second.bytes;
     }
   }
   return nullptr;
+}
+
+std::shared_ptr<const Bytes> RangeCache::find(uint64_t object, int64_t offset, int64_t* start) {
+  return lookup(object, offset, start, true);
+}
+
+std::shared_ptr<const Bytes> RangeCache::peek(uint64_t object, int64_t offset, int64_t* start) {
+  return lookup(object, offset, start, false);
 }
 
 bool RangeCache::evict_to(uint64_t limit, bool spare_unread) {

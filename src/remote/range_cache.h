@@ -22,6 +22,8 @@ class RangeCache {
   uint64_t new_object();
   // The extent of `object` holding byte `offset`; its start in *start. Null when none.
   std::shared_ptr<const Bytes> find(uint64_t object, int64_t offset, int64_t* start);
+  // The same, without counting as a use (an extent fetched ahead stays unread).
+  std::shared_ptr<const Bytes> peek(uint64_t object, int64_t offset, int64_t* start);
   // Keeps [start, start + bytes->size()) of `object`, evicting older extents;
   // `reserved` bytes reserved for it earlier are released. A prefetched
   // extent (`reserved` > 0) is kept until it is first found: making room for
@@ -44,6 +46,7 @@ class RangeCache {
     std::list<std::pair<uint64_t, int64_t>>::iterator lru;
     bool unread = false;  // prefetched, not yet found
   };
+  std::shared_ptr<const Bytes> lookup(uint64_t object, int64_t offset, int64_t* start, bool use);
   // Evicts least recently used extents (sparing unread ones when asked) until
   // what is held fits `limit`; whether it does. Under mutex_.
   bool evict_to(uint64_t limit, bool spare_unread);

@@ -384,9 +384,9 @@ void RemoteObject::will_read(int64_t offset, int64_t length) const {
   }
 }
 
-void RemoteObject::prefetch(int64_t offset, int64_t length) const {
+bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
   if (offset < 0 || offset >= size() || length <= 0 || client_->stopped() || client_->options().prefetch_bytes == 0)
-    return;
+    return true;
   int64_t end = std::min(size(), offset + length);
   DiskCache* disk = client_->disk_cache();
   if (disk) {
@@ -396,7 +396,7 @@ void RemoteObject::prefetch(int64_t offset, int64_t length) const {
     offset = offset / b * b;
     end = std::min(size(), (end + b - 1) / b * b);
     int64_t cached_start = 0;
-    while (offset < end && client_->range_cache().find(cache_id_, offset, &cached_start) == nullptr) {
+    while (offset < end && client_->range_cache().peek(cache_id_, offset, &cached_start) == nullptr) {
       const int64_t block_end = std::min(end, offset + b);
       std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
       if (!cached) break;
@@ -404,18 +404,24 @@ void RemoteObject::prefetch(int64_t offset, int64_t length) const {
       client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(*cached)));
       offset = block_end;
     }
-    if (offset >= end) return;
+    if (offset >= end) return true;
   }
   std::shared_ptr<std::promise<Extent>> promise;
   {
     std::lock_guard lock(mutex_);
-    if (changed_) return;
+    if (changed_) return true;
+    // From where the memory cache stops (a chunk's header may be there already).
     int64_t cached_start = 0;
-    if (client_->range_cache().find(cache_id_, offset, &cached_start)) return;
+    while (offset < end) {
+      auto cached = client_->range_cache().peek(cache_id_, offset, &cached_start);
+      if (!cached) break;
+      offset = cached_start + int64_t(cached->size());
+    }
+    if (offset >= end) return true;
     auto it = in_flight_.upper_bound(offset);
-    if (it != in_flight_.begin() && std::prev(it)->second.first > offset) return;
+    if (it != in_flight_.begin() && std::prev(it)->second.first > offset) return true;
     if (it != in_flight_.end()) end = std::min(end, it->first);
-    if (!client_->range_cache().reserve(uint64_t(end - offset))) return;
+    if (!client_->range_cache().reserve(uint64_t(end - offset))) return false;
     promise = std::make_shared<std::promise<Extent>>();
     in_flight_[offset] = {end, promise->get_future().share()};
   }
@@ -447,6 +453,7 @@ void RemoteObject::prefetch(int64_t offset, int64_t length) const {
       object->in_flight_.erase(start);
     }
   });
+  return true;
 }
 
 std::shared_ptr<const RemoteObject> open_remote_object(std::shared_ptr<RemoteClient> client, const RemoteUrl& url) {

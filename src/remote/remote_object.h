@@ -47,7 +47,7 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   size_t read_at(int64_t offset, MutableByteSpan out) const override;
   std::string name() const override { return url_.display(); }
   void will_read(int64_t offset, int64_t length) const override;
-  void prefetch(int64_t offset, int64_t length) const override;
+  bool prefetch(int64_t offset, int64_t length) const override;
   bool remote() const override { return true; }
 
   const RemoteUrl& url() const { return url_; }

@@ -102,6 +102,10 @@ def make_served_data(h, root):
     blosc2.asarray(big[:200], urlpath=os.path.join(root, "py-sparse.b2nd"), chunks=(50, 500), contiguous=False,
                    mode="w")
     served["py-sparse.b2nd"] = "sparse b2nd"
+    # Chunks of 4 MiB that barely compress (3.7 MB stored), blocks of 256 KiB.
+    blosc2.asarray(rng.random((8, 512, 1024)), urlpath=os.path.join(root, "py-bigchunks.b2nd"), chunks=(1, 512, 1024),
+                   blocks=(1, 32, 1024), cparams=blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=1), mode="w")
+    served["py-bigchunks.b2nd"] = "b2nd, big chunks"
     blosc2.SChunk(chunksize=40000, data=bytes(range(256)) * 1000, urlpath=os.path.join(root, "py-plain.b2frame"),
                   mode="w")
     served["py-plain.b2frame"] = "plain SChunk"
@@ -189,6 +193,38 @@ def requests_at_mount(h, nginx):
         print(f"  mount: {len(at_mount)} requests; whole read: {source['counters']}", flush=True)
     finally:
         h.unmount(mnt)
+
+
+def small_reads_of_big_chunks(h, root, nginx):
+    """A small read of a chunk of 1 MiB or more fetches its header and the blocks it touches."""
+    local = h.mount(os.path.join(root, "py-bigchunks.b2nd"), ["-o", "ro"])
+    # The kernel's own readahead (128 KiB) only; the reads say they are random.
+    mnt = h.mount(f"{nginx.url}/py-bigchunks.b2nd", ["-o", "read_ahead=0"])
+
+    def pread(base, path, offset):
+        fd = os.open(os.path.join(base, path), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            return os.pread(fd, 4096, offset)
+        finally:
+            os.close(fd)
+
+    try:
+        stored = int(json.load(open(os.path.join(local, "frame.json")))["cbytes"]) // 8
+        # Chunks far apart: no sequential reader to fetch ahead for.
+        for path, offset in (("data", 6 * 4194304 + 1000000), ("chunks/00000001", 2000000),
+                             ("raw/00000004.chunk", 1500000)):
+            before = sum(r["bytes"] for r in nginx.requests())
+            got = pread(mnt, path, offset)
+            fetched = sum(r["bytes"] for r in nginx.requests()) - before
+            check(got == pread(local, path, offset), f"{path} at {offset}: the bytes differ from the local mount")
+            check(fetched < stored // 4, f"{path}: {fetched} bytes fetched for 4 KiB of a {stored}-byte chunk")
+            print(f"  4 KiB of {path}: {fetched} bytes fetched of a {stored}-byte chunk", flush=True)
+        check(read_file(os.path.join(mnt, "data")) == read_file(os.path.join(local, "data")),
+              "the whole data after partial chunks")
+    finally:
+        h.unmount(mnt)
+        h.unmount(local)
 
 
 def writes_are_erofs(h, nginx):
@@ -506,6 +542,8 @@ def main():
         h.test("python-blosc2's lazy remote read equals array.npy of the URL mount", python_blosc2_reads_the_same,
                h, root, nginx)
         h.test("a mount costs at most 2 requests; frame.json counts them", requests_at_mount, h, nginx)
+        h.test("a small read of a big chunk fetches only the blocks it touches", small_reads_of_big_chunks, h,
+               root, nginx)
         h.test("writes fail with EROFS; -o rw is refused", writes_are_erofs, h, nginx)
         h.test("faults: exact bytes or EIO, a changed object is EIO, unmount during a stall",
                faults_give_exact_bytes_or_eio, h, root, nginx)

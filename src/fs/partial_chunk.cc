@@ -1,0 +1,170 @@
+#include "partial_chunk.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "error.h"
+
+namespace blosc2fs {
+
+namespace {
+
+// Fills one stored chunk's buffer from its source, remembering what is there.
+class SourceChunkFiller final : public StoredChunkFiller {
+ public:
+  SourceChunkFiller(std::shared_ptr<const Frame> frame, Frame::StoredChunkPlace place, uint8_t* buffer)
+      : frame_(std::move(frame)), place_(std::move(place)), buffer_(buffer), size_(place_.header.cbytes) {}
+
+  void fill(int64_t from, int64_t to) override { fill(from, to, true); }
+
+  // `counted`: a fetch for blocks, not for the header and tables.
+  void fill(int64_t from, int64_t to, bool counted) {
+    from = std::clamp<int64_t>(from, 0, size_);
+    to = std::clamp<int64_t>(to, from, size_);
+    std::lock_guard lock(mutex_);
+    if (from >= to || present(from, to)) return;
+    // A reader walking through the chunk gets the rest at once, when the
+    // blocks fetched would pass half of it, rather than a request per block.
+    if (counted && (fetched_ += to - from) * 2 > size_) from = 0, to = size_;
+    for (int64_t at = from; at < to;) {
+      auto it = present_.upper_bound(at);
+      if (it != present_.begin() && std::prev(it)->second > at) {
+        at = std::prev(it)->second;
+        continue;
+      }
+      const int64_t end = it == present_.end() ? to : std::min(to, it->first);
+      place_.source->read_exact(place_.pos + at, MutableByteSpan(buffer_ + at, size_t(end - at)), "chunk");
+      add(at, end);
+      at = end;
+    }
+  }
+
+ private:
+  bool present(int64_t from, int64_t to) const {
+    auto it = present_.upper_bound(from);
+    return it != present_.begin() && std::prev(it)->second >= to;
+  }
+  // Merges [from, to) into the disjoint intervals held.
+  void add(int64_t from, int64_t to) {
+    auto it = present_.upper_bound(from);
+    if (it != present_.begin() && std::prev(it)->second >= from) {
+      --it;
+      from = it->first;
+      to = std::max(to, it->second);
+    }
+    while (it != present_.end() && it->first <= to) {
+      to = std::max(to, it->second);
+      it = present_.erase(it);
+    }
+    present_[from] = to;
+  }
+
+  const std::shared_ptr<const Frame> frame_;  // keeps the source's frame open
+  const Frame::StoredChunkPlace place_;
+  uint8_t* const buffer_;
+  const int64_t size_;
+  std::mutex mutex_;
+  std::map<int64_t, int64_t> present_;  // start -> end, disjoint
+  int64_t fetched_ = 0;  // for blocks
+};
+
+class PartialChunkDecoder final : public ChunkDecoder {
+ public:
+  PartialChunkDecoder(ByteSpan stored, DecodeRules rules, std::shared_ptr<StoredChunkFiller> filler, std::string label)
+      : stored_(stored),
+        rules_(rules),
+        bounded_(stored, bounded(rules)),
+        filler_(std::move(filler)),
+        label_(std::move(label)) {}
+
+  int64_t nbytes() const override { return bounded_.nbytes(); }
+  int32_t nblocks() const override { return bounded_.nblocks(); }
+  int64_t block_offset(int32_t j) const override { return bounded_.block_offset(j); }
+  int32_t block_size(int32_t j) const override { return bounded_.block_size(j); }
+  bool needs_reference_block() const override { return bounded_.needs_reference_block(); }
+
+  void prepare_blocks(int32_t first, int32_t last) const override {
+    int64_t from = INT64_MAX, to = 0;
+    for (int32_t j = std::max(first, 0); j <= last && j < nblocks(); ++j) {
+      const auto [a, b] = bounded_.block_stored_extent(j);
+      from = std::min(from, a);
+      to = std::max(to, b);
+    }
+    if (from < to) filler_->fill(from, to);
+  }
+
+  void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
+    with_error_context(label_, [&] {
+      const auto [from, to] = bounded_.block_stored_extent(j);
+      filler_->fill(from, to);
+      try {
+        bounded_.decode_block(j, out, reference);
+      } catch (const UnsupportedError&) {
+        throw;
+      } catch (const FormatError&) {
+        // The block's streams run past its bytes: decoded as c-blosc2 does,
+        // from the whole chunk, whose own errors are the ones reported.
+        filler_->fill(0, int64_t(stored_.size()));
+        whole().decode_block(j, out, reference);
+      }
+    });
+  }
+
+ private:
+  static DecodeRules bounded(DecodeRules rules) {
+    rules.bound_blocks = true;
+    return rules;
+  }
+  const ChunkView& whole() const {
+    std::call_once(whole_once_, [this] { whole_.emplace(stored_, rules_); });
+    return *whole_;
+  }
+
+  const ByteSpan stored_;
+  const DecodeRules rules_;
+  const ChunkView bounded_;
+  const std::shared_ptr<StoredChunkFiller> filler_;
+  const std::string label_;
+  mutable std::once_flag whole_once_;
+  mutable std::optional<ChunkView> whole_;
+};
+
+}  // namespace
+
+std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame, int64_t n, BufferPool& pool,
+                                              const ChunkWish& wish) {
+  if (!frame->source().remote()) return std::nullopt;
+  if (!wish.stored && wish.length * 2 >= int64_t(frame->chunk_nbytes(n))) return std::nullopt;
+  std::optional<Frame::StoredChunkPlace> place = frame->stored_chunk_place(n);
+  if (!place) return std::nullopt;
+  const ChunkHeader& h = place->header;
+  if (h.cbytes < kPartialChunkMinBytes || (wish.stored && wish.length * 2 >= h.cbytes)) return std::nullopt;
+  if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
+    return std::nullopt;
+  LoadedChunk loaded;
+  loaded.stored = pool.take(size_t(h.cbytes));
+  auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), *place, loaded.stored.data());
+  // The header, the block-start table and the dictionary's size field; then
+  // everything before the first block's bytes (the dictionary).
+  const int64_t table_end = int64_t(h.header_size()) + 4 * int64_t(h.nblocks());
+  if (table_end > h.cbytes) return std::nullopt;  // whole: the decoder reports it
+  filler->fill(0, table_end + 4, false);
+  const uint8_t* stored = loaded.stored.data();
+  int64_t before_blocks = table_end + 4;
+  if (h.use_dict() && table_end + 4 <= h.cbytes)
+    before_blocks += std::clamp<int64_t>(int32_t(load_le32(stored + table_end)), 0, h.cbytes);
+  int64_t first_block = h.cbytes;
+  for (int32_t j = 0; j < h.nblocks(); ++j)
+    first_block = std::min<int64_t>(first_block, load_le32(stored + h.header_size() + 4 * size_t(j)));
+  filler->fill(0, std::max(first_block, before_blocks), false);
+  loaded.filler = std::move(filler);
+  return loaded;
+}
+
+std::unique_ptr<ChunkDecoder> partial_chunk_decoder(ByteSpan stored, DecodeRules rules,
+                                                    std::shared_ptr<StoredChunkFiller> filler, std::string label) {
+  return std::make_unique<PartialChunkDecoder>(stored, rules, std::move(filler), std::move(label));
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,32 @@
+// Big chunks of remote data loaded block by block: a small read of a chunk of
+// 1 MiB or more stored fetches its header and tables, then only the blocks it
+// touches, instead of the whole chunk (README "Remote data").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chunk_cache.h"
+#include "frame.h"
+
+namespace blosc2fs {
+
+// Chunks stored smaller than this are fetched whole: one request either way.
+inline constexpr int64_t kPartialChunkMinBytes = int64_t(1) << 20;
+
+// Chunk n of `frame` loaded in part for `wish`, or nullopt when it should be
+// loaded whole: a local frame, a small chunk, a read of half of it or more,
+// or a chunk that is not made of regular blocks (special, memcpyed, VL blocks).
+std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame, int64_t n, BufferPool& pool,
+                                              const ChunkWish& wish);
+
+// The decoder of a chunk load_partial_chunk made: fetches each block's bytes
+// before decoding it. A block whose streams run past its bytes (a chunk
+// c-blosc2 still reads) is decoded after the whole chunk is fetched.
+// `label` prefixes its errors ("chunk 7: ").
+std::unique_ptr<ChunkDecoder> partial_chunk_decoder(ByteSpan stored, DecodeRules rules,
+                                                    std::shared_ptr<StoredChunkFiller> filler, std::string label);
+
+}  // namespace blosc2fs
