@@ -15,6 +15,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace blosc2fs {
 
 ZfpMode zfp_accuracy_mode(double tolerance) {
@@ -185,29 +189,63 @@ struct Plane {
 
 // The first `count` coefficients' bits of a plane, sent as they are.
 template <int S>
-void read_verbatim(BitReader& r, Plane<S>& x, unsigned count) {
-  for (int k = 0; k < Plane<S>::kWords; ++k) {
-    const unsigned in_word = std::min(count, 64u);
-    count -= in_word;
-    const unsigned low = std::min(in_word, 32u);
-    uint64_t v = r.read(low);
-    if (in_word > 32) v |= r.read(in_word - 32) << 32;
-    x.w[k] = v;
+inline void read_verbatim(BitReader& r, Plane<S>& x, unsigned count) {
+  if constexpr (S <= 32) {
+    x.w[0] = r.read(count);
+  } else {
+    for (int k = 0; k < Plane<S>::kWords; ++k) {
+      const unsigned in_word = std::min(count, 64u);
+      count -= in_word;
+      const unsigned low = std::min(in_word, 32u);
+      uint64_t v = r.read(low);
+      if (in_word > 32) v |= r.read(in_word - 32) << 32;
+      x.w[k] = v;
+    }
   }
 }
 
-// Shifts plane x into the coefficients: acc[i] = acc[i] * 2 + bit i of x. The
-// planes come from the most significant down, so after the last one acc holds the
-// decoded bits, still to be shifted up past the planes not sent.
+// The decoded planes as a bit matrix: byte g of plane k holds coefficients 8g to
+// 8g + 7. Each run of 16 planes is stored backwards (the first plane last), so
+// that SSE2's movemask, which gathers the top bits of 16 bytes, reads one
+// coefficient's 16 bits in the order of their weight.
 template <typename UInt, int S>
-void accumulate(UInt* acc, const Plane<S>& x) {
-  for (int k = 0; k < Plane<S>::kWords; ++k) {
-    const uint64_t bits = x.w[k];
-    constexpr int kLanes = S < 64 ? S : 64;
-    UInt* a = acc + 64 * k;
-    for (int i = 0; i < kLanes; ++i) a[i] = UInt(a[i] << 1) | UInt((bits >> i) & 1);
+struct PlaneMatrix {
+  static constexpr int kIntPrec = int(sizeof(UInt) * 8);
+  static constexpr int kGroups = (S + 7) / 8;
+  alignas(16) uint8_t bytes[kGroups][kIntPrec];
+
+  void clear() { std::memset(bytes, 0, sizeof(bytes)); }
+  // Plane `index` counts from the most significant, 0.
+  void put(unsigned index, const Plane<S>& x) {
+    const unsigned at = (index & ~15u) + 15 - (index & 15);
+    for (int g = 0; g < kGroups; ++g) bytes[g][at] = uint8_t(x.w[g / 8] >> (8 * (g % 8)));
   }
-}
+  // Transposes into coefficients: bit k of plane `index` is bit (kIntPrec - 1 -
+  // index) of coefficient k.
+  void get(UInt* coeff) const {
+    for (int g = 0; g < kGroups; ++g) {
+      UInt out[8] = {};
+#if defined(__SSE2__)
+      for (int c = 0; c < kIntPrec / 16; ++c) {
+        __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[g] + 16 * c));
+        const int shift = kIntPrec - 16 - 16 * c;
+        // Each byte's top bit first: coefficient 7 of the group, then, doubling
+        // every byte, 6 down to 0.
+        for (int j = 7; j >= 0; --j) {
+          out[j] |= UInt(unsigned(_mm_movemask_epi8(v))) << shift;
+          v = _mm_add_epi8(v, v);
+        }
+      }
+#else
+      for (int k = 0; k < kIntPrec; ++k) {
+        const unsigned from = (unsigned(k) & ~15u) + 15 - (unsigned(k) & 15);
+        for (int j = 0; j < 8; ++j) out[j] |= UInt((bytes[g][from] >> j) & 1) << (kIntPrec - 1 - k);
+      }
+#endif
+      for (int j = 0; j < 8 && 8 * g + j < S; ++j) coeff[8 * g + j] = out[j];
+    }
+  }
+};
 
 // Decodes the negabinary coefficients of one block, at most `maxbits` bits and
 // `maxprec` planes (zfp's decode_ints). kBudget says whether maxbits can run out
@@ -217,7 +255,8 @@ uint32_t decode_coefficients(BitReader& r, uint32_t maxbits, uint32_t maxprec, U
   constexpr unsigned kIntPrec = sizeof(UInt) * 8;
   const unsigned planes = std::min<unsigned>(maxprec, kIntPrec);
   const uint64_t start = r.position();
-  UInt acc[S] = {};
+  PlaneMatrix<UInt, S> matrix;
+  matrix.clear();
   uint32_t bits = maxbits;
   unsigned n = 0;  // coefficients found significant so far: their bits come verbatim
   unsigned done = 0;
@@ -261,14 +300,9 @@ uint32_t decode_coefficients(BitReader& r, uint32_t maxbits, uint32_t maxprec, U
       x.set(n);
       ++n;
     }
-    accumulate<UInt, S>(acc, x);
+    matrix.put(done, x);
   }
-  if (done > 0) {
-    const unsigned shift = kIntPrec - done;  // < kIntPrec
-    for (int i = 0; i < S; ++i) coeff[i] = UInt(acc[i] << shift);
-  } else {
-    for (int i = 0; i < S; ++i) coeff[i] = 0;
-  }
+  matrix.get(coeff);
   return uint32_t(r.position() - start);
 }
 
