@@ -184,7 +184,6 @@ struct Plane {
   static constexpr int kWords = (S + 63) / 64;
   uint64_t w[kWords];
   void set(unsigned i) { w[i / 64] |= uint64_t(1) << (i % 64); }
-  bool test(unsigned i) const { return (w[i / 64] >> (i % 64)) & 1; }
 };
 
 // The first `count` coefficients' bits of a plane, sent as they are.
