@@ -1,4 +1,5 @@
-// The ZFP codecs through libzfp (plugin-codecs.md §3).
+// The ZFP codecs (plugin-codecs.md §3): our own decoder (zfp_decoder.h), libzfp's
+// encoder.
 //
 // A block is one zfp bitstream without zfp's header, so the mode is rebuilt the
 // way c-blosc2's zfp plugin sets it: accuracy 10^(int8)meta, precision meta plus
@@ -6,13 +7,13 @@
 // The field is the b2nd block shape in C order: zfp's x, its fastest axis, is the
 // block's last dimension.
 //
-// libzfp checks no bound while it reads or writes a bitstream. Rather than hand
-// zfp_decompress a copy padded to zfp_stream_maximum_size() (which, for a hostile
-// block shape of 1s, can be hundreds of times the block), the field is coded one
-// zfp block at a time, in zfp_compress's own order and with the same block calls,
-// so the bits are the same. The stream sits in a word-aligned copy with room for
-// one more zfp block past its end, and the position is checked after every block:
-// zfp never touches memory outside the copy, and a short stream is reported.
+// libzfp checks no bound while it writes a bitstream. Rather than hand
+// zfp_compress a buffer of zfp_stream_maximum_size() (which, for a hostile block
+// shape of 1s, can be hundreds of times the block), the field is coded one zfp
+// block at a time, in zfp_compress's own order and with the same block calls, so
+// the bits are the same, into a buffer with room for one more zfp block past the
+// limit, and the position is checked after every block. Our decoder reads zeros
+// past a stream's end and says when a block ended there.
 #include "zfp_codec.h"
 
 #include <zfp.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "error.h"
+#include "zfp_decoder.h"
 
 namespace blosc2fs {
 
@@ -129,10 +131,12 @@ ZfpField make_field(void* data, zfp_type type, int ndim, const Axes& n) {
   return ZfpField(f);
 }
 
+// c-blosc2's precision for meta 0: 5, 7, 9 or 11 bits by dimensions.
+constexpr unsigned kPrecisionBase[kMaxZfpDims + 1] = {0, 5, 7, 9, 11};
+
 ZfpStream make_stream(uint8_t codec_id, uint8_t meta, const FieldLayout& f) {
   ZfpStream zfp(zfp_stream_open(nullptr));
   if (!zfp) throw std::bad_alloc();
-  static constexpr unsigned kPrecisionBase[kMaxZfpDims + 1] = {0, 5, 7, 9, 11};
   switch (codec_id) {
     case kCodecZfpAccuracy:
       zfp_stream_set_accuracy(zfp.get(), std::pow(10.0, double(int8_t(meta))));
@@ -147,6 +151,17 @@ ZfpStream make_stream(uint8_t codec_id, uint8_t meta, const FieldLayout& f) {
     }
   }
   return zfp;
+}
+
+// The same mode for our decoder (zfp_decoder.h), from the same numbers.
+ZfpMode decoder_mode(uint8_t codec_id, uint8_t meta, const FieldLayout& f) {
+  const bool doubles = f.type == zfp_type_double;
+  switch (codec_id) {
+    case kCodecZfpAccuracy: return zfp_accuracy_mode(std::pow(10.0, double(int8_t(meta))));
+    case kCodecZfpPrecision:
+      return zfp_precision_mode(std::min<uint32_t>(meta + kPrecisionBase[f.ndim], kZfpMaxPrec));
+    default: return zfp_rate_mode((double(meta) / 100.0) * (doubles ? 64.0 : 32.0), doubles, f.ndim);
+  }
 }
 
 // The most bits one zfp block of this field can take in this mode, by zfp's own bound.
@@ -189,31 +204,6 @@ bool for_each_block(const FieldLayout& f, Visit&& visit) {
 // zfp's partial-block calls also code whole blocks with the same bits (the padding
 // of a partial block leaves a whole one as it is), so one call per dimension does.
 template <typename T>
-void decode_block(zfp_stream* z, T* p, int ndim, const Axes& n, const Strides& s) {
-  constexpr bool kFloat = std::is_same_v<T, float>;
-  switch (ndim) {
-    case 1:
-      if constexpr (kFloat) zfp_decode_partial_block_strided_float_1(z, p, n[0], s[0]);
-      else zfp_decode_partial_block_strided_double_1(z, p, n[0], s[0]);
-      break;
-    case 2:
-      if constexpr (kFloat) zfp_decode_partial_block_strided_float_2(z, p, n[0], n[1], s[0], s[1]);
-      else zfp_decode_partial_block_strided_double_2(z, p, n[0], n[1], s[0], s[1]);
-      break;
-    case 3:
-      if constexpr (kFloat) zfp_decode_partial_block_strided_float_3(z, p, n[0], n[1], n[2], s[0], s[1], s[2]);
-      else zfp_decode_partial_block_strided_double_3(z, p, n[0], n[1], n[2], s[0], s[1], s[2]);
-      break;
-    default:
-      if constexpr (kFloat)
-        zfp_decode_partial_block_strided_float_4(z, p, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
-      else
-        zfp_decode_partial_block_strided_double_4(z, p, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
-      break;
-  }
-}
-
-template <typename T>
 void encode_block(zfp_stream* z, const T* p, int ndim, const Axes& n, const Strides& s) {
   constexpr bool kFloat = std::is_same_v<T, float>;
   switch (ndim) {
@@ -238,17 +228,6 @@ void encode_block(zfp_stream* z, const T* p, int ndim, const Axes& n, const Stri
   }
 }
 
-// Decodes into `items` (aligned for T); false when the stream ends before the
-// field does, i.e. a block's bits reach past `stream_bits`.
-template <typename T>
-bool decode_items(zfp_stream* zfp, const FieldLayout& f, uint64_t stream_bits, T* items) {
-  bitstream* bits = zfp_stream_bit_stream(zfp);
-  return for_each_block(f, [&](size_t first, const Axes& extent) {
-    decode_block(zfp, items + first, f.ndim, extent, f.stride);
-    return stream_rtell(bits) <= stream_bits;
-  });
-}
-
 // Encodes `items`; false as soon as the stream passes `limit_bits`.
 template <typename T>
 bool encode_items(zfp_stream* zfp, const FieldLayout& f, uint64_t limit_bits, const T* items) {
@@ -257,16 +236,6 @@ bool encode_items(zfp_stream* zfp, const FieldLayout& f, uint64_t limit_bits, co
     encode_block(zfp, items + first, f.ndim, extent, f.stride);
     return stream_wtell(bits) <= limit_bits;
   });
-}
-
-template <typename T>
-bool decode_field(zfp_stream* zfp, const FieldLayout& f, uint64_t stream_bits, uint8_t* out) {
-  if (reinterpret_cast<uintptr_t>(out) % alignof(T) == 0)
-    return decode_items(zfp, f, stream_bits, reinterpret_cast<T*>(out));
-  std::vector<T> aligned(f.bytes / sizeof(T));
-  if (!decode_items(zfp, f, stream_bits, aligned.data())) return false;
-  std::memcpy(out, aligned.data(), f.bytes);
-  return true;
 }
 
 template <typename T>
@@ -282,19 +251,11 @@ bool encode_field(zfp_stream* zfp, const FieldLayout& f, uint64_t limit_bits, co
 
 void zfp_decode(uint8_t codec_id, uint8_t meta, ByteSpan in, MutableByteSpan out, const BlockGeometry& geometry) {
   const FieldLayout field = layout_block(codec_id, geometry, out.size());
-  ZfpStream zfp = make_stream(codec_id, meta, field);
-  // Bytes past what zfp can read for the whole field are never looked at.
-  ZfpField whole = make_field(nullptr, field.type, field.ndim, field.size);
-  const size_t readable = std::min(in.size(), zfp_stream_maximum_size(zfp.get(), whole.get()));
-  const uint64_t stream_bits = uint64_t(readable) * 8;
-  std::vector<uint64_t> words = stream_words(stream_bits + max_block_bits(zfp.get(), field));
-  if (readable > 0) std::memcpy(words.data(), in.data(), readable);
-  Bitstream bits = open_bits(words);
-  zfp_stream_set_bit_stream(zfp.get(), bits.get());
-  zfp_stream_rewind(zfp.get());
-  const bool complete = field.type == zfp_type_float ? decode_field<float>(zfp.get(), field, stream_bits, out.data())
-                                                     : decode_field<double>(zfp.get(), field, stream_bits, out.data());
-  if (!complete)
+  ZfpFieldShape shape;
+  shape.doubles = field.type == zfp_type_double;
+  shape.ndim = field.ndim;
+  std::copy(field.size.begin(), field.size.end(), shape.size.begin());
+  if (!zfp_decode_field(decoder_mode(codec_id, meta, field), shape, in, out.data()))
     throw FormatError(mode_name(codec_id) + ": the stream of " + str(int64_t(in.size())) +
                       " bytes ends before the block's data does");
   // c-blosc2 reports the whole block decoded and leaves bytes past the field as
