@@ -187,6 +187,22 @@ def test_list_ttl(h, server, public):
           "a dataset removed on the server never went")
 
 
+def test_disk_cache(h, server, public):
+    cache = h.new_dir("cache")
+    rel = "py/py-array.b2nd"
+    counters = []
+    for _ in range(2):
+        mnt = h.mount(c2url(server, "@public"), ["-o", f"cache_dir={cache}"])
+        got = read_file(os.path.join(mnt, rel, "array.npy"))
+        check_equal(np.load(os.path.join(mnt, rel, "array.npy")).tobytes(), blosc2.open(os.path.join(public, rel))[:].tobytes(),
+                    f"{rel} through cache_dir")
+        counters.append(json.loads(read_file(os.path.join(mnt, rel, "frame.json")))["source"]["counters"])
+        check(len(got) > 0, "array.npy is empty")
+        h.unmount(mnt)
+    check(counters[1]["disk_cache_hits"] > 0, f"a remount with cache_dir= hit nothing: {counters[1]}")
+    check(counters[1]["bytes_fetched"] < counters[0]["bytes_fetched"], f"the remount fetched as much: {counters}")
+
+
 def test_refused(h, server, public):
     mnt = h.new_dir()
     r = h.run([c2url(server, "@public/no-such-dir/x.b2nd"), mnt])
@@ -259,6 +275,7 @@ def main():
         h.test("read-only: writes fail with EROFS", test_read_only, h, server, public)
         h.test("a dataset replaced on the server reads as EIO or old bytes", test_replaced, h, server, public)
         h.test("list_ttl: datasets added and removed on the server show", test_list_ttl, h, server, public)
+        h.test("cache_dir= keeps a dataset's bytes across mounts", test_disk_cache, h, server, public)
         h.test("missing paths and unreachable servers are refused at mount", test_refused, h, server, public)
     login_state = h.new_dir("login-state")
     with Caterva2Server(bin_dir, h.workdir, login_state, secret="blosc2fs-test-secret-0123456789abcdef") as server:
