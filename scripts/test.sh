@@ -7,5 +7,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BLOSC2FS_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 "$root/scripts/test-venv.sh" "$build"
+"$root/scripts/caterva2-venv.sh" "$build"
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

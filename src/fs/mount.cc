@@ -16,6 +16,7 @@
 #include <fuse_lowlevel.h>
 #include <spdlog/spdlog.h>
 
+#include "caterva2_tree.h"
 #include "exit_status.h"
 #include "frame.h"
 #include "notifier.h"
@@ -88,6 +89,15 @@ RemoteOrigin open_origin(const Options& o) {
   }
 }
 
+// A caterva2+ URL: a directory's tree, or one dataset's origin.
+Caterva2Mount open_caterva2_mount(const Options& o, uint64_t cache_budget) {
+  try {
+    return open_caterva2(o, cache_budget, kMaxOpenLeaves);
+  } catch (const RemoteOpenError& e) {
+    throw Failure{e.status, e.why};
+  }
+}
+
 RemoteContent open_remote_content(const RemoteOrigin& origin) {
   try {
     if (detect_store(origin.source)) return {nullptr, Store::open(origin.source)};
@@ -108,7 +118,19 @@ std::string with_fields(Json j, const Json& fields) {
 
 int run_remote_info(const Options& o) {
   try {
-    RemoteOrigin origin = open_origin(o);
+    RemoteOrigin origin;
+    if (is_caterva2_url(o.frame.string())) {
+      Caterva2Mount c2 = open_caterva2_mount(o, default_cache_size());
+      if (c2.tree) {  // a directory: its server.json
+        const std::string text = c2.tree->server_json();
+        c2.dataset.shutdown();
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+      }
+      origin = std::move(c2.dataset);
+    } else {
+      origin = open_origin(o);
+    }
     RemoteContent content = open_remote_content(origin);
     const std::string text = content.store ? with_fields(content.store->to_json(), origin.source_json())
                                            : with_fields(frame_to_json(*content.frame), origin.source_json());
@@ -253,6 +275,7 @@ int run_info(const Options& o) {
 struct ServedTree {
   std::unique_ptr<Volume> volume;
   std::unique_ptr<StoreTree> store;
+  std::unique_ptr<Caterva2Tree> caterva2;  // a Caterva2 server's directory
   std::string name;  // the frame's path or the URL, for messages and fsname=
   bool writable = false;
   bool unchanging = false;
@@ -262,7 +285,24 @@ struct ServedTree {
 
 // A URL's mount: read-only, unchanging, its files owned by the mounting user.
 ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
-  RemoteOrigin origin = open_origin(o);
+  RemoteOrigin origin;
+  if (is_caterva2_url(o.frame.string())) {
+    Caterva2Mount c2 = open_caterva2_mount(o, cache_budget);
+    if (c2.tree) {
+      check_mountpoint(fs::absolute(o.mountpoint));
+      ServedTree served;
+      served.name = c2.dataset.url;
+      served.on_session_end = c2.dataset.shutdown;
+      served.before_fork = c2.dataset.before_fork;
+      served.after_fork = c2.dataset.after_fork;
+      served.caterva2 = std::move(c2.tree);
+      spdlog::info("{}: a Caterva2 directory mounts read-only: every write fails with EROFS", served.name);
+      return served;
+    }
+    origin = std::move(c2.dataset);
+  } else {
+    origin = open_origin(o);
+  }
   RemoteContent content = open_remote_content(origin);
   check_mountpoint(fs::absolute(o.mountpoint));
   ServedTree served;
@@ -390,7 +430,9 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
   std::unique_ptr<Volume>& volume = served.volume;
   std::unique_ptr<StoreTree>& store = served.store;
   const bool writable = served.writable;
-  MountTree& tree = volume ? static_cast<MountTree&>(*volume) : *store;
+  MountTree& tree = volume ? static_cast<MountTree&>(*volume)
+                   : store ? static_cast<MountTree&>(*store)
+                           : static_cast<MountTree&>(*served.caterva2);
   KernelNotifier notifier;
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
@@ -437,8 +479,11 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
   if (volume) {
     volume->shutdown();  // what is still written and not committed, and a compaction when due
     spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
-  } else {
+  } else if (store) {
     store->shutdown();  // what open leaves still hold
+    spdlog::info("unmounting {}", mountpoint.string());
+  } else {
+    served.caterva2->shutdown();
     spdlog::info("unmounting {}", mountpoint.string());
   }
   if (ret < 0) {

@@ -200,6 +200,12 @@ void apply_option(Options& o, const std::string& option) {
     if (name == "ca_file") o.remote.ca_file = value;
     if (name == "http_header_file") o.remote.http_header_file = value;
     if (name == "cache_dir") o.remote.cache_dir = value;
+  } else if (name == "caterva2_login_file") {
+    need_value();
+    o.remote.caterva2_login_file = value;
+  } else if (name == "list_ttl") {
+    need_value();
+    o.remote.list_ttl = unsigned(parse_uint(value, name, 86400));
   } else if (name == "connect_timeout" || name == "timeout") {
     need_value();
     const unsigned seconds = unsigned(parse_uint(value, name, 3600));
@@ -268,7 +274,7 @@ std::string fuse_option_list(const Options& o, const std::string& fsname, bool w
 }
 
 bool is_remote_url(const std::string& argument) {
-  for (const char* scheme : {"http://", "https://", "s3://"})
+  for (const char* scheme : {"http://", "https://", "s3://", "caterva2+http://", "caterva2+https://"})
     if (argument.starts_with(scheme)) return true;
   return false;
 }
@@ -331,7 +337,7 @@ void check_remote_options(const Options& o) {
   if (!is_remote_url(o.frame.string())) {
     const bool any = !r.s3_endpoint.empty() || !r.s3_region.empty() || !r.ca_file.empty() ||
                      !r.http_header_file.empty() || r.connect_timeout || r.timeout || r.retries || r.prefetch ||
-                     !r.cache_dir.empty() || r.cache_dir_size;
+                     !r.cache_dir.empty() || r.cache_dir_size || !r.caterva2_login_file.empty() || r.list_ttl;
     if (any) throw UsageError("the options of remote data (s3_endpoint=, cache_dir=, ...) need an http://, https:// "
                               "or s3:// URL as FRAME");
     return;
@@ -341,6 +347,8 @@ void check_remote_options(const Options& o) {
   if (r.cache_dir_size && r.cache_dir.empty()) throw UsageError("-o cache_dir_size= needs -o cache_dir=DIR");
   if (!r.s3_endpoint.empty() && !o.frame.string().starts_with("s3://"))
     throw UsageError("-o s3_endpoint= is for s3:// URLs");
+  if ((!r.caterva2_login_file.empty() || r.list_ttl) && !o.frame.string().starts_with("caterva2+"))
+    throw UsageError("-o caterva2_login_file= and -o list_ttl= are for caterva2+http(s):// URLs");
 }
 
 }  // namespace
@@ -465,6 +473,9 @@ remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
                          whole mount (default 64M; 0: none)
   -o cache_dir=DIR       keep fetched bytes in DIR across mounts (checksummed)
   -o cache_dir_size=SIZE its bound (default 1G)
+  -o caterva2_login_file=F  log in to a Caterva2 server as the user and password
+                         on F's two lines; F must not be readable by others
+  -o list_ttl=SECONDS    how long a Caterva2 listing is trusted (default 60)
   S3 keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or
   AWS_PROFILE and ~/.aws/credentials; HTTP logins from ~/.netrc. Never put a
   credential in an option or a URL.

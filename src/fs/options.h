@@ -36,6 +36,8 @@ struct RemoteMountOptions {
   std::optional<uint64_t> prefetch;         // bytes fetched ahead of sequential readers
   std::filesystem::path cache_dir;          // the persistent disk cache (off when empty)
   std::optional<uint64_t> cache_dir_size;
+  std::filesystem::path caterva2_login_file;  // a Caterva2 user and password (caterva2+ URLs)
+  std::optional<unsigned> list_ttl;            // seconds a Caterva2 listing is trusted
 };
 
 // Whether a FRAME argument names remote data: http://, https:// or s3://.

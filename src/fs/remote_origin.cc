@@ -8,8 +8,6 @@
 
 namespace blosc2fs {
 
-namespace {
-
 RemoteOptions remote_options(const RemoteMountOptions& m) {
   RemoteOptions r;
   if (m.connect_timeout) r.connect_timeout = std::chrono::seconds(*m.connect_timeout);
@@ -35,6 +33,8 @@ Json counters_json(const RemoteClient& client) {
   j["prefetches"] = c.prefetches;
   return j;
 }
+
+namespace {
 
 // Exit status and line for a failure to open what the URL names.
 RemoteOpenError open_error(const IoError& e) {

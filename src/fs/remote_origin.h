@@ -8,6 +8,7 @@
 
 #include "frame_json.h"
 #include "options.h"
+#include "remote_client.h"
 #include "store.h"
 
 namespace blosc2fs {
@@ -29,6 +30,11 @@ struct RemoteOpenError {
   int status;
   std::string why;
 };
+
+// The transport's settings from the mount's options.
+RemoteOptions remote_options(const RemoteMountOptions& options);
+// What the mount has fetched so far: requests, bytes, retries, cache hits, ...
+Json counters_json(const RemoteClient& client);
 
 // Opens the URL options.frame names: the object there, or when it names no
 // object (or ends in '/'), the directory below it (a sparse frame, a .b2d).

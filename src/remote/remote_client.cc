@@ -75,6 +75,7 @@ struct RemoteClient::Transfer {
     else if (name == "last-modified") t->answer.last_modified = value;
     else if (name == "retry-after") t->answer.retry_after = value;
     else if (name == "content-type") t->answer.content_type = value;
+    else if (name == "set-cookie" && t->answer.set_cookies.size() < 16) t->answer.set_cookies.push_back(value);
     return size * count;
   }
 
@@ -216,7 +217,12 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
   // The header file's lines (a token for a web server) never go to S3.
   if (!r.sign_s3)
     for (const std::string& h : extra_headers_) t->headers = curl_slist_append(t->headers, h.c_str());
+  if (!r.sign_s3) {
+    std::lock_guard lock(session_mutex_);
+    for (const std::string& h : session_headers_) t->headers = curl_slist_append(t->headers, h.c_str());
+  }
   for (const std::string& h : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());
+  if (!r.post_fields.empty()) curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, r.post_fields.c_str());
   if (r.sign_s3 && s3_keys_) {
     const std::string sigv4 = "aws:amz:" + r.s3_region + ":s3";
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
@@ -256,6 +262,11 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
   }
   ++requests_;
   curl_multi_wakeup(loop_->multi);
+}
+
+void RemoteClient::set_session_headers(std::vector<std::string> headers) {
+  std::lock_guard lock(session_mutex_);
+  session_headers_ = std::move(headers);
 }
 
 HttpAnswer RemoteClient::perform(HttpRequest request) {

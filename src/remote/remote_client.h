@@ -55,6 +55,7 @@ struct HttpRequest {
   std::string s3_region;
   size_t max_body = 0;                // a longer body ends the transfer (body_overflow)
   std::chrono::milliseconds timeout{0};  // the whole attempt; 0: read_deadline
+  std::string post_fields;               // non-empty: a POST of this form body (a login)
 };
 
 struct HttpAnswer {
@@ -62,6 +63,7 @@ struct HttpAnswer {
   std::string curl_error;
   long status = 0;
   std::string content_range, content_encoding, etag, last_modified, retry_after, content_type;
+  std::vector<std::string> set_cookies;  // each Set-Cookie value (a login's answer)
   Bytes body;
   bool body_overflow = false;
   bool aborted = false;  // ended by shutdown()
@@ -96,6 +98,10 @@ class RemoteClient {
   void shutdown();
   bool stopped() const { return stopped_.load(); }
 
+  // Headers sent with every later web request besides the header file's (a
+  // session cookie), replaced as a whole when the session logs in again.
+  void set_session_headers(std::vector<std::string> headers);
+
   const RemoteOptions& options() const { return options_; }
   bool signs_s3() const { return s3_keys_.has_value(); }
   RangeCache& range_cache() { return range_cache_; }
@@ -116,6 +122,8 @@ class RemoteClient {
   const RemoteOptions options_;
   std::optional<S3Keys> s3_keys_;
   std::vector<std::string> extra_headers_;
+  mutable std::mutex session_mutex_;
+  std::vector<std::string> session_headers_;  // guarded by session_mutex_
   RangeCache range_cache_;
   std::unique_ptr<DiskCache> disk_cache_;
   std::atomic<bool> stopped_{false};

@@ -1,0 +1,111 @@
+// A Caterva2 server (caterva2+http(s)://HOST[:PORT]/ROOT[/PATH]) as blosc2fs
+// reads it: the URL, the login (a file holding user and password; the JWT
+// cookie `c2subauth` it gets, renewed before it expires), the listing
+// (api/list), the description of one path (api/info), and each dataset's
+// stored bytes as a RemoteObject over api/fetch (ranges, ETag pinned).
+// Every answer is untrusted: sizes bounded, every field checked.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "remote_client.h"
+#include "remote_object.h"
+
+namespace blosc2fs {
+
+struct Caterva2Url {
+  std::string server;  // "http://host:port", no trailing '/'
+  std::string root;    // "@public", "@personal", "@shared" or a provider's root
+  std::string path;    // below the root, '/'-separated, no leading or trailing '/'; may be empty
+  // caterva2+http://host:port/ROOT/PATH: for messages, logs and JSON.
+  std::string display() const;
+  // server/api/ENDPOINT/ROOT/PATH/relative, each segment percent-encoded.
+  std::string api(std::string_view endpoint, const std::string& relative = {}) const;
+  // root/path/relative as the server names it.
+  std::string server_path(const std::string& relative = {}) const;
+};
+
+// Whether ARGUMENT is a caterva2+http:// or caterva2+https:// URL.
+bool is_caterva2_url(const std::string& argument);
+// Throws std::invalid_argument with a one-line reason: no host, a user name
+// or password in it, a query or fragment, no root, an unsafe path.
+Caterva2Url parse_caterva2_url(const std::string& argument);
+
+// What a listed path is, by its name: a frame (.b2nd, .b2frame, .b2), a
+// store (.b2z) or something that is not Blosc2 (.h5, README.md, ...).
+enum class Caterva2Kind { frame, store, other };
+Caterva2Kind caterva2_kind(std::string_view path);
+const char* caterva2_kind_name(std::string_view path);  // "b2nd", "b2frame", "b2z", "hdf5", "file"
+
+struct Caterva2Login {
+  std::string user, password;
+};
+// FILE's first line is the user (an e-mail address), its second the password.
+// Throws std::runtime_error when FILE may be read by group or others, or is
+// not two non-empty lines. The password is never quoted in a message.
+Caterva2Login read_caterva2_login_file(const std::filesystem::path& file);
+
+// One mount's conversation with the server. Logged in when constructed (with
+// a login), the cookie renewed by a thread of its own before it expires.
+class Caterva2Session {
+ public:
+  // Throws IoError: EACCES for a wrong login, EIO for a server that does not answer.
+  Caterva2Session(std::shared_ptr<RemoteClient> client, Caterva2Url url, std::optional<Caterva2Login> login);
+  ~Caterva2Session();
+  Caterva2Session(const Caterva2Session&) = delete;
+  Caterva2Session& operator=(const Caterva2Session&) = delete;
+
+  const Caterva2Url& url() const { return url_; }
+  const std::shared_ptr<RemoteClient>& client() const { return client_; }
+  bool logged_in() const { return login_.has_value(); }
+
+  // Every path below the URL's directory, relative to it, sorted, each a safe
+  // relative name (others are left out with a log line); paths inside a .b2z
+  // or .h5 are left out too (the container is listed). Throws IoError
+  // (EACCES: refused, e.g. @personal without a login; ENOENT; EIO).
+  std::vector<std::string> list() const;
+  // api/info of `relative` (below the URL's directory), checked to be a JSON
+  // object; the server's own file path (urlpath) removed. Throws IoError.
+  nlohmann::json info(const std::string& relative) const;
+  // The dataset's stored bytes (api/fetch), its ETag pinned. Throws IoError, RangesIgnored.
+  std::shared_ptr<const RemoteObject> open(const std::string& relative) const;
+
+  // Around fuse_daemonize's fork: the renewal thread stops and starts again.
+  void before_fork();
+  void after_fork();
+  // Ends the renewal thread (the unmount).
+  void shutdown();
+
+ private:
+  // POST /auth/jwt/login; sets the cookie the client sends. Throws IoError.
+  void log_in();
+  void renew_loop(std::stop_token stop);
+  void start_renewal();
+  void stop_renewal();
+  // GET `url` with bounded retries; the body (at most `max_body` bytes) of a 200.
+  Bytes get(const std::string& url, size_t max_body, const std::string& what) const;
+
+  const std::shared_ptr<RemoteClient> client_;
+  const Caterva2Url url_;
+  const std::optional<Caterva2Login> login_;
+  std::mutex renew_mutex_;
+  std::condition_variable_any renew_wake_;
+  std::chrono::seconds cookie_lifetime_{12 * 3600};
+  std::chrono::steady_clock::time_point logged_in_at_{};
+  std::jthread renewal_;
+};
+
+}  // namespace blosc2fs

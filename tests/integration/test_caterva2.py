@@ -1,0 +1,293 @@
+"""Caterva2 servers as trees: a real cat2-server (BUILD/venv-caterva2, pinned
+caterva2[server]) on 127.0.0.1, started by the test with a state directory of
+the shared fixtures, frames and stores python-blosc2 writes here, and the
+server's own root-example data. Every dataset must read byte for byte as the
+local mount of its file; python-blosc2's own Caterva2 reader must get the
+arrays the mount's array.npy gives; a dataset replaced on the server reads as
+EIO or old bytes, never a mix; logins work with a login file and are refused
+without one or with a wrong password, and the password never shows."""
+
+import errno
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import blosc2
+import numpy as np
+
+from caterva2_server import Caterva2Server, build_dir_of, caterva2_venv
+from remote_servers import _http_status
+from harness import Harness, TestFailure, check, check_equal, daemon_pid, read_file, wait_until
+from test_remote import same_trees
+
+EXIT_USAGE, EXIT_MISSING, EXIT_UNREACHABLE = 1, 2, 7
+USER, PASSWORD = "reader@example.com", "c2-password-never-shown-4711"
+BLOSC2_SUFFIXES = (".b2nd", ".b2frame", ".b2z")
+
+
+def c2url(server, path):
+    return "caterva2+" + server.url + "/" + path
+
+
+def make_public(h, public, bin_dir):
+    """The served data: fixtures (files), python-blosc2's frames and stores, root-example."""
+    for fixtures in (h.fixtures, h.fixtures_extra):
+        for src in sorted(glob.glob(os.path.join(fixtures, "frames", "*"))):
+            if os.path.isfile(src) and not os.path.exists(os.path.join(public, "fixtures", os.path.basename(src))):
+                os.makedirs(os.path.join(public, "fixtures"), exist_ok=True)
+                shutil.copy(src, os.path.join(public, "fixtures", os.path.basename(src)))
+    site = glob.glob(os.path.join(os.path.dirname(bin_dir), "lib", "python3*", "site-packages", "root-example"))
+    if not site:
+        raise TestFailure("the caterva2 wheel's root-example data is missing")
+    shutil.copytree(site[0], os.path.join(public, "root-example"))
+    rng = np.random.default_rng(11)
+    big = rng.integers(0, 1000, size=(400, 500)).astype("f8")
+    os.makedirs(os.path.join(public, "py"), exist_ok=True)
+    blosc2.asarray(big, urlpath=os.path.join(public, "py", "py-array.b2nd"), chunks=(50, 500), blocks=(10, 500),
+                   mode="w")
+    blosc2.SChunk(chunksize=40000, data=bytes(range(256)) * 1000, urlpath=os.path.join(public, "py", "py-plain.b2frame"),
+                  mode="w")
+    with blosc2.TreeStore(os.path.join(public, "py", "py-tree.b2z"), mode="w", threshold=20000) as s:
+        s["/big"] = big[:100]
+        s["/grp/small"] = np.arange(50, dtype="i2")
+    write_replaceable(os.path.join(public, "replace-me.b2nd"), seed=1)
+
+
+def write_replaceable(path, seed):
+    """A 4 MB array of incompressible values, written elsewhere and renamed in (as a server's upload does)."""
+    values = np.random.default_rng(seed).random((512, 1024))
+    tmp = path + ".tmp.b2nd"
+    blosc2.asarray(values, urlpath=tmp, chunks=(32, 1024), mode="w", cparams={"clevel": 1})
+    os.replace(tmp, path)
+
+
+def served_datasets(public):
+    out = []
+    for base, dirs, files in os.walk(public):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(BLOSC2_SUFFIXES):
+                out.append(os.path.relpath(os.path.join(base, f), public))
+    return out
+
+
+def test_tree(h, server, public):
+    # Few retries: the server fails some datasets for good (HTTP 500, below).
+    mnt = h.mount(c2url(server, "@public"), ["-o", "retries=2"])
+    names = sorted(os.listdir(mnt))
+    check("server.json" in names and "fixtures" in names and "root-example" in names, f"the root shows {names}")
+    datasets = served_datasets(public)
+    check(len(datasets) > 40, f"only {len(datasets)} datasets served")
+    unserved = []
+    for rel in datasets:
+        check(os.path.isdir(os.path.join(mnt, rel)), f"{rel} is not a directory of the mount")
+        # cat2-server opens a file before it serves it, and answers 500 for
+        # frames its python-blosc2 cannot open (pre-release layouts): those read as EIO.
+        if _http_status(f"{server.url}/api/fetch/@public/{rel}", {"Range": "bytes=0-0"}) == 500:
+            unserved.append(rel)
+            try:
+                os.listdir(os.path.join(mnt, rel))
+                raise TestFailure(f"{rel}: the server fails it, yet it lists")
+            except OSError as e:
+                check_equal(e.errno, errno.EIO, f"{rel}: the error of a dataset the server fails")
+            continue
+        local = h.mount(os.path.join(public, rel), ["-o", "ro"])
+        try:
+            same_trees(local, os.path.join(mnt, rel), rel)
+        finally:
+            h.unmount(local)
+    check(len(unserved) < 10, f"the server fails {len(unserved)} datasets: {unserved}")
+    if unserved:
+        print(f"  cat2-server answers HTTP 500 for {len(unserved)} older frames: {unserved}", flush=True)
+    # The files that are not Blosc2 are not trees.
+    for rel in ("root-example/root-example.h5", "root-example/README.md"):
+        check(not os.path.exists(os.path.join(mnt, rel)), f"{rel} shows in the tree")
+
+
+def test_server_json(h, server, public):
+    mnt = h.mount(c2url(server, "@public/root-example"))
+    text = read_file(os.path.join(mnt, "server.json")).decode()
+    j = json.loads(text)
+    check_equal(j["root"], "@public", "server.json root")
+    check_equal(j["directory"], "root-example", "server.json directory")
+    entries = {e["path"]: e for e in j["entries"]}
+    check_equal(entries["root-example.h5"]["kind"], "hdf5", "the .h5 entry's kind")
+    check(entries["root-example.h5"]["tree"] is False, "the .h5 entry is not a tree")
+    check_equal(entries["root-example.h5"]["info"].get("kind"), "group", "the .h5 entry's info")
+    check_equal(entries["ds-1d.b2nd"]["info"]["shape"], [1000], "ds-1d.b2nd's shape")
+    check_equal(entries["dir1/ds-3d.b2nd"]["kind"], "b2nd", "a dataset in a directory")
+    check(j["counters"]["requests"] > 0, "server.json has the mount's counters")
+    check(public not in text, "server.json shows the server's own file paths")
+
+
+def test_single_dataset(h, server, public):
+    for rel in ("py/py-array.b2nd", "py/py-tree.b2z", "root-example/ds-hello.b2frame"):
+        mnt = h.mount(c2url(server, "@public/" + rel))
+        local = h.mount(os.path.join(public, rel), ["-o", "ro"])
+        same_trees(local, mnt, rel + " alone")
+        h.unmount(local)
+        h.unmount(mnt)
+
+
+def test_python_blosc2(h, server, public):
+    mnt = h.mount(c2url(server, "@public"))
+    for rel in ("py/py-array.b2nd", "root-example/ds-2d-fields.b2nd", "root-example/dir1/ds-3d.b2nd",
+                "fixtures/b2nd-3d-f8.b2nd"):
+        theirs = blosc2.open(blosc2.URLPath("@public/" + rel, server.url))[:]
+        ours = np.load(os.path.join(mnt, rel, "array.npy"))
+        check(theirs.dtype == ours.dtype and theirs.shape == ours.shape and
+              theirs.tobytes() == ours.tobytes(), f"{rel}: python-blosc2's C2Array and the mount differ")
+
+
+def test_read_only(h, server, public):
+    mnt = h.mount(c2url(server, "@public"))
+    for action in (lambda: open(os.path.join(mnt, "new"), "w"),
+                   lambda: open(os.path.join(mnt, "py", "py-array.b2nd", "data"), "r+b"),
+                   lambda: os.mkdir(os.path.join(mnt, "d")),
+                   lambda: os.unlink(os.path.join(mnt, "py", "py-array.b2nd", "frame.json"))):
+        try:
+            action()
+            raise TestFailure("a write to a Caterva2 mount worked")
+        except OSError as e:
+            check(e.errno in (errno.EROFS, errno.EPERM, errno.EACCES), f"a write failed with {e}")
+
+
+def test_replaced(h, server, public):
+    path = os.path.join(public, "replace-me.b2nd")
+    write_replaceable(path, seed=1)
+    old = blosc2.open(path)[:].tobytes()
+    mnt = h.mount(c2url(server, "@public"), ["-o", "prefetch=0"])
+    data = os.path.join(mnt, "replace-me.b2nd", "data")
+    with open(data, "rb") as f:
+        head = f.read(1 << 16)
+    check_equal(head, old[:1 << 16], "the first bytes before the replacement")
+    write_replaceable(path, seed=2)
+    try:
+        with open(data, "rb") as f:
+            got = f.read()
+        check(got == old, "a replaced dataset read as bytes that are not its old ones")
+        print("  the replaced dataset read as its old bytes", flush=True)
+    except OSError as e:
+        check_equal(e.errno, errno.EIO, "a replaced dataset's read error")
+        print("  the replaced dataset read as EIO", flush=True)
+
+
+def test_list_ttl(h, server, public):
+    mnt = h.mount(c2url(server, "@public"), ["-o", "list_ttl=1"])
+    check(not os.path.exists(os.path.join(mnt, "late.b2nd")), "late.b2nd before it was written")
+    blosc2.asarray(np.arange(100), urlpath=os.path.join(public, "late.b2nd"), mode="w")
+    check(wait_until(lambda: "late.b2nd" in os.listdir(mnt), 60, interval=0.2),
+          "a dataset added on the server never showed")
+    check_equal(np.load(os.path.join(mnt, "late.b2nd", "array.npy")).tolist(), list(range(100)), "late.b2nd")
+    os.unlink(os.path.join(public, "late.b2nd"))
+    check(wait_until(lambda: "late.b2nd" not in os.listdir(mnt), 60, interval=0.2),
+          "a dataset removed on the server never went")
+
+
+def test_disk_cache(h, server, public):
+    cache = h.new_dir("cache")
+    rel = "py/py-array.b2nd"
+    counters = []
+    for _ in range(2):
+        mnt = h.mount(c2url(server, "@public"), ["-o", f"cache_dir={cache}"])
+        got = read_file(os.path.join(mnt, rel, "array.npy"))
+        check_equal(np.load(os.path.join(mnt, rel, "array.npy")).tobytes(), blosc2.open(os.path.join(public, rel))[:].tobytes(),
+                    f"{rel} through cache_dir")
+        counters.append(json.loads(read_file(os.path.join(mnt, rel, "frame.json")))["source"]["counters"])
+        check(len(got) > 0, "array.npy is empty")
+        h.unmount(mnt)
+    check(counters[1]["disk_cache_hits"] > 0, f"a remount with cache_dir= hit nothing: {counters[1]}")
+    check(counters[1]["bytes_fetched"] < counters[0]["bytes_fetched"], f"the remount fetched as much: {counters}")
+
+
+def test_refused(h, server, public):
+    mnt = h.new_dir()
+    r = h.run([c2url(server, "@public/no-such-dir/x.b2nd"), mnt])
+    check_equal(r.returncode, EXIT_MISSING, f"a missing dataset's exit status ({r.stderr.strip()})")
+    check(len(r.stderr.strip().splitlines()) == 1, f"more than one line: {r.stderr!r}")
+    r = h.run(["caterva2+http://127.0.0.1:1/@public", mnt, "-o", "retries=1"])
+    check_equal(r.returncode, EXIT_UNREACHABLE, f"an unreachable server's exit status ({r.stderr.strip()})")
+    r = h.run(["caterva2+http://user:pw@127.0.0.1:1/@public", mnt])
+    check_equal(r.returncode, EXIT_USAGE, "a password in the URL")
+
+
+def login_file(h, user, password, mode=0o600):
+    path = os.path.join(h.new_dir("login"), "login")
+    with open(path, "w") as f:
+        f.write(f"{user}\n{password}\n")
+    os.chmod(path, mode)
+    return path
+
+
+def test_login(h, server, local_file):
+    good = login_file(h, USER, PASSWORD)
+    mnt = h.mount(c2url(server, "@personal"), ["-o", f"caterva2_login_file={good}"])
+    local = h.mount(local_file, ["-o", "ro"])
+    same_trees(local, os.path.join(mnt, "mine.b2nd"), "@personal/mine.b2nd")
+    text = read_file(os.path.join(mnt, "server.json")).decode()
+    check(json.loads(text)["logged_in"] is True, "server.json says logged in")
+    check(PASSWORD not in text, "the password shows in server.json")
+    frame_json = read_file(os.path.join(mnt, "mine.b2nd", "frame.json")).decode()
+    check(PASSWORD not in frame_json and "c2subauth" not in frame_json, "a secret shows in frame.json")
+    with open(f"/proc/{daemon_pid(mnt)}/cmdline", "rb") as f:
+        check(PASSWORD.encode() not in f.read(), "the password shows in the process list")
+    shared = h.mount(c2url(server, "@shared"), ["-o", f"caterva2_login_file={good}"])
+    check("shared.b2nd" in os.listdir(shared), "@shared lists with a login")
+
+
+def test_login_refused(h, server):
+    mnt = h.new_dir()
+    r = h.run([c2url(server, "@personal"), mnt])
+    check_equal(r.returncode, EXIT_MISSING, f"@personal without a login ({r.stderr.strip()})")
+    check("login" in r.stderr and len(r.stderr.strip().splitlines()) == 1, f"the refusal says why: {r.stderr!r}")
+    bad = login_file(h, USER, "wrong-password")
+    r = h.run([c2url(server, "@personal"), mnt, "-o", f"caterva2_login_file={bad}"])
+    check_equal(r.returncode, EXIT_MISSING, f"a wrong password ({r.stderr.strip()})")
+    check("wrong-password" not in r.stderr, "the password shows in the message")
+    loose = login_file(h, USER, PASSWORD, mode=0o644)
+    r = h.run([c2url(server, "@personal"), mnt, "-o", f"caterva2_login_file={loose}"])
+    check_equal(r.returncode, EXIT_USAGE, f"a login file others may read ({r.stderr.strip()})")
+    check(PASSWORD not in r.stderr, "the password shows in the message")
+
+
+def main():
+    h = Harness("Caterva2 servers as trees: a real cat2-server on 127.0.0.1", watchdog_seconds=600)
+    h.require_fuse()
+    bin_dir = caterva2_venv(build_dir_of(h.binary))
+    if not bin_dir:
+        print("cannot run: BUILD/venv-caterva2 is missing; scripts/test.sh makes it (scripts/caterva2-venv.sh BUILD)",
+              flush=True)
+        h.failed += 1
+        h.finish()
+    state = h.new_dir("state")
+    public = os.path.join(state, "public")
+    os.makedirs(public, exist_ok=True)
+    make_public(h, public, bin_dir)
+    with Caterva2Server(bin_dir, h.workdir, state) as server:
+        h.test("every dataset reads as its local file mounts", test_tree, h, server, public)
+        h.test("server.json: the listing, HDF5 files included, and the counters", test_server_json, h, server,
+               public)
+        h.test("one dataset mounted alone", test_single_dataset, h, server, public)
+        h.test("python-blosc2's C2Array gives the arrays the mount gives", test_python_blosc2, h, server, public)
+        h.test("read-only: writes fail with EROFS", test_read_only, h, server, public)
+        h.test("a dataset replaced on the server reads as EIO or old bytes", test_replaced, h, server, public)
+        h.test("list_ttl: datasets added and removed on the server show", test_list_ttl, h, server, public)
+        h.test("cache_dir= keeps a dataset's bytes across mounts", test_disk_cache, h, server, public)
+        h.test("missing paths and unreachable servers are refused at mount", test_refused, h, server, public)
+    login_state = h.new_dir("login-state")
+    with Caterva2Server(bin_dir, h.workdir, login_state, secret="blosc2fs-test-secret-0123456789abcdef") as server:
+        server.add_user(USER, PASSWORD)
+        cookie = server.login_cookie(USER, PASSWORD)
+        local_file = os.path.join(public, "py", "py-array.b2nd")
+        server.upload(cookie, "@personal/mine.b2nd", local_file)
+        shutil.copy(local_file, os.path.join(login_state, "shared", "shared.b2nd"))
+        h.test("@personal and @shared read with a login file", test_login, h, server, local_file)
+        h.test("logins refused: none, a wrong password, a file others may read", test_login_refused, h, server)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
