@@ -247,15 +247,22 @@ std::string RemoteObject::check_answer(const HttpAnswer& a, int64_t start, int64
 
 RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
   const std::string what = name() + " bytes " + num(start) + "-" + num(end - 1);
-  HttpAnswer answer = perform_with_retries(*client_, range_request(start, end), what, [&](const HttpAnswer& a) {
-    const std::string wrong = check_answer(a, start, end);
-    if (wrong.starts_with("changed")) changed(wrong.substr(9));
-    if (!wrong.empty()) return Outcome{Verdict::fail, EIO, wrong};
-    if (int64_t(a.body.size()) != end - start)
-      return Outcome{Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
-                                              num(end - start) + " bytes)"};
-    return Outcome{};
-  });
+  HttpAnswer answer;
+  try {
+    answer = perform_with_retries(*client_, range_request(start, end), what, [&](const HttpAnswer& a) {
+      const std::string wrong = check_answer(a, start, end);
+      if (wrong.starts_with("changed")) changed(wrong.substr(9));
+      if (!wrong.empty()) return Outcome{Verdict::fail, EIO, wrong};
+      if (int64_t(a.body.size()) != end - start)
+        return Outcome{Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
+                                                num(end - start) + " bytes)"};
+      return Outcome{};
+    });
+  } catch (const IoError& e) {
+    // Found at open, gone now: removed under the mount, an EIO like a change.
+    if (e.error_number() == ENOENT) changed("removed: HTTP 404");
+    throw;
+  }
   return std::make_shared<const Bytes>(std::move(answer.body));
 }
 

@@ -461,6 +461,18 @@ def faults_give_exact_bytes_or_eio(h, root, nginx):
         finally:
             proxy.etag_from = None
             h.unmount(mnt)
+        # An object removed under the mount: EIO too, not "no such file".
+        shutil.copy(os.path.join(root, "py-array.b2nd"), os.path.join(root, "py-removed.b2nd"))
+        mnt = h.mount(f"{proxy.url}/py-removed.b2nd")
+        try:
+            os.unlink(os.path.join(root, "py-removed.b2nd"))
+            try:
+                read_file(os.path.join(mnt, "chunks", "00000006"))
+                raise TestFailure("a chunk of a removed object read")
+            except OSError as e:
+                check_equal(e.errno, 5, "errno of a removed object")
+        finally:
+            h.unmount(mnt)
         # Stopping the daemon (SIGTERM, as systemd and umount do) while a read
         # stalls for ten minutes: it ends every request and exits, the reader
         # gets an error, nothing waits for the server.
