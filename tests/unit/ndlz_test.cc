@@ -124,6 +124,28 @@ TEST(Ndlz, RowMatchTokensCells8x8AndEdgeCells) {
     }
 }
 
+TEST(Ndlz, EdgeCellsOfEveryKindWriteEveryByte) {
+  // A 4 x 6 block, 4 x 4 cells: a literal cell, then a 4 x 2 edge cell coded with
+  // token 0xE0 (rows 1-3 from the first cell's bytes 0-11, row 0 the literal
+  // 90-93). c-blosc2 lays those rows 4 bytes apart, 90 91 92 93 0 1 2 3 4 5 ...,
+  // and reads the edge cell back 2 bytes per row.
+  Bytes s = header(4, 6);
+  s.push_back(0x00);
+  for (int i = 0; i < 16; ++i) s.push_back(uint8_t(i));
+  s.push_back(0xE0);
+  append_u16(s, 16);  // the edge cell's token sits at 26, the literal bytes at 10
+  for (int i = 0; i < 4; ++i) s.push_back(uint8_t(90 + i));
+  const Bytes expected = {0, 1, 2,  3,  90, 91, 4,  5,  6,  7,  92, 93,
+                          8, 9, 10, 11, 0,  1,  12, 13, 14, 15, 2,  3};
+  EXPECT_EQ(decode(s, 24, 4), expected);  // decode() starts from 0xCD bytes
+
+  // A 5 x 4 block: a constant full cell and a constant 1 x 4 edge cell.
+  Bytes c = header(5, 4);
+  c.insert(c.end(), {0x40, 7, 0x40, 9});
+  EXPECT_EQ(decode(c, 20, 4), (Bytes{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 9, 9, 9, 9}));
+  EXPECT_EQ(decode(c, 20, 8), Bytes(20, 7)) << "8 x 8: one 5 x 4 edge cell, constant";
+}
+
 Bytes image(int32_t b0, int32_t b1, unsigned seed) {
   std::mt19937 rng(seed);
   Bytes out(size_t(b0) * size_t(b1));
