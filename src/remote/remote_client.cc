@@ -49,6 +49,11 @@ struct RemoteClient::Transfer {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   char error[CURL_ERROR_SIZE] = {};
+  // When a byte last moved (or the transfer started), and how many had then.
+  std::chrono::steady_clock::time_point last_progress;
+  curl_off_t moved = -1;
+  std::chrono::seconds idle_limit{30};
+  bool stalled = false;
 
   ~Transfer() {
     if (headers) curl_slist_free_all(headers);
@@ -77,6 +82,21 @@ struct RemoteClient::Transfer {
     else if (name == "content-type") t->answer.content_type = value;
     else if (name == "set-cookie" && t->answer.set_cookies.size() < 16) t->answer.set_cookies.push_back(value);
     return size * count;
+  }
+
+  // Called by libcurl at least once a second while the transfer runs: a
+  // transfer without a byte for idle_limit ends (then retried as a timeout).
+  static int on_progress(void* self, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
+    auto* t = static_cast<Transfer*>(self);
+    const auto now = std::chrono::steady_clock::now();
+    if (dlnow + ulnow != t->moved) {
+      t->moved = dlnow + ulnow;
+      t->last_progress = now;
+      return 0;
+    }
+    if (now - t->last_progress < t->idle_limit) return 0;
+    t->stalled = true;
+    return 1;
   }
 
   static size_t on_body(char* data, size_t size, size_t count, void* self) {
@@ -196,9 +216,10 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, long(options_.connect_timeout.count() * 1000));
-  // A stall: less than one byte a second for idle_timeout ends the attempt.
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, long(options_.idle_timeout.count()));
+  t->idle_limit = options_.idle_timeout;
+  curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, &Transfer::on_progress);
+  curl_easy_setopt(e, CURLOPT_XFERINFODATA, t.get());
+  curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
   const auto whole = r.timeout.count() > 0 ? r.timeout : std::chrono::milliseconds(options_.read_deadline);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, long(whole.count()));
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
@@ -293,6 +314,8 @@ void RemoteClient::run() {
     t->answer.curl_code = int(code);
     t->answer.aborted = aborted;
     if (code != CURLE_OK) t->answer.curl_error = t->error[0] ? t->error : curl_easy_strerror(code);
+    if (t->stalled)
+      t->answer.curl_error = "no byte for " + std::to_string(t->idle_limit.count()) + " s (-o timeout=)";
     if (aborted) t->answer.curl_error = "the mount is shutting down";
     bytes_ += t->answer.body.size();
     HttpAnswer answer = std::move(t->answer);
@@ -310,6 +333,7 @@ void RemoteClient::run() {
       while (!l.queued.empty() && l.active.size() < std::max<size_t>(1, options_.max_in_flight)) {
         std::unique_ptr<Transfer> t = std::move(l.queued.front());
         l.queued.pop_front();
+        t->last_progress = std::chrono::steady_clock::now();  // time queued is not a stall
         curl_multi_add_handle(l.multi, t->easy);
         l.active.push_back(std::move(t));
       }

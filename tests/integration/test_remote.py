@@ -423,8 +423,11 @@ def faults_give_exact_bytes_or_eio(h, root, nginx):
             mnt = h.mount(f"{proxy.url}/py-array.b2nd", ["-o", "timeout=2,retries=5,prefetch=0"])
             try:
                 proxy.plan = [fault, fault]
+                started = time.monotonic()
                 got = read_file(os.path.join(mnt, "data"))
                 check(got == want, f"{fault}: the data differs")
+                if fault == "stall":
+                    print(f"  two stalls with timeout=2: read in {time.monotonic() - started:.1f} s", flush=True)
                 with open(os.path.join(mnt, "frame.json")) as f:
                     counters = json.load(f)["source"]["counters"]
                 check(counters["retries"] >= 1, f"{fault}: no retry counted ({counters})")
