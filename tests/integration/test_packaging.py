@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from remote_servers import Nginx  # noqa: E402
 from harness import (FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal, gunzip, read_file,  # noqa: E402
                      wait_until)
 
@@ -541,7 +542,36 @@ def test_service_emulated(h, s):
     r = run(pre[0], env=dict(ENV, **env), check_rc=False)
     check(r.returncode != 0 and "FRAME" in r.stderr, f"the FRAME guard did not stop the start: {r.stderr!r}")
     # The example configuration, with this test's frame.
-    env = {"FRAME": s.frame, "OPTIONS": example_options("mnt-x.conf", "OPTIONS")}
+    run_service(h, s.frame, example_options("mnt-x.conf", "OPTIONS"), mnt, specifiers)
+
+
+def test_service_with_url(h, s):
+    """The unit with FRAME a URL: the frame from a web server, read-only; a
+    server that cannot be reached is exit status 7, which the unit retries."""
+    check(package_installed(), "the package is not installed (see install.apt)")
+    h.require_fuse()
+    if not os.path.exists(s.frame):
+        shutil.copyfile(h.frame(FIXTURE), s.frame)
+    mnt = os.path.join(h.workdir, "service-url-mnt")
+    instance = run(["systemd-escape", "--path", mnt]).stdout.strip()
+    specifiers = {"i": instance, "f": mnt, "I": mnt[1:]}
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    env = {"FRAME": f"http://127.0.0.1:{closed}/{os.path.basename(s.frame)}", "OPTIONS": "-o connect_timeout=2,retries=1"}
+    (start,) = [expand_exec(line, env, specifiers) for line in unit_lines("ExecStart")]
+    run(["mkdir", "-p", mnt])
+    r = run(start, env=dict(ENV, **env), check_rc=False, timeout=120)
+    check_equal(r.returncode, 7, f"an unreachable server: exit status ({r.stderr.strip()})")
+    prevented = " ".join(unit_lines("RestartPreventExitStatus")).split()
+    check("7" not in prevented, f"RestartPreventExitStatus {prevented} would not retry an unreachable server")
+    with Nginx(os.path.dirname(s.frame), os.path.join(h.workdir, "service-nginx")) as nginx:
+        run_service(h, f"{nginx.url}/{os.path.basename(s.frame)}", "", mnt, specifiers)
+
+
+def run_service(h, frame, options, mnt, specifiers):
+    """ExecStartPre, ExecStart until READY=1, the tree, SIGTERM, STOPPING=1, ExecStopPost."""
+    env = {"FRAME": frame, "OPTIONS": options}
     for command in [expand_exec(line, env, specifiers) for line in unit_lines("ExecStartPre")]:
         run(command, env=dict(ENV, **env))
     (start,) = [expand_exec(line, env, specifiers) for line in unit_lines("ExecStart")]
@@ -625,6 +655,7 @@ def main():
         h.test("mount.failures", test_mount_failures, h, s)
         h.test("systemd.verify", test_units_verify, h, s)
         h.test("systemd.service_emulated", test_service_emulated, h, s)
+        h.test("systemd.service_with_url", test_service_with_url, h, s)
     finally:
         h.test("install.remove", test_remove, h, s)
     h.finish()
