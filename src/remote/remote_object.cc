@@ -397,21 +397,26 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
   int64_t end = std::min(size(), offset + length);
   DiskCache* disk = client_->disk_cache();
   if (disk) {
-    // Whole blocks; those on disk go to memory now (no request), the fetch
-    // starts at the first one missing.
+    // Whole blocks; what memory holds is skipped, blocks on disk go to
+    // memory now (no request), the fetch starts at the first one missing.
     const int64_t b = DiskCache::kBlockSize;
     offset = offset / b * b;
     end = std::min(size(), (end + b - 1) / b * b);
-    int64_t cached_start = 0;
-    while (offset < end && client_->range_cache().peek(cache_id_, offset, &cached_start) == nullptr) {
-      const int64_t block_end = std::min(end, offset + b);
-      std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
+    while (offset < end) {
+      int64_t cached_start = 0;
+      if (auto held = client_->range_cache().peek(cache_id_, offset, &cached_start)) {
+        offset = cached_start + int64_t(held->size());
+        continue;
+      }
+      const int64_t block = offset / b * b, block_end = std::min(size(), block + b);
+      std::optional<Bytes> cached = disk->load(disk_key(), block / b, size_t(block_end - block));
       if (!cached) break;
       client_->count_disk_cache_hit();
-      client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(*cached)));
+      client_->range_cache().insert(cache_id_, block, std::make_shared<const Bytes>(std::move(*cached)));
       offset = block_end;
     }
     if (offset >= end) return true;
+    offset = offset / b * b;
   }
   std::shared_ptr<std::promise<Extent>> promise;
   {
