@@ -11,19 +11,13 @@
 #include <limits>
 #include <vector>
 
+#include "block_geometries.h"
 #include "bytes.h"
 
 namespace blosc2fs {
 namespace {
 
-BlockGeometry geometry(int32_t typesize, std::initializer_list<int32_t> blockshape) {
-  BlockGeometry g;
-  g.typesize = typesize;
-  g.ndim = int32_t(blockshape.size());
-  size_t d = 0;
-  for (int32_t b : blockshape) g.blockshape[d++] = b;
-  return g;
-}
+using testing::geometry;
 
 template <typename T>
 Bytes bytes_of(const std::vector<T>& items) {
