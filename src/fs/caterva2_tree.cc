@@ -637,6 +637,14 @@ Caterva2Mount open_caterva2(const Options& options, uint64_t cache_budget, size_
     throw fail(e);
   }
   std::shared_ptr<Caterva2Session> session = mount.session;
+  if (login) {
+    // Reads refused with a cookie the server no longer takes log in again;
+    // the client outlives the session, so it holds it weakly.
+    client->set_reauthenticate([weak = std::weak_ptr<Caterva2Session>(session)] {
+      std::shared_ptr<Caterva2Session> s = weak.lock();
+      return s && s->log_in_again();
+    });
+  }
   const std::function<Json()> counters = [client] { return counters_json(*client); };
   if (!url.path.empty() && caterva2_kind(url.path) != Caterva2Kind::other) {
     // One dataset: mounted as a remote frame or store is (mount.cc).

@@ -29,6 +29,8 @@ constexpr size_t kMaxLoginBody = 64 << 10;
 // The cookie is renewed when half its life is gone, never more often than this.
 constexpr std::chrono::seconds kMinRenewal{30};
 constexpr std::chrono::seconds kRenewalRetry{60};
+// A login this recent is not repeated for another refused request.
+constexpr std::chrono::seconds kFreshLogin{5};
 
 constexpr std::string_view kPrefix = "caterva2+";
 constexpr const char* kCookieName = "c2subauth";
@@ -167,6 +169,9 @@ Caterva2Login read_caterva2_login_file(const std::filesystem::path& file) {
 Caterva2Session::Caterva2Session(std::shared_ptr<RemoteClient> client, Caterva2Url url,
                                  std::optional<Caterva2Login> login)
     : client_(std::move(client)), url_(std::move(url)), login_(std::move(login)) {
+  // Caterva2 serves stored datasets with Starlette's FileResponse, which
+  // answers several ranges as multipart/byteranges.
+  client_->enable_multi_range();
   if (login_) {
     log_in();
     start_renewal();
@@ -226,6 +231,19 @@ void Caterva2Session::log_in() {
   }
 }
 
+bool Caterva2Session::log_in_again() {
+  if (!login_) return false;
+  std::lock_guard one_at_a_time(relogin_mutex_);
+  {
+    std::lock_guard lock(renew_mutex_);
+    // A login that ended while this caller waited, or just before: its cookie is fresh.
+    if (std::chrono::steady_clock::now() - logged_in_at_ < kFreshLogin) return true;
+  }
+  spdlog::info("{}: the server refused the session cookie: logging in again", url_.server);
+  log_in();
+  return true;
+}
+
 void Caterva2Session::start_renewal() {
   if (!login_ || renewal_.joinable()) return;
   renewal_ = std::jthread([this](std::stop_token stop) { renew_loop(stop); });
@@ -283,8 +301,7 @@ Bytes Caterva2Session::get(const std::string& url, size_t max_body, const std::s
       // An expired cookie: one more login, then the request again.
       if (login_ && !logged_in_again) {
         logged_in_again = true;
-        const_cast<Caterva2Session*>(this)->log_in();
-        continue;
+        if (const_cast<Caterva2Session*>(this)->log_in_again()) continue;
       }
       throw IoError(what + ": refused (HTTP " + num(a.status) + ")" +
                         (login_ ? "" : ": this root needs a login (-o caterva2_login_file=FILE)"),

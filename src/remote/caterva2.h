@@ -83,6 +83,11 @@ class Caterva2Session {
   // The dataset's stored bytes (api/fetch), its ETag pinned. Throws IoError, RangesIgnored.
   std::shared_ptr<const RemoteObject> open(const std::string& relative) const;
 
+  // After a 401/403: logs in again, unless another caller just did (a burst of
+  // refused reads logs in once). True when there is a fresh cookie to try.
+  // Throws IoError as the login does.
+  bool log_in_again();
+
   // Around fuse_daemonize's fork: the renewal thread stops and starts again.
   void before_fork();
   void after_fork();
@@ -101,6 +106,7 @@ class Caterva2Session {
   const std::shared_ptr<RemoteClient> client_;
   const Caterva2Url url_;
   const std::optional<Caterva2Login> login_;
+  std::mutex relogin_mutex_;  // one login again at a time
   std::mutex renew_mutex_;
   std::condition_variable_any renew_wake_;
   std::chrono::seconds cookie_lifetime_{12 * 3600};
