@@ -30,8 +30,6 @@ constexpr size_t kMaxLoginBody = 64 << 10;
 // The cookie is renewed when half its life is gone, never more often than this.
 constexpr std::chrono::seconds kMinRenewal{30};
 constexpr std::chrono::seconds kRenewalRetry{60};
-// A login this recent is not repeated for another refused request.
-constexpr std::chrono::seconds kFreshLogin{5};
 
 constexpr std::string_view kPrefix = "caterva2+";
 constexpr const char* kCookieName = "c2subauth";
@@ -229,6 +227,7 @@ void Caterva2Session::log_in() {
         std::lock_guard lock(renew_mutex_);
         cookie_lifetime_ = lifetime;
         logged_in_at_ = std::chrono::steady_clock::now();
+        ++logins_;
         spdlog::info("{}: logged in as {}", url_.server, login_->user);
         return;
       }
@@ -248,12 +247,10 @@ void Caterva2Session::log_in() {
 
 bool Caterva2Session::log_in_again() {
   if (!login_) return false;
+  const uint64_t seen = logins_.load();
   std::lock_guard one_at_a_time(relogin_mutex_);
-  {
-    std::lock_guard lock(renew_mutex_);
-    // A login that ended while this caller waited, or just before: its cookie is fresh.
-    if (std::chrono::steady_clock::now() - logged_in_at_ < kFreshLogin) return true;
-  }
+  // A login that ended while this caller waited: its cookie is the fresh one.
+  if (logins_.load() != seen) return true;
   spdlog::info("{}: the server refused the session cookie: logging in again", url_.server);
   log_in();
   return true;

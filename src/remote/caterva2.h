@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -97,8 +98,8 @@ class Caterva2Session {
   // The dataset's stored bytes (api/fetch), its ETag pinned. Throws IoError, RangesIgnored.
   std::shared_ptr<const RemoteObject> open(const std::string& relative, bool with_tail = true) const;
 
-  // After a 401/403: logs in again, unless another caller just did (a burst of
-  // refused reads logs in once). True when there is a fresh cookie to try.
+  // After a 401/403: logs in again, unless another caller did while this one
+  // waited (a burst of refused reads logs in once). True when there is a fresh cookie to try.
   // Throws IoError as the login does.
   bool log_in_again();
 
@@ -121,6 +122,7 @@ class Caterva2Session {
   const Caterva2Url url_;
   const std::optional<Caterva2Login> login_;
   std::mutex relogin_mutex_;  // one login again at a time
+  std::atomic<uint64_t> logins_{0};
   std::mutex renew_mutex_;
   std::condition_variable_any renew_wake_;
   std::chrono::seconds cookie_lifetime_{12 * 3600};

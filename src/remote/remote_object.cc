@@ -364,6 +364,18 @@ RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
   return std::make_shared<const Bytes>(std::move(answer.body));
 }
 
+void RemoteObject::store_on_disk(DiskCache& disk, int64_t start, const Bytes& bytes) const {
+  // Only whole blocks at their own place: a run fetched from the middle of a
+  // block (past what memory held) would otherwise be kept as that block.
+  const int64_t b = DiskCache::kBlockSize;
+  const int64_t end = start + int64_t(bytes.size());
+  for (int64_t p = (start + b - 1) / b * b; p < end; p += b) {
+    const int64_t q = std::min(p + b, size());
+    if (q > end) break;
+    disk.store(disk_key(), p / b, ByteSpan(bytes.data() + (p - start), size_t(q - p)));
+  }
+}
+
 std::string RemoteObject::disk_key() const { return url_.display() + "\n" + identity_.text(); }
 
 RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start) const {
@@ -451,10 +463,7 @@ RemoteObject::Extent RemoteObject::fetch_blocks(int64_t start, int64_t end) cons
       run_end = next_end;
     }
     Extent fetched = fetch(at, run_end);
-    for (int64_t p = at; p < run_end; p += b) {
-      const int64_t q = std::min(run_end, p + b);
-      disk->store(disk_key(), p / b, ByteSpan(fetched->data() + (p - at), size_t(q - p)));
-    }
+    store_on_disk(*disk, at, *fetched);
     bytes->insert(bytes->end(), fetched->begin(), fetched->end());
     at = run_end;
   }
@@ -500,9 +509,19 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     const int64_t b = DiskCache::kBlockSize;
     offset = offset / b * b;
     end = std::min(size(), (end + b - 1) / b * b);
-    int64_t cached_start = 0;
-    while (offset < end && client_->range_cache().peek(cache_id_, offset, &cached_start) == nullptr) {
+    while (offset < end) {
       const int64_t block_end = std::min(end, offset + b);
+      // Memory holds the whole block (the head and tail fetched at open may): the next one.
+      int64_t held = offset, cached_start = 0;
+      while (held < block_end) {
+        auto cached = client_->range_cache().peek(cache_id_, held, &cached_start);
+        if (!cached) break;
+        held = cached_start + int64_t(cached->size());
+      }
+      if (held >= block_end) {
+        offset = block_end;
+        continue;
+      }
       std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
       if (!cached) break;
       client_->count_disk_cache_hit();
@@ -523,6 +542,8 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
       offset = cached_start + int64_t(cached->size());
     }
     if (offset >= end) return true;
+    // With a disk cache, from the start of that block, so that it is kept whole.
+    if (disk) offset = offset / DiskCache::kBlockSize * DiskCache::kBlockSize;
     auto it = in_flight_.upper_bound(offset);
     if (it != in_flight_.begin() && std::prev(it)->second.first > offset) return true;
     if (it != in_flight_.end()) end = std::min(end, it->first);
@@ -543,11 +564,7 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     if (object && transport_outcome(a).verdict == Verdict::ok && object->check_answer(a, start, end).empty() &&
         int64_t(a.body.size()) == end - start) {
       got = std::make_shared<const Bytes>(std::move(a.body));
-      if (DiskCache* disk = client->disk_cache()) {
-        const int64_t b = DiskCache::kBlockSize;
-        for (int64_t p = start; p < end; p += b)
-          disk->store(object->disk_key(), p / b, ByteSpan(got->data() + (p - start), size_t(std::min(end, p + b) - p)));
-      }
+      if (DiskCache* disk = client->disk_cache()) object->store_on_disk(*disk, start, *got);
       client->range_cache().insert(object->cache_id_, start, got, reserved);
     } else {
       client->range_cache().release(reserved);

@@ -75,6 +75,8 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   // Marks the object changed (every later read fails) and throws.
   [[noreturn]] void changed(const std::string& why) const;
   std::string disk_key() const;
+  // Keeps the whole, aligned disk-cache blocks inside [start, start + bytes.size()).
+  void store_on_disk(DiskCache& disk, int64_t start, const Bytes& bytes) const;
 
   const std::shared_ptr<RemoteClient> client_;
   const RemoteUrl url_;
