@@ -205,6 +205,34 @@ def test_multi_range_open(h, server, public):
     h.unmount(mnt)
 
 
+def test_multi_range_fallback(h, public):
+    """nginx as a second implementation of multi-range answers (its multipart
+    layout differs from Starlette's), and with max_ranges 1 as a server that
+    answers two ranges with the whole file (HTTP 200): the mount must fall back
+    to one range per request and never take the 200's body."""
+    from remote_servers import Nginx
+    rel = "py/py-array.b2nd"
+    root = h.new_dir("nginx-root")
+    os.makedirs(os.path.join(root, "api", "fetch", "@public", "py"))
+    shutil.copy(os.path.join(public, rel), os.path.join(root, "api", "fetch", "@public", rel))
+    local = h.mount(os.path.join(public, rel), ["-o", "ro"])
+    for max_ranges, want in ((None, 1), (1, 3)):
+        with Nginx(root, h.new_dir("nginx"), max_ranges=max_ranges) as web:
+            mnt = h.mount("caterva2+" + web.url + "/@public/" + rel, ["-o", "prefetch=0"])
+            counters = json.loads(read_file(os.path.join(mnt, "frame.json")))["source"]["counters"]
+            # One multipart answer; or a 200 (cut at the bound), then the head and the tail.
+            check_equal(counters["requests"], want, f"requests to open with nginx max_ranges={max_ranges}")
+            fetched = [r for r in web.requests() if r["path"].startswith("/api/fetch/")]
+            if max_ranges == 1:
+                check_equal(fetched[0]["status"], 200, "nginx's answer to two ranges with max_ranges 1")
+                # Of the 200's body, no more than the two ranges' bound (2 x 64 KiB + 4 KiB) was received.
+                check(counters["bytes_fetched"] <= 3 * 65536 + 2 * 65536 + 4096,
+                      f"more of the 200's body than the bound was received: {counters}")
+            same_trees(local, mnt, f"{rel} from nginx max_ranges={max_ranges}")
+            h.unmount(mnt)
+    h.unmount(local)
+
+
 def test_single_dataset(h, server, public):
     for rel in ("py/py-array.b2nd", "py/py-tree.b2z", "root-example/ds-hello.b2frame"):
         mnt = h.mount(c2url(server, "@public/" + rel))
@@ -377,6 +405,8 @@ def main():
         h.test("one dataset mounted alone", test_single_dataset, h, server, public)
         h.test("a dataset opens in one request (two ranges, a multipart answer)", test_multi_range_open, h, server,
                public)
+        h.test("multi-range answers from nginx, and its 200 to two ranges: one range per request then",
+               test_multi_range_fallback, h, public)
         h.test("sparse frames and .b2d stores on the server: one dataset each, the server's files untouched",
                test_directory_datasets, h, server, public)
         h.test("python-blosc2's C2Array gives the arrays the mount gives", test_python_blosc2, h, server, public)
