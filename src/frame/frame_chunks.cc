@@ -303,12 +303,26 @@ int64_t Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
   // A sparse frame's chunk files are objects of their own, opened (one
   // request each) by whoever reads them.
   if (!f.file->remote() || f.header.sparse()) return end;
+  // Chunks stored one after another go in one request up to this much: each
+  // request costs the server (a Python one) more than its bytes do.
+  constexpr int64_t kMaxRun = int64_t(8) << 20;
   try {
+    int64_t run_first = -1, run_start = 0, run_end = 0;
+    auto flush = [&] { return run_first < 0 || f.file->prefetch(run_start, run_end - run_start); };
     for (int64_t n = std::max<int64_t>(first, 0); n < std::min(f.nchunks, end); ++n) {
       const int64_t e = f.raw_entry(n);
       if (e < 0) continue;
-      if (!f.file->prefetch(f.offset + f.header.header_len + e, f.stored_extent(e))) return n;
+      const int64_t start = f.offset + f.header.header_len + e, length = f.stored_extent(e);
+      if (run_first >= 0 && start == run_end && run_end + length - run_start <= kMaxRun) {
+        run_end += length;
+        continue;
+      }
+      if (!flush()) return run_first;
+      run_first = n;
+      run_start = start;
+      run_end = start + length;
     }
+    if (!flush()) return run_first;
   } catch (const std::exception&) {
     // A hint: whoever reads the chunk meets the error.
   }

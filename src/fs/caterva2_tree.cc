@@ -112,9 +112,12 @@ void Caterva2Tree::apply_listing(const std::vector<std::string>& listing, Kernel
   for (auto& d : datasets_) d->listed = false;
   listing_ = listing;
   std::map<size_t, std::map<std::string, Child>> children;
-  for (const std::string& path : listing) {
-    const Caterva2Kind kind = caterva2_kind(path);
+  for (const std::string& listed : listing) {
+    const Caterva2Kind kind = caterva2_kind(listed);
     if (kind == Caterva2Kind::other) continue;  // in server.json only
+    // A sparse frame or .b2d store is listed by its marker file; the dataset is its directory.
+    const bool directory = kind == Caterva2Kind::sparse_frame || kind == Caterva2Kind::store_directory;
+    const std::string path = directory ? parent_of(listed) : listed;
     const std::string parent = parent_of(path);
     // Names the tree takes for itself, and a dataset path that is also a directory's.
     if ((parent.empty() && name_of(path) == "server.json") || dir_index_.count(path)) {
@@ -206,6 +209,31 @@ Caterva2Tree::Dataset& Caterva2Tree::dataset(size_t slot) const {
 
 std::shared_ptr<MountTree> Caterva2Tree::open_dataset(Dataset& d) {
   const std::string shown = session_->url().display() + "/" + d.path;
+  if (d.kind == Caterva2Kind::sparse_frame || d.kind == Caterva2Kind::store_directory) {
+    std::shared_ptr<const SourceDirectory> directory = open_caterva2_directory(session_, d.path);
+    VolumeOptions vo = settings_.leaf_options;
+    vo.live_json_fields = [shown, counters = settings_.counters] {
+      Json source = Json::object();
+      source["url"] = shown;
+      source["identity"] = "a directory: each object pinned when opened";
+      source["counters"] = counters();
+      Json fields = Json::object();
+      fields["source"] = std::move(source);
+      return fields;
+    };
+    if (d.kind == Caterva2Kind::store_directory) {
+      vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
+      return std::make_shared<StoreTree>(Store::open(StoreSource{nullptr, directory}), vo, settings_.max_open, false);
+    }
+    std::shared_ptr<const Frame> frame = Frame::open_sparse(directory);
+    {
+      std::lock_guard lock(mutex_);
+      if (d.inodes) vo.inodes = std::move(*d.inodes);
+      d.inodes.reset();
+    }
+    vo.frame_source = [frame] { return frame; };
+    return std::make_shared<Volume>(std::filesystem::path(shown), vo);
+  }
   std::shared_ptr<const RemoteObject> object = session_->open(d.path);
   if (d.kind == Caterva2Kind::store) {
     VolumeOptions vo = settings_.leaf_options;
@@ -570,31 +598,39 @@ std::string Caterva2Tree::server_json() {
   j["logged_in"] = session_->logged_in();
   j["list_ttl"] = settings_.list_ttl.count();
   const bool all = listing.size() <= kMaxInfos;
+  auto wanted = [&](const std::string& path) {
+    const Caterva2Kind kind = caterva2_kind(path);
+    // Never a directory dataset's marker: cat2-server's api/info compresses a
+    // file whose name it does not know (embed.b2e) in place on its disk.
+    if (kind == Caterva2Kind::sparse_frame || kind == Caterva2Kind::store_directory) return false;
+    return all || kind == Caterva2Kind::other;
+  };
+  // The answers not asked yet, asked several at a time (not under the lock: a
+  // listing of a thousand paths takes a moment, and another open of
+  // server.json may ask the same again, which costs requests, not correctness).
+  std::vector<std::string> ask;
+  {
+    std::lock_guard lock(json_mutex_);
+    for (const std::string& path : listing)
+      if (wanted(path) && !infos_.count(path) && ask.size() < kMaxInfos) ask.push_back(path);
+  }
+  std::vector<nlohmann::json> answers = session_->infos(ask);
   Json entries = Json::array();
-  size_t asked = 0, datasets = 0, stores = 0, others = 0;
+  size_t datasets = 0, stores = 0, others = 0;
   std::lock_guard lock(json_mutex_);
+  for (size_t i = 0; i < ask.size(); ++i) infos_.emplace(ask[i], Json::parse(answers[i].dump()));
   for (const std::string& path : listing) {
     const Caterva2Kind kind = caterva2_kind(path);
-    (kind == Caterva2Kind::frame ? datasets : kind == Caterva2Kind::store ? stores : others)++;
+    (kind == Caterva2Kind::frame || kind == Caterva2Kind::sparse_frame ? datasets
+     : kind == Caterva2Kind::store || kind == Caterva2Kind::store_directory ? stores
+                                                                             : others)++;
     Json e = Json::object();
     e["path"] = path;
     e["kind"] = caterva2_kind_name(path);
     e["tree"] = kind != Caterva2Kind::other;  // whether it shows as a directory
-    if ((all || kind == Caterva2Kind::other) && asked < kMaxInfos) {
-      auto it = infos_.find(path);
-      if (it == infos_.end()) {
-        ++asked;
-        Json info;
-        try {
-          info = session_->info(path);
-        } catch (const std::exception& ex) {
-          info = Json::object();
-          info["error"] = ex.what();
-        }
-        it = infos_.emplace(path, std::move(info)).first;
-      }
-      e["info"] = it->second;
-    }
+    if (kind == Caterva2Kind::sparse_frame || kind == Caterva2Kind::store_directory)
+      e["shown_as"] = parent_of(path);
+    if (auto it = infos_.find(path); it != infos_.end()) e["info"] = it->second;
     entries.push_back(std::move(e));
   }
   j["counts"] = Json{{"frames", datasets}, {"stores", stores}, {"other_files", others}};
@@ -637,8 +673,17 @@ Caterva2Mount open_caterva2(const Options& options, uint64_t cache_budget, size_
     throw fail(e);
   }
   std::shared_ptr<Caterva2Session> session = mount.session;
+  if (login) {
+    // Reads refused with a cookie the server no longer takes log in again;
+    // the client outlives the session, so it holds it weakly.
+    client->set_reauthenticate([weak = std::weak_ptr<Caterva2Session>(session)] {
+      std::shared_ptr<Caterva2Session> s = weak.lock();
+      return s && s->log_in_again();
+    });
+  }
   const std::function<Json()> counters = [client] { return counters_json(*client); };
-  if (!url.path.empty() && caterva2_kind(url.path) != Caterva2Kind::other) {
+  if (!url.path.empty() &&
+      (caterva2_kind(url.path) == Caterva2Kind::frame || caterva2_kind(url.path) == Caterva2Kind::store)) {
     // One dataset: mounted as a remote frame or store is (mount.cc).
     try {
       std::shared_ptr<const RemoteObject> object = session->open("");

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -122,7 +123,19 @@ Caterva2Url parse_caterva2_url(const std::string& argument) {
   return u;
 }
 
+namespace {
+constexpr std::string_view kSparseIndex = "chunks.b2frame";
+constexpr std::string_view kEmbedStore = "embed.b2e";
+
+// Whether `path` is `marker` inside a directory.
+bool marks_directory(std::string_view path, std::string_view marker) {
+  return path.size() > marker.size() + 1 && path.ends_with(marker) && path[path.size() - marker.size() - 1] == '/';
+}
+}  // namespace
+
 Caterva2Kind caterva2_kind(std::string_view path) {
+  if (marks_directory(path, kSparseIndex)) return Caterva2Kind::sparse_frame;
+  if (marks_directory(path, kEmbedStore)) return Caterva2Kind::store_directory;
   if (ends_with_lower(path, ".b2nd") || ends_with_lower(path, ".b2frame") || ends_with_lower(path, ".b2"))
     return Caterva2Kind::frame;
   if (ends_with_lower(path, ".b2z")) return Caterva2Kind::store;
@@ -130,6 +143,8 @@ Caterva2Kind caterva2_kind(std::string_view path) {
 }
 
 const char* caterva2_kind_name(std::string_view path) {
+  if (marks_directory(path, kSparseIndex)) return "sparse_frame";
+  if (marks_directory(path, kEmbedStore)) return "b2d";
   if (ends_with_lower(path, ".b2nd")) return "b2nd";
   if (ends_with_lower(path, ".b2frame") || ends_with_lower(path, ".b2")) return "b2frame";
   if (ends_with_lower(path, ".b2z")) return "b2z";
@@ -167,6 +182,9 @@ Caterva2Login read_caterva2_login_file(const std::filesystem::path& file) {
 Caterva2Session::Caterva2Session(std::shared_ptr<RemoteClient> client, Caterva2Url url,
                                  std::optional<Caterva2Login> login)
     : client_(std::move(client)), url_(std::move(url)), login_(std::move(login)) {
+  // Caterva2 serves stored datasets with Starlette's FileResponse, which
+  // answers several ranges as multipart/byteranges.
+  client_->enable_multi_range();
   if (login_) {
     log_in();
     start_renewal();
@@ -209,6 +227,7 @@ void Caterva2Session::log_in() {
         std::lock_guard lock(renew_mutex_);
         cookie_lifetime_ = lifetime;
         logged_in_at_ = std::chrono::steady_clock::now();
+        ++logins_;
         spdlog::info("{}: logged in as {}", url_.server, login_->user);
         return;
       }
@@ -224,6 +243,17 @@ void Caterva2Session::log_in() {
     client_->count_retry();
     if (!client_->backoff_sleep(client_->backoff(attempt))) throw IoError(what + ": the mount is shutting down", EIO);
   }
+}
+
+bool Caterva2Session::log_in_again() {
+  if (!login_) return false;
+  const uint64_t seen = logins_.load();
+  std::lock_guard one_at_a_time(relogin_mutex_);
+  // A login that ended while this caller waited: its cookie is the fresh one.
+  if (logins_.load() != seen) return true;
+  spdlog::info("{}: the server refused the session cookie: logging in again", url_.server);
+  log_in();
+  return true;
 }
 
 void Caterva2Session::start_renewal() {
@@ -283,8 +313,7 @@ Bytes Caterva2Session::get(const std::string& url, size_t max_body, const std::s
       // An expired cookie: one more login, then the request again.
       if (login_ && !logged_in_again) {
         logged_in_again = true;
-        const_cast<Caterva2Session*>(this)->log_in();
-        continue;
+        if (const_cast<Caterva2Session*>(this)->log_in_again()) continue;
       }
       throw IoError(what + ": refused (HTTP " + num(a.status) + ")" +
                         (login_ ? "" : ": this root needs a login (-o caterva2_login_file=FILE)"),
@@ -302,9 +331,9 @@ Bytes Caterva2Session::get(const std::string& url, size_t max_body, const std::s
   }
 }
 
-std::vector<std::string> Caterva2Session::list() const {
-  const std::string what = url_.display() + " (api/list)";
-  const Bytes body = get(url_.api("list"), kMaxListBody, what);
+std::vector<std::string> Caterva2Session::list_below(const std::string& relative) const {
+  const std::string what = url_.display() + (relative.empty() ? "" : "/" + relative) + " (api/list)";
+  const Bytes body = get(url_.api("list", relative), kMaxListBody, what);
   nlohmann::json j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   if (j.is_discarded() || !j.is_array()) throw IoError(what + ": the answer is not a JSON list", EIO);
   if (j.size() > kMaxListEntries)
@@ -317,17 +346,43 @@ std::vector<std::string> Caterva2Session::list() const {
       continue;
     }
     std::string path = item.get<std::string>();
-    bool usable = path.size() <= kMaxPathLength && is_safe_relative_name(path) &&
-                  std::none_of(path.begin(), path.end(), [](unsigned char c) { return std::iscntrl(c); });
+    const bool usable = path.size() <= kMaxPathLength && is_safe_relative_name(path) &&
+                        std::none_of(path.begin(), path.end(), [](unsigned char c) { return std::iscntrl(c); });
     if (!usable) {
       ++skipped;
       continue;
     }
-    // A member of a .b2z or .h5: its container is what the tree shows.
+    paths.insert(std::move(path));
+  }
+  if (skipped) spdlog::warn("{}: {} listed paths left out (not strings, or unsafe names)", what, skipped);
+  return {paths.begin(), paths.end()};
+}
+
+std::vector<std::string> Caterva2Session::list() const {
+  const std::vector<std::string> listed = list_below("");
+  // Directories that are one dataset: a sparse frame's (its index wins, as in
+  // detect_store, when both markers are there) and a .b2d store's.
+  std::map<std::string, std::string_view> marked;  // directory -> its marker
+  for (const std::string& path : listed) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos) continue;
+    const std::string_view name = std::string_view(path).substr(slash + 1);
+    if (name == kSparseIndex) marked[path.substr(0, slash)] = kSparseIndex;
+    else if (name == kEmbedStore) marked.try_emplace(path.substr(0, slash), kEmbedStore);
+  }
+  std::set<std::string> paths;
+  for (std::string path : listed) {
+    // A member of a .b2z or .h5 (the container is shown), or of a marked
+    // directory (its marker is kept), whichever comes first from the top.
     size_t at = 0;
     while (true) {
       const size_t slash = path.find('/', at);
       if (slash == std::string::npos) break;
+      const std::string dir = path.substr(0, slash);
+      if (auto m = marked.find(dir); m != marked.end()) {
+        path = dir + "/" + std::string(m->second);
+        break;
+      }
       if (container_name(std::string_view(path).substr(at, slash - at))) {
         path.resize(slash);
         break;
@@ -336,7 +391,6 @@ std::vector<std::string> Caterva2Session::list() const {
     }
     paths.insert(std::move(path));
   }
-  if (skipped) spdlog::warn("{}: {} listed paths left out (not strings, or unsafe names)", what, skipped);
   return {paths.begin(), paths.end()};
 }
 
@@ -349,9 +403,114 @@ nlohmann::json Caterva2Session::info(const std::string& relative) const {
   return j;
 }
 
-std::shared_ptr<const RemoteObject> Caterva2Session::open(const std::string& relative) const {
+std::vector<nlohmann::json> Caterva2Session::infos(const std::vector<std::string>& relatives) const {
+  struct Pending {
+    std::mutex mutex;
+    std::condition_variable done;
+    size_t in_flight = 0;
+    std::vector<std::optional<nlohmann::json>> answers;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->answers.resize(relatives.size());
+  size_t next = 0;
+  for (;;) {
+    std::vector<size_t> batch;
+    {
+      std::unique_lock lock(pending->mutex);
+      // Bounded: every transfer ends by its own timeouts or the unmount's shutdown().
+      pending->done.wait(lock, [&] {
+        return (next < relatives.size() && pending->in_flight < kInfosInFlight) || pending->in_flight == 0;
+      });
+      if (next == relatives.size() && pending->in_flight == 0) break;
+      while (next < relatives.size() && pending->in_flight < kInfosInFlight) {
+        batch.push_back(next++);
+        ++pending->in_flight;
+      }
+    }
+    for (size_t i : batch) {
+      HttpRequest request;
+      request.url = url_.api("info", relatives[i]);
+      request.max_body = kMaxInfoBody;
+      // Outside the lock: a refused request calls back at once, on this thread.
+      client_->perform_async(std::move(request), [pending, i](HttpAnswer&& a) {
+        std::optional<nlohmann::json> j;
+        if (a.curl_code == 0 && a.status == 200 && !a.body_overflow &&
+            (a.content_encoding.empty() || a.content_encoding == "identity")) {
+          nlohmann::json parsed = nlohmann::json::parse(a.body.begin(), a.body.end(), nullptr, false);
+          if (!parsed.is_discarded() && parsed.is_object()) {
+            drop_server_paths(parsed);
+            j = std::move(parsed);
+          }
+        }
+        std::lock_guard lock(pending->mutex);
+        pending->answers[i] = std::move(j);
+        --pending->in_flight;
+        pending->done.notify_all();
+      });
+    }
+  }
+  std::vector<nlohmann::json> out;
+  out.reserve(relatives.size());
+  for (size_t i = 0; i < relatives.size(); ++i) {
+    if (pending->answers[i]) {
+      out.push_back(std::move(*pending->answers[i]));
+      continue;
+    }
+    try {
+      out.push_back(info(relatives[i]));
+    } catch (const std::exception& e) {
+      out.push_back(nlohmann::json{{"error", e.what()}});
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const RemoteObject> Caterva2Session::open(const std::string& relative, bool with_tail) const {
   RemoteUrl url = parse_remote_url(url_.api("fetch", relative));
-  return RemoteObject::open(client_, std::move(url));
+  return RemoteObject::open(client_, std::move(url), with_tail);
+}
+
+namespace {
+
+class Caterva2Directory final : public SourceDirectory {
+ public:
+  Caterva2Directory(std::shared_ptr<const Caterva2Session> session, std::string relative)
+      : session_(std::move(session)), relative_(std::move(relative)) {}
+
+  std::shared_ptr<const ByteSource> open(const std::string& name) const override {
+    if (!is_safe_relative_name(name)) throw IoError(this->name() + ": \"" + name + "\" is not a name inside it", EINVAL);
+    // cat2-server answers any request naming a file whose suffix it does not
+    // serve (a sparse frame's .chunk files, a .b2d's embed.b2e) by rewriting
+    // that file on its disk as a compressed .b2 one, which breaks the dataset
+    // for every reader: such names are never sent.
+    if (caterva2_kind(name) == Caterva2Kind::other || caterva2_kind(name) == Caterva2Kind::store_directory ||
+        name == kEmbedStore)
+      throw IoError(this->name() + "/" + name +
+                        ": Caterva2 does not serve this file's bytes (api/fetch takes only .b2nd, .b2frame, .b2z), "
+                        "and asking for it makes the server rewrite it",
+                    EIO);
+    return session_->open(join(relative_, name));
+  }
+  std::vector<std::string> list() const override { return session_->list_below(relative_); }
+  std::shared_ptr<const SourceDirectory> subdirectory(const std::string& name) const override {
+    if (!is_safe_relative_name(name)) throw IoError(this->name() + ": \"" + name + "\" is not a name inside it", EINVAL);
+    return std::make_shared<Caterva2Directory>(session_, join(relative_, name));
+  }
+  std::string name() const override {
+    return session_->url().display() + (relative_.empty() ? "" : "/" + relative_);
+  }
+  bool remote() const override { return true; }
+
+ private:
+  const std::shared_ptr<const Caterva2Session> session_;
+  const std::string relative_;
+};
+
+}  // namespace
+
+std::shared_ptr<const SourceDirectory> open_caterva2_directory(std::shared_ptr<const Caterva2Session> session,
+                                                               std::string relative) {
+  return std::make_shared<Caterva2Directory>(std::move(session), std::move(relative));
 }
 
 }  // namespace blosc2fs

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -45,10 +46,13 @@ bool is_caterva2_url(const std::string& argument);
 Caterva2Url parse_caterva2_url(const std::string& argument);
 
 // What a listed path is, by its name: a frame (.b2nd, .b2frame, .b2), a
-// store (.b2z) or something that is not Blosc2 (.h5, README.md, ...).
-enum class Caterva2Kind { frame, store, other };
+// store (.b2z), the index of a sparse frame (D/chunks.b2frame: the frame is
+// the directory D), the embedded store of a .b2d directory (D/embed.b2e: the
+// store is D), or something that is not Blosc2 (.h5, README.md, ...).
+enum class Caterva2Kind { frame, store, sparse_frame, store_directory, other };
 Caterva2Kind caterva2_kind(std::string_view path);
-const char* caterva2_kind_name(std::string_view path);  // "b2nd", "b2frame", "b2z", "hdf5", "file"
+// "b2nd", "b2frame", "b2z", "sparse_frame", "b2d", "hdf5", "file"
+const char* caterva2_kind_name(std::string_view path);
 
 struct Caterva2Login {
   std::string user, password;
@@ -74,14 +78,30 @@ class Caterva2Session {
 
   // Every path below the URL's directory, relative to it, sorted, each a safe
   // relative name (others are left out with a log line); paths inside a .b2z
-  // or .h5 are left out too (the container is listed). Throws IoError
+  // or .h5 are left out too (the container is listed), and so are those
+  // inside a directory holding chunks.b2frame or embed.b2e, but that file
+  // (the directory is one sparse frame or .b2d store). Throws IoError
   // (EACCES: refused, e.g. @personal without a login; ENOENT; EIO).
   std::vector<std::string> list() const;
+  // Every path below `relative`, relative to it, sorted, as the server lists
+  // them (nothing left out but unsafe names). Throws IoError.
+  std::vector<std::string> list_below(const std::string& relative) const;
   // api/info of `relative` (below the URL's directory), checked to be a JSON
   // object; the server's own file path (urlpath) removed. Throws IoError.
   nlohmann::json info(const std::string& relative) const;
+  // api/info of each of `relatives`, at most kInfosInFlight requests at once;
+  // each answer checked as info() checks it, or {"error": why}. Those that
+  // fail in flight (a refused cookie, a failure worth retrying) are asked
+  // again one by one through info().
+  static constexpr size_t kInfosInFlight = 16;
+  std::vector<nlohmann::json> infos(const std::vector<std::string>& relatives) const;
   // The dataset's stored bytes (api/fetch), its ETag pinned. Throws IoError, RangesIgnored.
-  std::shared_ptr<const RemoteObject> open(const std::string& relative) const;
+  std::shared_ptr<const RemoteObject> open(const std::string& relative, bool with_tail = true) const;
+
+  // After a 401/403: logs in again, unless another caller did while this one
+  // waited (a burst of refused reads logs in once). True when there is a fresh cookie to try.
+  // Throws IoError as the login does.
+  bool log_in_again();
 
   // Around fuse_daemonize's fork: the renewal thread stops and starts again.
   void before_fork();
@@ -101,11 +121,19 @@ class Caterva2Session {
   const std::shared_ptr<RemoteClient> client_;
   const Caterva2Url url_;
   const std::optional<Caterva2Login> login_;
+  std::mutex relogin_mutex_;  // one login again at a time
+  std::atomic<uint64_t> logins_{0};
   std::mutex renew_mutex_;
   std::condition_variable_any renew_wake_;
   std::chrono::seconds cookie_lifetime_{12 * 3600};
   std::chrono::steady_clock::time_point logged_in_at_{};
   std::jthread renewal_;
 };
+
+// A directory on the server (a sparse frame's, a .b2d store's) as a
+// SourceDirectory: list() from api/list, open(name) a RemoteObject over
+// api/fetch of that path.
+std::shared_ptr<const SourceDirectory> open_caterva2_directory(std::shared_ptr<const Caterva2Session> session,
+                                                               std::string relative);
 
 }  // namespace blosc2fs

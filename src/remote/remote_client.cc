@@ -290,6 +290,20 @@ void RemoteClient::set_session_headers(std::vector<std::string> headers) {
   session_headers_ = std::move(headers);
 }
 
+void RemoteClient::set_reauthenticate(std::function<bool()> reauthenticate) {
+  std::lock_guard lock(session_mutex_);
+  reauthenticate_ = std::move(reauthenticate);
+}
+
+bool RemoteClient::reauthenticate() {
+  std::function<bool()> again;
+  {
+    std::lock_guard lock(session_mutex_);
+    again = reauthenticate_;
+  }
+  return again && again();
+}
+
 HttpAnswer RemoteClient::perform(HttpRequest request) {
   struct Waiter {
     std::mutex mutex;

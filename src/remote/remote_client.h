@@ -102,6 +102,18 @@ class RemoteClient {
   // session cookie), replaced as a whole when the session logs in again.
   void set_session_headers(std::vector<std::string> headers);
 
+  // Whether one request may ask for several ranges (multipart/byteranges):
+  // on only for servers known to answer them (Caterva2; never S3, which
+  // refuses them), off again when a server answers otherwise.
+  void enable_multi_range() { multi_range_ = true; }
+  void disable_multi_range() { multi_range_ = false; }
+  bool multi_range() const { return multi_range_.load(); }
+  // Logs in again after a 401/403 of a web request (a session cookie that
+  // expired or was revoked): true when it did, so the request is worth another
+  // attempt. Set by a session that logs in (Caterva2); never for S3.
+  void set_reauthenticate(std::function<bool()> reauthenticate);
+  bool reauthenticate();
+
   const RemoteOptions& options() const { return options_; }
   bool signs_s3() const { return s3_keys_.has_value(); }
   RangeCache& range_cache() { return range_cache_; }
@@ -127,6 +139,8 @@ class RemoteClient {
   RangeCache range_cache_;
   std::unique_ptr<DiskCache> disk_cache_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> multi_range_{false};
+  std::function<bool()> reauthenticate_;  // guarded by session_mutex_
   std::atomic<uint64_t> requests_{0}, bytes_{0}, retries_{0}, failures_{0}, cache_hits_{0}, disk_cache_hits_{0},
       prefetches_{0};
   std::mutex sleep_mutex_;

@@ -1,5 +1,7 @@
 #include "remote_object.h"
 
+#include "byteranges.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -16,34 +18,12 @@ namespace {
 // The first request of an object fetches this much: a frame's header, a
 // small frame whole, the start of a zip.
 constexpr int64_t kOpenBytes = 64 << 10;
+// A multipart answer's headers and boundaries on top of the bytes asked for.
+constexpr int64_t kMultipartOverhead = 4096;
 // A read that misses fetches at least this much.
 constexpr int64_t kMinFetch = 64 << 10;
 
 std::string num(int64_t v) { return std::to_string(v); }
-
-// "bytes A-B/TOTAL" (TOTAL may be "*"; then -1), or nullopt when malformed.
-struct ContentRange {
-  int64_t first = -1, last = -1, total = -1;
-};
-std::optional<ContentRange> parse_content_range(const std::string& text) {
-  ContentRange r;
-  if (!text.starts_with("bytes ")) return std::nullopt;
-  const std::string rest = text.substr(6);
-  const size_t slash = rest.find('/');
-  if (slash == std::string::npos) return std::nullopt;
-  auto parse = [](std::string_view s, int64_t& v) {
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return ec == std::errc() && end == s.data() + s.size() && v >= 0;
-  };
-  const std::string_view range(rest.data(), slash), total(rest.data() + slash + 1, rest.size() - slash - 1);
-  if (total != "*" && !parse(total, r.total)) return std::nullopt;
-  if (range == "*") return r;
-  const size_t dash = range.find('-');
-  if (dash == std::string::npos || !parse(range.substr(0, dash), r.first) || !parse(range.substr(dash + 1), r.last) ||
-      r.last < r.first)
-    return std::nullopt;
-  return r;
-}
 
 bool identity_encoding(const std::string& e) { return e.empty() || e == "identity"; }
 
@@ -106,11 +86,24 @@ HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const
   const RemoteOptions& o = client.options();
   const auto deadline = std::chrono::steady_clock::now() + o.read_deadline;
   Outcome last;
+  bool relogged = false;
   for (unsigned attempt = 1;; ++attempt) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     request.timeout = std::max(left, std::chrono::milliseconds(1000));
     HttpAnswer answer = client.perform(request);
     last = transport_outcome(answer);
+    // A session cookie the server no longer takes: log in again, once per read.
+    if (!request.sign_s3 && !relogged && (answer.status == 401 || answer.status == 403) && !answer.aborted &&
+        answer.curl_code == 0) {
+      relogged = true;
+      bool again = false;
+      try {
+        again = client.reauthenticate();
+      } catch (const std::exception& e) {
+        spdlog::warn("{}: logging in again failed: {}", what, e.what());
+      }
+      if (again) continue;
+    }
     if (last.verdict == Verdict::ok) last = judge(answer);
     if (last.verdict == Verdict::ok) return answer;
     if (last.verdict == Verdict::fail || attempt >= std::max(1u, o.max_attempts)) break;
@@ -145,9 +138,118 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url)
 
 RemoteObject::~RemoteObject() { client_->range_cache().forget_object(cache_id_); }
 
+bool RemoteObject::open_head_and_tail() {
+  HttpRequest request;
+  request.url = url_.request;
+  request.headers.push_back("Range: bytes=0-" + num(kOpenBytes - 1) + ",-" + num(kOpenBytes));
+  request.max_body = size_t(2 * kOpenBytes + kMultipartOverhead);
+  std::string fall_back;                           // why the server's answer calls for single ranges
+  std::vector<std::pair<int64_t, Bytes>> pieces;   // (offset, bytes) to cache
+  int64_t total = -1;
+  bool head_only = false;
+  HttpAnswer answer = perform_with_retries(*client_, request, name(), [&](const HttpAnswer& a) -> Outcome {
+    pieces.clear();
+    head_only = false;
+    if (a.status == 200) {
+      // Never the whole body: it is cut at the bound anyway, and single ranges are asked next.
+      fall_back = "HTTP 200";
+      return {};
+    }
+    if (a.status == 416) {
+      auto r = parse_content_range(a.content_range);
+      if (r && r->total == 0) {
+        total = 0;
+        return {};
+      }
+      fall_back = "HTTP 416";
+      return {};
+    }
+    if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
+    if (!identity_encoding(a.content_encoding))
+      return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + "), not the object's bytes"};
+    if (a.body_overflow) {
+      // Longer than the two ranges and their headers (the whole object as one range?): never taken.
+      fall_back = "an answer longer than the two ranges asked for";
+      return {};
+    }
+    if (byteranges_boundary(a.content_type)) {
+      std::vector<BytePart> parts;
+      try {
+        parts = parse_byteranges(a.content_type, a.body, 2);
+      } catch (const std::runtime_error& e) {
+        return {Verdict::retry, EIO, e.what()};
+      }
+      const int64_t t = parts.front().total;
+      if (t < 1) return {Verdict::fail, EIO, "a multipart answer for an empty object"};
+      const int64_t head_last = std::min(kOpenBytes, t) - 1, tail_first = std::max<int64_t>(0, t - kOpenBytes);
+      bool has_head = false;
+      for (const BytePart& p : parts) {
+        const bool head = p.first == 0 && p.last == head_last;
+        const bool tail = p.first == tail_first && p.last == t - 1;
+        // Overlapping ranges may come back merged into one: then the whole object.
+        const bool merged = tail_first <= head_last + 1 && p.first == 0 && p.last == t - 1;
+        if (!head && !tail && !merged)
+          return {Verdict::fail, EIO,
+                  "a part holds bytes " + num(p.first) + "-" + num(p.last) + "/" + num(t) + ", not a range asked for"};
+        for (const auto& [offset, bytes] : pieces)
+          if (offset == p.first) return {Verdict::fail, EIO, "two parts hold the same range"};
+        has_head = has_head || p.first == 0;
+        const auto from = a.body.begin() + std::ptrdiff_t(p.offset);
+        pieces.emplace_back(p.first, Bytes(from, from + std::ptrdiff_t(p.last - p.first + 1)));
+      }
+      if (!has_head) return {Verdict::fail, EIO, "no part holds the object's first bytes"};
+      total = t;
+      return {};
+    }
+    // One range: both merged (a small object), or only the first one (a server
+    // that serves one range per request), or something else: single ranges then.
+    auto r = parse_content_range(a.content_range);
+    if (!r || r->total < 1 || r->first != 0) {
+      fall_back = "one range, Content-Range '" + a.content_range + "'";
+      return {};
+    }
+    if (r->last != r->total - 1 && r->last != std::min(kOpenBytes, r->total) - 1) {
+      fall_back = "one range, Content-Range '" + a.content_range + "'";
+      return {};
+    }
+    if (int64_t(a.body.size()) != r->last + 1)
+      return {Verdict::retry, EIO,
+              "the answer was cut short (" + num(int64_t(a.body.size())) + " of " + num(r->last + 1) + " bytes)"};
+    head_only = r->last != r->total - 1;
+    pieces.emplace_back(0, a.body);
+    total = r->total;
+    return {};
+  });
+  if (total < 0 || head_only) {
+    if (client_->multi_range()) {
+      client_->disable_multi_range();
+      spdlog::info("{}: the server does not answer several ranges in one request ({}): one range per request from "
+                   "now on",
+                   name(), head_only ? "it sent only the first" : fall_back);
+    }
+    if (total < 0) return false;
+  }
+  identity_.size = total;
+  identity_.etag = answer.etag;
+  identity_.last_modified = answer.last_modified;
+  if (identity_.etag.empty() && identity_.last_modified.empty())
+    spdlog::warn("{}: the server gives neither ETag nor Last-Modified: a change of the object that keeps its size "
+                 "cannot be noticed",
+                 name());
+  for (auto& [offset, bytes] : pieces)
+    client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(bytes)));
+  if (head_only && size() > kOpenBytes) {
+    const int64_t tail = std::max(kOpenBytes, size() - kOpenBytes);
+    will_read(tail, size() - tail);
+  }
+  return true;
+}
+
 std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteClient> client, RemoteUrl url,
                                                        bool with_tail) {
   std::shared_ptr<RemoteObject> object(new RemoteObject(client, std::move(url)));
+  // Head and tail in one request where the server is known to answer that (never S3).
+  if (with_tail && client->multi_range() && !object->url_.s3() && object->open_head_and_tail()) return object;
   HttpRequest request;
   request.url = object->url_.request;
   request.sign_s3 = object->url_.s3();
@@ -266,6 +368,18 @@ RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
   return std::make_shared<const Bytes>(std::move(answer.body));
 }
 
+void RemoteObject::store_on_disk(DiskCache& disk, int64_t start, const Bytes& bytes) const {
+  // Only whole blocks at their own place: a run fetched from the middle of a
+  // block (past what memory held) would otherwise be kept as that block.
+  const int64_t b = DiskCache::kBlockSize;
+  const int64_t end = start + int64_t(bytes.size());
+  for (int64_t p = (start + b - 1) / b * b; p < end; p += b) {
+    const int64_t q = std::min(p + b, size());
+    if (q > end) break;
+    disk.store(disk_key(), p / b, ByteSpan(bytes.data() + (p - start), size_t(q - p)));
+  }
+}
+
 std::string RemoteObject::disk_key() const { return url_.display() + "\n" + identity_.text(); }
 
 RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start) const {
@@ -353,10 +467,7 @@ RemoteObject::Extent RemoteObject::fetch_blocks(int64_t start, int64_t end) cons
       run_end = next_end;
     }
     Extent fetched = fetch(at, run_end);
-    for (int64_t p = at; p < run_end; p += b) {
-      const int64_t q = std::min(run_end, p + b);
-      disk->store(disk_key(), p / b, ByteSpan(fetched->data() + (p - at), size_t(q - p)));
-    }
+    store_on_disk(*disk, at, *fetched);
     bytes->insert(bytes->end(), fetched->begin(), fetched->end());
     at = run_end;
   }
@@ -403,20 +514,25 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     offset = offset / b * b;
     end = std::min(size(), (end + b - 1) / b * b);
     while (offset < end) {
-      int64_t cached_start = 0;
-      if (auto held = client_->range_cache().peek(cache_id_, offset, &cached_start)) {
-        offset = cached_start + int64_t(held->size());
+      const int64_t block_end = std::min(end, offset + b);
+      // Memory holds the whole block (the head and tail fetched at open may): the next one.
+      int64_t held = offset, cached_start = 0;
+      while (held < block_end) {
+        auto cached = client_->range_cache().peek(cache_id_, held, &cached_start);
+        if (!cached) break;
+        held = cached_start + int64_t(cached->size());
+      }
+      if (held >= block_end) {
+        offset = block_end;
         continue;
       }
-      const int64_t block = offset / b * b, block_end = std::min(size(), block + b);
-      std::optional<Bytes> cached = disk->load(disk_key(), block / b, size_t(block_end - block));
+      std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
       if (!cached) break;
       client_->count_disk_cache_hit();
-      client_->range_cache().insert(cache_id_, block, std::make_shared<const Bytes>(std::move(*cached)));
+      client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(*cached)));
       offset = block_end;
     }
     if (offset >= end) return true;
-    offset = offset / b * b;
   }
   std::shared_ptr<std::promise<Extent>> promise;
   {
@@ -430,6 +546,8 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
       offset = cached_start + int64_t(cached->size());
     }
     if (offset >= end) return true;
+    // With a disk cache, from the start of that block, so that it is kept whole.
+    if (disk) offset = offset / DiskCache::kBlockSize * DiskCache::kBlockSize;
     auto it = in_flight_.upper_bound(offset);
     if (it != in_flight_.begin() && std::prev(it)->second.first > offset) return true;
     if (it != in_flight_.end()) end = std::min(end, it->first);
@@ -450,11 +568,7 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     if (object && transport_outcome(a).verdict == Verdict::ok && object->check_answer(a, start, end).empty() &&
         int64_t(a.body.size()) == end - start) {
       got = std::make_shared<const Bytes>(std::move(a.body));
-      if (DiskCache* disk = client->disk_cache()) {
-        const int64_t b = DiskCache::kBlockSize;
-        for (int64_t p = start; p < end; p += b)
-          disk->store(object->disk_key(), p / b, ByteSpan(got->data() + (p - start), size_t(std::min(end, p + b) - p)));
-      }
+      if (DiskCache* disk = client->disk_cache()) object->store_on_disk(*disk, start, *got);
       client->range_cache().insert(object->cache_id_, start, got, reserved);
     } else {
       client->range_cache().release(reserved);

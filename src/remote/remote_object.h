@@ -34,9 +34,9 @@ struct ObjectIdentity {
 class RemoteObject final : public ByteSource, public std::enable_shared_from_this<RemoteObject> {
  public:
   // Fetches the object's first 64 KiB, its size and identity: one request;
-  // with `with_tail`, a second one for its last 64 KiB (a frame's index and
-  // trailer, a zip's central directory), so that opening a frame or a store
-  // costs two requests.
+  // with `with_tail`, also its last 64 KiB (a frame's index and trailer, a
+  // zip's central directory): in the same request where the client allows
+  // several ranges in one (Caterva2), else a second one.
   // Throws RangesIgnored, IoError (ENOENT: no such object; EACCES: refused;
   // EIO: unreachable or failing after every attempt), std::invalid_argument.
   static std::shared_ptr<const RemoteObject> open(std::shared_ptr<RemoteClient> client, RemoteUrl url,
@@ -56,6 +56,10 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
  private:
   RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url);
   using Extent = std::shared_ptr<const Bytes>;
+  // Opens with the first and last 64 KiB in one request (two ranges, a
+  // multipart/byteranges answer). False when the server answered otherwise
+  // (then the client asks one range per request from now on).
+  bool open_head_and_tail();
   // [start, end) fetched with retries and every check; throws IoError.
   Extent fetch(int64_t start, int64_t end) const;
   // fetch(), through the disk cache when the mount has one: whole blocks from
@@ -71,6 +75,8 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   // Marks the object changed (every later read fails) and throws.
   [[noreturn]] void changed(const std::string& why) const;
   std::string disk_key() const;
+  // Keeps the whole, aligned disk-cache blocks inside [start, start + bytes.size()).
+  void store_on_disk(DiskCache& disk, int64_t start, const Bytes& bytes) const;
 
   const std::shared_ptr<RemoteClient> client_;
   const RemoteUrl url_;

@@ -27,7 +27,7 @@ class Caterva2Server(_Server):
     """cat2-server serving `statedir` (public/, shared/, personal/<uid>/) at
     http://127.0.0.1:PORT. With `secret`, logins are on (CATERVA2_SECRET)."""
 
-    def __init__(self, bin_dir, workdir, statedir, secret=None):
+    def __init__(self, bin_dir, workdir, statedir, secret=None, port=None):
         self.bin_dir = bin_dir
         self.workdir = os.path.join(workdir, "caterva2")
         os.makedirs(self.workdir, exist_ok=True)
@@ -35,7 +35,7 @@ class Caterva2Server(_Server):
         for root in ("public", "shared", "personal"):
             os.makedirs(os.path.join(self.statedir, root), exist_ok=True)
         self.secret = secret
-        self.port = free_ports(1)[0]
+        self.port = port or free_ports(1)[0]
         self.url = f"http://127.0.0.1:{self.port}"
         self.conf = os.path.join(self.workdir, f"caterva2-{self.port}.toml")
         with open(self.conf, "w") as f:
@@ -45,7 +45,7 @@ register = false
 listen = "127.0.0.1:{self.port}"
 urlbase = "{self.url}"
 """)
-        self.log_path = os.path.join(self.workdir, f"server-{self.port}.log")
+        self.log_path = os.path.join(self.workdir, f"server-{self.port}-{os.getpid()}-{id(self)}.log")
         env = dict(os.environ)
         env.pop("CATERVA2_SECRET", None)
         if secret:
@@ -67,6 +67,12 @@ urlbase = "{self.url}"
         self.log.flush()
         with open(self.log_path, errors="replace") as f:
             return f.read()
+
+    def requests_for(self, method, server_path):
+        """How many `METHOD /...server_path` requests uvicorn's access log shows."""
+        quoted = urllib.parse.quote(server_path, safe="/")
+        needle = f'"{method} {quoted} HTTP/'
+        return sum(1 for line in self.log_text().splitlines() if needle in line)
 
     def add_user(self, user, password):
         """cat2-admin adduser, against the server's state directory."""

@@ -54,6 +54,39 @@ def make_public(h, public, bin_dir):
         s["/big"] = big[:100]
         s["/grp/small"] = np.arange(50, dtype="i2")
     write_replaceable(os.path.join(public, "replace-me.b2nd"), seed=1)
+    make_directory_datasets(os.path.join(public, "dirs"))
+
+
+def make_directory_datasets(where):
+    """A sparse frame (python-blosc2 contiguous=False: chunks.b2frame and
+    .chunk files) and a DictStore .b2d (embed.b2e and a leaf over its threshold)."""
+    os.makedirs(where, exist_ok=True)
+    values = np.random.default_rng(5).integers(0, 100, size=(400, 500)).astype("f8")
+    blosc2.asarray(values, urlpath=os.path.join(where, "sparse.b2nd"), contiguous=False, chunks=(100, 500), mode="w")
+    with blosc2.DictStore(os.path.join(where, "store.b2d"), mode="w", threshold=10000) as s:
+        s["/small"] = np.arange(10)
+        s["/big"] = np.arange(100000, dtype="i8")
+
+
+def marked_directory(path):
+    """Whether `path` is or lies inside a sparse frame's or .b2d store's directory."""
+    while path and path != os.sep:
+        if os.path.isdir(path) and any(os.path.exists(os.path.join(path, m)) for m in ("chunks.b2frame", "embed.b2e")):
+            return True
+        path = os.path.dirname(path)
+    return False
+
+
+def tree_of(root):
+    """Every file below `root` with its size and bytes' hash, to see a server's state unchanged."""
+    import hashlib
+    out = {}
+    for base, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(base, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
 
 
 def write_replaceable(path, seed):
@@ -69,7 +102,7 @@ def served_datasets(public):
     for base, dirs, files in os.walk(public):
         dirs.sort()
         for f in sorted(files):
-            if f.endswith(BLOSC2_SUFFIXES):
+            if f.endswith(BLOSC2_SUFFIXES) and not marked_directory(base):
                 out.append(os.path.relpath(os.path.join(base, f), public))
     return out
 
@@ -121,6 +154,83 @@ def test_server_json(h, server, public):
     check_equal(entries["dir1/ds-3d.b2nd"]["kind"], "b2nd", "a dataset in a directory")
     check(j["counters"]["requests"] > 0, "server.json has the mount's counters")
     check(public not in text, "server.json shows the server's own file paths")
+
+
+def test_directory_datasets(h, server, public):
+    before = tree_of(os.path.join(public, "dirs"))
+    mnt = h.mount(c2url(server, "@public/dirs"), ["-o", "retries=2"])
+    check_equal(sorted(os.listdir(mnt)), ["server.json", "sparse.b2nd", "store.b2d"], "the directory datasets' listing")
+    entries = {e["path"]: e for e in json.loads(read_file(os.path.join(mnt, "server.json")))["entries"]}
+    check_equal(sorted(entries), ["sparse.b2nd/chunks.b2frame", "store.b2d/embed.b2e"], "server.json's entries")
+    check_equal(entries["sparse.b2nd/chunks.b2frame"]["kind"], "sparse_frame", "a sparse frame's kind")
+    check_equal(entries["store.b2d/embed.b2e"]["shown_as"], "store.b2d", "a .b2d store's entry")
+    for rel in ("sparse.b2nd", "store.b2d"):
+        # cat2-server 2026.9.2 serves neither by bytes: api/fetch answers 500
+        # for chunks.b2frame (it cannot open it alone) and refuses .chunk and
+        # embed.b2e (400), rewriting them on its disk as it does (which the
+        # mount must never cause). Where a server serves them, they must read
+        # as their local mount.
+        try:
+            names = os.listdir(os.path.join(mnt, rel))
+        except OSError as e:
+            check_equal(e.errno, errno.EIO, f"{rel}: the error of a dataset the server does not serve")
+            print(f"  {rel}: EIO (the server does not serve its files)", flush=True)
+            continue
+        local = h.mount(os.path.join(public, "dirs", rel), ["-o", "ro"])
+        try:
+            check(sorted(names) == sorted(os.listdir(local)), f"{rel}: {names}")
+            same_trees(local, os.path.join(mnt, rel), rel)
+        finally:
+            h.unmount(local)
+    h.unmount(mnt)
+    check_equal(tree_of(os.path.join(public, "dirs")), before, "the server's files after the mount read them")
+
+
+def test_multi_range_open(h, server, public):
+    rel = "py/py-array.b2nd"
+    check(os.path.getsize(os.path.join(public, rel)) > 2 * 65536, f"{rel} is too small to need a tail")
+    fetch = "/api/fetch/@public/" + rel
+    before = server.requests_for("GET", fetch)
+    mnt = h.mount(c2url(server, "@public/" + rel), ["-o", "prefetch=0"])
+    counters = json.loads(read_file(os.path.join(mnt, "frame.json")))["source"]["counters"]
+    # Its header and its index and trailer: one request, two ranges, a multipart answer.
+    check_equal(counters["requests"], 1, f"requests to open {rel} ({counters})")
+    check(counters["bytes_fetched"] >= 2 * 65536, f"the open fetched {counters['bytes_fetched']} bytes")
+    check(wait_until(lambda: server.requests_for("GET", fetch) - before >= 1, 10, interval=0.1),
+          "the access log shows no fetch")
+    check_equal(server.requests_for("GET", fetch) - before, 1, "api/fetch requests in the server's access log")
+    local = h.mount(os.path.join(public, rel), ["-o", "ro"])
+    same_trees(local, mnt, rel + " opened in one request")
+    h.unmount(local)
+    h.unmount(mnt)
+
+
+def test_multi_range_fallback(h, public):
+    """nginx as a second implementation of multi-range answers (its multipart
+    layout differs from Starlette's), and with max_ranges 1 as a server that
+    answers two ranges with the whole file (HTTP 200): the mount must fall back
+    to one range per request and never take the 200's body."""
+    from remote_servers import Nginx
+    rel = "py/py-array.b2nd"
+    root = h.new_dir("nginx-root")
+    os.makedirs(os.path.join(root, "api", "fetch", "@public", "py"))
+    shutil.copy(os.path.join(public, rel), os.path.join(root, "api", "fetch", "@public", rel))
+    local = h.mount(os.path.join(public, rel), ["-o", "ro"])
+    for max_ranges, want in ((None, 1), (1, 3)):
+        with Nginx(root, h.new_dir("nginx"), max_ranges=max_ranges) as web:
+            mnt = h.mount("caterva2+" + web.url + "/@public/" + rel, ["-o", "prefetch=0"])
+            counters = json.loads(read_file(os.path.join(mnt, "frame.json")))["source"]["counters"]
+            # One multipart answer; or a 200 (cut at the bound), then the head and the tail.
+            check_equal(counters["requests"], want, f"requests to open with nginx max_ranges={max_ranges}")
+            fetched = [r for r in web.requests() if r["path"].startswith("/api/fetch/")]
+            if max_ranges == 1:
+                check_equal(fetched[0]["status"], 200, "nginx's answer to two ranges with max_ranges 1")
+                # Of the 200's body, no more than the two ranges' bound (2 x 64 KiB + 4 KiB) was received.
+                check(counters["bytes_fetched"] <= 3 * 65536 + 2 * 65536 + 4096,
+                      f"more of the 200's body than the bound was received: {counters}")
+            same_trees(local, mnt, f"{rel} from nginx max_ranges={max_ranges}")
+            h.unmount(mnt)
+    h.unmount(local)
 
 
 def test_single_dataset(h, server, public):
@@ -238,6 +348,28 @@ def test_login(h, server, local_file):
     check("shared.b2nd" in os.listdir(shared), "@shared lists with a login")
 
 
+def test_login_again(h, server, local_file, restart):
+    """The server restarted with another secret refuses the mount's cookie: the
+    mount logs in again by itself and keeps reading @personal."""
+    good = login_file(h, USER, PASSWORD)
+    mnt = h.mount(c2url(server, "@personal"), ["-o", f"caterva2_login_file={good}", "-o", "list_ttl=1",
+                                                 "-o", "prefetch=0"])
+    check("mine.b2nd" in os.listdir(mnt), "@personal lists")
+    old_cookie = server.login_cookie(USER, PASSWORD)
+    logins = server.requests_for("POST", "/auth/jwt/login")
+    server = restart()
+    check_equal(_http_status(server.url + "/api/list/@personal", {"Cookie": old_cookie}), 401,
+                "the restarted server's answer to a cookie of before")
+    local = h.mount(local_file, ["-o", "ro"])
+    same_trees(local, os.path.join(mnt, "mine.b2nd"), "@personal/mine.b2nd after the server's restart")
+    h.unmount(local)
+    check(server.requests_for("POST", "/auth/jwt/login") >= 1,
+          f"the mount did not log in again (logins before the restart: {logins})")
+    check(wait_until(lambda: "mine.b2nd" in os.listdir(mnt), 30, interval=0.2), "@personal lists after the restart")
+    h.unmount(mnt)
+    return server
+
+
 def test_login_refused(h, server):
     mnt = h.new_dir()
     r = h.run([c2url(server, "@personal"), mnt])
@@ -271,6 +403,12 @@ def main():
         h.test("server.json: the listing, HDF5 files included, and the counters", test_server_json, h, server,
                public)
         h.test("one dataset mounted alone", test_single_dataset, h, server, public)
+        h.test("a dataset opens in one request (two ranges, a multipart answer)", test_multi_range_open, h, server,
+               public)
+        h.test("multi-range answers from nginx, and its 200 to two ranges: one range per request then",
+               test_multi_range_fallback, h, public)
+        h.test("sparse frames and .b2d stores on the server: one dataset each, the server's files untouched",
+               test_directory_datasets, h, server, public)
         h.test("python-blosc2's C2Array gives the arrays the mount gives", test_python_blosc2, h, server, public)
         h.test("read-only: writes fail with EROFS", test_read_only, h, server, public)
         h.test("a dataset replaced on the server reads as EIO or old bytes", test_replaced, h, server, public)
@@ -278,7 +416,9 @@ def main():
         h.test("cache_dir= keeps a dataset's bytes across mounts", test_disk_cache, h, server, public)
         h.test("missing paths and unreachable servers are refused at mount", test_refused, h, server, public)
     login_state = h.new_dir("login-state")
-    with Caterva2Server(bin_dir, h.workdir, login_state, secret="blosc2fs-test-secret-0123456789abcdef") as server:
+    servers = [Caterva2Server(bin_dir, h.workdir, login_state, secret="blosc2fs-test-secret-0123456789abcdef")]
+    try:
+        server = servers[0]
         server.add_user(USER, PASSWORD)
         cookie = server.login_cookie(USER, PASSWORD)
         local_file = os.path.join(public, "py", "py-array.b2nd")
@@ -286,6 +426,21 @@ def main():
         shutil.copy(local_file, os.path.join(login_state, "shared", "shared.b2nd"))
         h.test("@personal and @shared read with a login file", test_login, h, server, local_file)
         h.test("logins refused: none, a wrong password, a file others may read", test_login_refused, h, server)
+
+        def restart():
+            # The same state (users, files) and port, another secret: every cookie signed before is void.
+            old = servers[-1]
+            old.stop()
+            servers.append(Caterva2Server(bin_dir, h.workdir, login_state,
+                                          secret="blosc2fs-test-secret-rotated-fedcba9876543210", port=old.port))
+            return servers[-1]
+
+        h.test("a cookie the server no longer takes: the mount logs in again", test_login_again, h, server,
+               local_file, restart)
+        h.test("logins refused after the restart too", test_login_refused, h, servers[-1])
+    finally:
+        for s in servers:
+            s.stop()
     h.finish()
 
 
