@@ -425,14 +425,18 @@ std::string Caterva2Tree::path_of(uint64_t ino) const {
   return d.path + "/" + d.tree->path_of(m->local);
 }
 
-void Caterva2Tree::remember(uint64_t ino) {
-  std::optional<Mapped> m;
+std::optional<Caterva2Tree::Mapped> Caterva2Tree::mapped_below_dataset(uint64_t ino) const {
   try {
-    m = mapped(ino);
+    std::optional<Mapped> m = mapped(ino);
+    if (m && m->local != kRootIno) return m;
   } catch (const FsError&) {
-    return;
   }
-  if (!m || m->local == kRootIno) return;
+  return std::nullopt;
+}
+
+void Caterva2Tree::remember(uint64_t ino) {
+  std::optional<Mapped> m = mapped_below_dataset(ino);
+  if (!m) return;
   std::lock_guard lock(mutex_);
   Dataset& d = *datasets_[m->slot];
   if (d.tree) return d.tree->remember(m->local);
@@ -441,13 +445,8 @@ void Caterva2Tree::remember(uint64_t ino) {
 }
 
 void Caterva2Tree::forget(uint64_t ino, uint64_t count) {
-  std::optional<Mapped> m;
-  try {
-    m = mapped(ino);
-  } catch (const FsError&) {
-    return;
-  }
-  if (!m || m->local == kRootIno) return;
+  std::optional<Mapped> m = mapped_below_dataset(ino);
+  if (!m) return;
   std::lock_guard lock(mutex_);
   Dataset& d = *datasets_[m->slot];
   if (d.tree) return d.tree->forget(m->local, count);
@@ -656,15 +655,7 @@ Caterva2Mount open_caterva2(const Options& options, uint64_t cache_budget, size_
   }
   auto fail = [&](const IoError& e) -> RemoteOpenError {
     client->shutdown();
-    if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what()};
-    switch (e.error_number()) {
-      case ENOENT:
-      case EACCES:
-      case EINVAL:
-        return {kExitFrameMissing, e.what()};
-      default:
-        return {kExitUnreachable, e.what()};
-    }
+    return remote_open_error(e);
   };
   Caterva2Mount mount;
   try {

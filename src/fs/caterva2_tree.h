@@ -121,6 +121,8 @@ class Caterva2Tree : public MountTree {
   static uint64_t dataset_ino(size_t slot) { return kDatasetBase + slot; }
   // The dataset and its own number of a number of ours; nullopt for our own nodes.
   std::optional<Mapped> mapped(uint64_t ino) const;
+  // The same for an inode inside a dataset's own tree (not its root); nullopt otherwise.
+  std::optional<Mapped> mapped_below_dataset(uint64_t ino) const;
   uint64_t to_mount(size_t slot, uint64_t local);
   void translate(size_t slot, KernelNotes& notes);
   Dataset& dataset(size_t slot) const;

@@ -36,8 +36,10 @@ Json counters_json(const RemoteClient& client) {
 
 namespace {
 
-// Exit status and line for a failure to open what the URL names.
-RemoteOpenError open_error(const IoError& e) {
+
+}  // namespace
+
+RemoteOpenError remote_open_error(const IoError& e) {
   if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what()};
   switch (e.error_number()) {
     case ENOENT:
@@ -48,8 +50,6 @@ RemoteOpenError open_error(const IoError& e) {
       return {kExitUnreachable, e.what()};
   }
 }
-
-}  // namespace
 
 RemoteOrigin open_remote_origin(const Options& options) {
   RemoteUrl url;
@@ -111,7 +111,7 @@ RemoteOrigin open_remote_origin(const Options& options) {
     }
   } catch (const IoError& e) {
     client->shutdown();
-    throw open_error(e);
+    throw remote_open_error(e);
   }
   const std::string shown = origin.url;
   origin.source_json = [client, shown, identity] {

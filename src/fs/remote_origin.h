@@ -36,6 +36,10 @@ RemoteOptions remote_options(const RemoteMountOptions& options);
 // What the mount has fetched so far: requests, bytes, retries, cache hits, ...
 Json counters_json(const RemoteClient& client);
 
+// Exit status and line for a failure to open what a URL names (missing or
+// refused: 2, ranges ignored: 3, anything else: unreachable, 7).
+RemoteOpenError remote_open_error(const IoError& e);
+
 // Opens the URL options.frame names: the object there, or when it names no
 // object (or ends in '/'), the directory below it (a sparse frame, a .b2d).
 // Throws RemoteOpenError.
