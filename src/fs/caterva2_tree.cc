@@ -598,11 +598,12 @@ std::string Caterva2Tree::server_json() {
   j["list_ttl"] = settings_.list_ttl.count();
   const bool all = listing.size() <= kMaxInfos;
   auto wanted = [&](const std::string& path) {
-    const Caterva2Kind kind = caterva2_kind(path);
-    // Never a directory dataset's marker: cat2-server's api/info compresses a
-    // file whose name it does not know (embed.b2e) in place on its disk.
-    if (kind == Caterva2Kind::sparse_frame || kind == Caterva2Kind::store_directory) return false;
-    return all || kind == Caterva2Kind::other;
+    // cat2-server's api/info replaces a file whose suffix it does not serve
+    // natively (README.md, a sparse frame's chunks.b2frame, a .b2d's
+    // embed.b2e) with a compressed .b2 copy on its disk: a read-only mount
+    // never asks about those.
+    if (!caterva2_serves_natively(path)) return false;
+    return all || caterva2_kind(path) == Caterva2Kind::other;
   };
   // The answers not asked yet, asked several at a time (not under the lock: a
   // listing of a thousand paths takes a moment, and another open of
@@ -630,6 +631,8 @@ std::string Caterva2Tree::server_json() {
     if (kind == Caterva2Kind::sparse_frame || kind == Caterva2Kind::store_directory)
       e["shown_as"] = parent_of(path);
     if (auto it = infos_.find(path); it != infos_.end()) e["info"] = it->second;
+    else if (!caterva2_serves_natively(path))
+      e["info_not_asked"] = "cat2-server replaces such a file with a compressed .b2 copy when asked about it";
     entries.push_back(std::move(e));
   }
   j["counts"] = Json{{"frames", datasets}, {"stores", stores}, {"other_files", others}};

@@ -142,6 +142,17 @@ Caterva2Kind caterva2_kind(std::string_view path) {
   return Caterva2Kind::other;
 }
 
+bool caterva2_serves_natively(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return false;
+  const std::string_view suffix = name.substr(dot);
+  for (std::string_view native : {".b2nd", ".b2frame", ".b2z", ".b2", ".h5", ".hdf5"})
+    if (suffix == native) return true;
+  return false;
+}
+
 const char* caterva2_kind_name(std::string_view path) {
   if (marks_directory(path, kSparseIndex)) return "sparse_frame";
   if (marks_directory(path, kEmbedStore)) return "b2d";

@@ -53,6 +53,10 @@ enum class Caterva2Kind { frame, store, sparse_frame, store_directory, other };
 Caterva2Kind caterva2_kind(std::string_view path);
 // "b2nd", "b2frame", "b2z", "sparse_frame", "b2d", "hdf5", "file"
 const char* caterva2_kind_name(std::string_view path);
+// Whether cat2-server serves the file as it is (.b2nd, .b2frame, .b2z, .b2,
+// .h5, .hdf5, as it spells them): any other file it converts to a .b2 SChunk
+// on its disk at the first api/info or api/fetch naming it.
+bool caterva2_serves_natively(std::string_view path);
 
 struct Caterva2Login {
   std::string user, password;

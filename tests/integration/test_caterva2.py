@@ -141,6 +141,8 @@ def test_tree(h, server, public):
 
 
 def test_server_json(h, server, public):
+    readme = os.path.join(public, "root-example", "README.md")
+    readme_bytes = read_file(readme)
     mnt = h.mount(c2url(server, "@public/root-example"))
     text = read_file(os.path.join(mnt, "server.json")).decode()
     j = json.loads(text)
@@ -152,6 +154,10 @@ def test_server_json(h, server, public):
     check_equal(entries["root-example.h5"]["info"].get("kind"), "group", "the .h5 entry's info")
     check_equal(entries["ds-1d.b2nd"]["info"]["shape"], [1000], "ds-1d.b2nd's shape")
     check_equal(entries["dir1/ds-3d.b2nd"]["kind"], "b2nd", "a dataset in a directory")
+    # Asked about README.md, cat2-server would replace it with a .b2 copy on its disk.
+    check("info" not in entries["README.md"] and "info_not_asked" in entries["README.md"],
+          f"README.md's entry: {entries['README.md']}")
+    check(os.path.exists(readme) and read_file(readme) == readme_bytes, "the server's README.md was changed")
     check(j["counters"]["requests"] > 0, "server.json has the mount's counters")
     check(public not in text, "server.json shows the server's own file paths")
 
