@@ -207,65 +207,49 @@ Caterva2Tree::Dataset& Caterva2Tree::dataset(size_t slot) const {
   return *datasets_[slot];
 }
 
+namespace {
+
+// frame.json's and store.json's "source" of a dataset: where it is, what was
+// pinned, the mount's counters as they are now.
+std::function<Json()> source_fields(std::string shown, std::function<std::string()> identity,
+                                    std::function<Json()> counters) {
+  return [shown = std::move(shown), identity = std::move(identity), counters = std::move(counters)] {
+    Json source = Json::object();
+    source["url"] = shown;
+    source["identity"] = identity();
+    source["counters"] = counters();
+    Json fields = Json::object();
+    fields["source"] = std::move(source);
+    return fields;
+  };
+}
+
+}  // namespace
+
 std::shared_ptr<MountTree> Caterva2Tree::open_dataset(Dataset& d) {
   const std::string shown = session_->url().display() + "/" + d.path;
-  if (d.kind == Caterva2Kind::sparse_frame || d.kind == Caterva2Kind::store_directory) {
-    std::shared_ptr<const SourceDirectory> directory = open_caterva2_directory(session_, d.path);
-    VolumeOptions vo = settings_.leaf_options;
-    vo.live_json_fields = [shown, counters = settings_.counters] {
-      Json source = Json::object();
-      source["url"] = shown;
-      source["identity"] = "a directory: each object pinned when opened";
-      source["counters"] = counters();
-      Json fields = Json::object();
-      fields["source"] = std::move(source);
-      return fields;
-    };
-    if (d.kind == Caterva2Kind::store_directory) {
-      vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
-      return std::make_shared<StoreTree>(Store::open(StoreSource{nullptr, directory}), vo, settings_.max_open, false);
-    }
-    std::shared_ptr<const Frame> frame = Frame::open_sparse(directory);
-    {
-      std::lock_guard lock(mutex_);
-      if (d.inodes) vo.inodes = std::move(*d.inodes);
-      d.inodes.reset();
-    }
-    vo.frame_source = [frame] { return frame; };
-    return std::make_shared<Volume>(std::filesystem::path(shown), vo);
-  }
-  std::shared_ptr<const RemoteObject> object = session_->open(d.path);
-  if (d.kind == Caterva2Kind::store) {
-    VolumeOptions vo = settings_.leaf_options;
-    vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
-    vo.live_json_fields = [shown, object, counters = settings_.counters] {
-      Json source = Json::object();
-      source["url"] = shown;
-      source["identity"] = object->identity().text();
-      source["counters"] = counters();
-      Json fields = Json::object();
-      fields["source"] = std::move(source);
-      return fields;
-    };
-    return std::make_shared<StoreTree>(Store::open(StoreSource{object, nullptr}), vo, settings_.max_open, false);
-  }
-  std::shared_ptr<const Frame> frame = Frame::open(object);
   VolumeOptions vo = settings_.leaf_options;
+  const bool store = d.kind == Caterva2Kind::store || d.kind == Caterva2Kind::store_directory;
+  if (store) vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
+  std::shared_ptr<const SourceDirectory> directory;
+  std::shared_ptr<const RemoteObject> object;
+  if (d.kind == Caterva2Kind::sparse_frame || d.kind == Caterva2Kind::store_directory) {
+    directory = open_caterva2_directory(session_, d.path);
+    vo.live_json_fields = source_fields(
+        shown, [] { return std::string("a directory: each object pinned when opened"); }, settings_.counters);
+  } else {
+    object = session_->open(d.path);
+    vo.live_json_fields = source_fields(
+        shown, [object] { return object->identity().text(); }, settings_.counters);
+  }
+  if (store) return std::make_shared<StoreTree>(Store::open(StoreSource{object, directory}), vo, settings_.max_open, false);
+  std::shared_ptr<const Frame> frame = directory ? Frame::open_sparse(directory) : Frame::open(object);
   {
     std::lock_guard lock(mutex_);
     if (d.inodes) vo.inodes = std::move(*d.inodes);
     d.inodes.reset();
   }
   vo.frame_source = [frame] { return frame; };
-  vo.live_json_fields = [shown, object, counters = settings_.counters] {
-    Json source = Json::object();
-    source["url"] = shown;
-    source["identity"] = object->identity().text();
-    source["counters"] = counters();
-    Json fields = Json::object();
-    fields["source"] = std::move(source);
-    return fields;
-  };
   return std::make_shared<Volume>(std::filesystem::path(shown), vo);
 }
 
