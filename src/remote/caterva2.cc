@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error.h"
+#include "retried_request.h"
 
 namespace blosc2fs {
 
@@ -213,6 +214,8 @@ void Caterva2Session::log_in() {
   request.max_body = kMaxLoginBody;
   request.timeout = std::chrono::milliseconds(client_->options().read_deadline);
   const std::string what = url_.server + "/auth/jwt/login";
+  // Its own loop, not perform_with_retries: a refusal here is a wrong login,
+  // never a cookie to renew by logging in again.
   const unsigned attempts = std::max(1u, client_->options().max_attempts);
   for (unsigned attempt = 1;; ++attempt) {
     HttpAnswer a = client_->perform(request);
@@ -309,36 +312,21 @@ Bytes Caterva2Session::get(const std::string& url, size_t max_body, const std::s
   HttpRequest request;
   request.url = url;
   request.max_body = max_body;
-  const unsigned attempts = std::max(1u, client_->options().max_attempts);
-  bool logged_in_again = false;
-  for (unsigned attempt = 1;; ++attempt) {
-    HttpAnswer a = client_->perform(request);
-    if (a.aborted) throw IoError(what + ": the mount is shutting down", EIO);
-    if (a.body_overflow) throw IoError(what + ": the answer is longer than " + num(int64_t(max_body)) + " bytes", EIO);
-    if (a.curl_code == 0 && a.status == 200) {
+  try {
+    // A refused cookie logs in again there (the client's reauthenticate hook).
+    HttpAnswer a = perform_with_retries(*client_, request, what, [&](const HttpAnswer& a) -> Outcome {
+      if (a.status != 200) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
+      if (a.body_overflow) return {Verdict::fail, EIO, "the answer is longer than " + num(int64_t(max_body)) + " bytes"};
       if (!a.content_encoding.empty() && a.content_encoding != "identity")
-        throw IoError(what + ": the answer is encoded (" + a.content_encoding + ")", EIO);
-      return std::move(a.body);
-    }
-    if (a.curl_code == 0 && (a.status == 401 || a.status == 403)) {
-      // An expired cookie: one more login, then the request again.
-      if (login_ && !logged_in_again) {
-        logged_in_again = true;
-        if (const_cast<Caterva2Session*>(this)->log_in_again()) continue;
-      }
-      throw IoError(what + ": refused (HTTP " + num(a.status) + ")" +
-                        (login_ ? "" : ": this root needs a login (-o caterva2_login_file=FILE)"),
-                    EACCES);
-    }
-    if (a.curl_code == 0 && a.status == 404) throw IoError(what + ": no such path (HTTP 404)", ENOENT);
-    const std::string why = a.curl_code ? a.curl_error : "HTTP " + num(a.status);
-    if (a.curl_code == 0 && !retryable(a)) throw IoError(what + ": unexpected " + why, EIO);
-    if (attempt >= attempts) {
-      client_->count_failure();
-      throw IoError(what + ": " + why, EIO);
-    }
-    client_->count_retry();
-    if (!client_->backoff_sleep(client_->backoff(attempt))) throw IoError(what + ": the mount is shutting down", EIO);
+        return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + ")"};
+      return {};
+    });
+    return std::move(a.body);
+  } catch (const IoError& e) {
+    if (e.error_number() == EACCES && !login_)
+      throw IoError(std::string(e.what()) + ": this root needs a login (-o caterva2_login_file=FILE)", EACCES);
+    if (e.error_number() == ENOENT) throw IoError(what + ": no such path (HTTP 404)", ENOENT);
+    throw;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "remote_object.h"
+#include "retried_request.h"
 #include "s3_listing.h"
 
 namespace blosc2fs {
@@ -83,30 +84,23 @@ class RemoteDirectory final : public SourceDirectory {
     request.s3_region = url_.region;
     request.max_body = kMaxPageBytes;
     const std::string what = url_.display() + " (listing)";
-    HttpAnswer answer;
-    for (unsigned attempt = 1;; ++attempt) {
-      answer = client_->perform(request);
-      const bool transient = !answer.aborted && ((answer.curl_code != 0 && !answer.body_overflow) ||
-                                                 answer.status == 429 || answer.status >= 500);
-      if (!transient || attempt >= client_->options().max_attempts) break;
-      client_->count_retry();
-      if (!client_->backoff_sleep(client_->backoff(attempt))) break;
-    }
-    if (answer.aborted) throw IoError(what + ": the mount is shutting down", EIO);
-    if (answer.status == 401 || answer.status == 403)
-      throw IoError(what + ": access denied (HTTP " + std::to_string(answer.status) + "): check the credentials",
-                    EACCES);
-    if (answer.status == 404) throw IoError(what + ": no such bucket (HTTP 404)", ENOENT);
-    if (answer.curl_code != 0 || answer.status != 200) {
-      client_->count_failure();
-      throw IoError(what + ": " + (answer.curl_code ? answer.curl_error : "HTTP " + std::to_string(answer.status)),
-                    EIO);
-    }
+    S3ListingPage page;
     try {
-      return parse_s3_listing(std::string(answer.body.begin(), answer.body.end()));
-    } catch (const std::runtime_error& e) {
-      throw IoError(what + ": " + e.what(), EIO);
+      perform_with_retries(*client_, request, what, [&](const HttpAnswer& a) -> Outcome {
+        if (a.status != 200) return {Verdict::fail, EIO, "unexpected HTTP " + std::to_string(a.status)};
+        if (a.body_overflow) return {Verdict::fail, EIO, "a page longer than 4 MiB"};
+        try {
+          page = parse_s3_listing(std::string(a.body.begin(), a.body.end()));
+        } catch (const std::runtime_error& e) {
+          return {Verdict::fail, EIO, e.what()};
+        }
+        return {};
+      });
+    } catch (const IoError& e) {
+      if (e.error_number() == ENOENT) throw IoError(what + ": no such bucket (HTTP 404)", ENOENT);
+      throw;
     }
+    return page;
   }
 
   const std::shared_ptr<RemoteClient> client_;

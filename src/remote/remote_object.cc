@@ -1,6 +1,7 @@
 #include "remote_object.h"
 
 #include "byteranges.h"
+#include "retried_request.h"
 
 #include <curl/curl.h>
 
@@ -26,104 +27,6 @@ constexpr int64_t kMinFetch = 64 << 10;
 std::string num(int64_t v) { return std::to_string(v); }
 
 bool identity_encoding(const std::string& e) { return e.empty() || e == "identity"; }
-
-// An S3 error's <Code> (never anything that could hold a secret).
-std::string s3_error_code(const Bytes& body) {
-  const std::string text(body.begin(), body.end());
-  const size_t a = text.find("<Code>"), b = text.find("</Code>");
-  if (a == std::string::npos || b == std::string::npos || b < a + 6 || b - a > 80) return {};
-  std::string code = text.substr(a + 6, b - a - 6);
-  for (char c : code)
-    if (!std::isalnum(static_cast<unsigned char>(c))) return {};
-  return code;
-}
-
-enum class Verdict { ok, retry, fail };
-
-// The transport's part of the verdict on an answer: failures worth another
-// attempt, and errors that no attempt changes (with the errno to report).
-struct Outcome {
-  Verdict verdict = Verdict::ok;
-  int error = 0;
-  std::string why;
-};
-
-Outcome transport_outcome(const HttpAnswer& a) {
-  if (a.aborted) return {Verdict::fail, EIO, "the mount is shutting down"};
-  // A certificate that is not trusted stays so: no retry.
-  if (a.curl_code == CURLE_PEER_FAILED_VERIFICATION || a.curl_code == CURLE_SSL_CACERT_BADFILE ||
-      a.curl_code == CURLE_SSL_CERTPROBLEM)
-    return {Verdict::fail, EACCES, "TLS: " + a.curl_error + " (-o ca_file= trusts a private CA)"};
-  if (a.curl_code != CURLE_OK && !a.body_overflow) return {Verdict::retry, EIO, a.curl_error};
-  if (a.status == 429 || a.status >= 500) return {Verdict::retry, EIO, "HTTP " + num(a.status)};
-  if (a.status == 401 || a.status == 403) {
-    const std::string code = s3_error_code(a.body);
-    return {Verdict::fail, EACCES,
-            "access denied (HTTP " + num(a.status) + (code.empty() ? "" : ", " + code) + "): check the credentials"};
-  }
-  if (a.status == 404) return {Verdict::fail, ENOENT, "no such object (HTTP 404)"};
-  if (a.status >= 300 && a.status < 400)
-    return {Verdict::fail, EIO,
-            "redirected (HTTP " + num(a.status) +
-                "), which S3 requests and -o http_header_file= never follow: mount the URL it points to"};
-  return {};
-}
-
-// Retry-After in seconds, when the server gave one.
-std::optional<std::chrono::milliseconds> retry_after(const HttpAnswer& a) {
-  int64_t seconds = 0;
-  auto [end, ec] = std::from_chars(a.retry_after.data(), a.retry_after.data() + a.retry_after.size(), seconds);
-  if (a.retry_after.empty() || ec != std::errc() || end != a.retry_after.data() + a.retry_after.size())
-    return std::nullopt;
-  return std::chrono::milliseconds(std::clamp<int64_t>(seconds, 0, 3600) * 1000);
-}
-
-// Runs `request` until `judge` accepts the answer, retrying what may pass
-// with jittered exponential backoff within the client's attempts and deadline.
-// Throws IoError with the last reason.
-HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const std::string& what,
-                                const std::function<Outcome(const HttpAnswer&)>& judge) {
-  const RemoteOptions& o = client.options();
-  const auto deadline = std::chrono::steady_clock::now() + o.read_deadline;
-  Outcome last;
-  bool relogged = false;
-  for (unsigned attempt = 1;; ++attempt) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    request.timeout = std::max(left, std::chrono::milliseconds(1000));
-    HttpAnswer answer = client.perform(request);
-    last = transport_outcome(answer);
-    // A session cookie the server no longer takes: log in again, once per read.
-    if (!request.sign_s3 && !relogged && (answer.status == 401 || answer.status == 403) && !answer.aborted &&
-        answer.curl_code == 0) {
-      relogged = true;
-      bool again = false;
-      try {
-        again = client.reauthenticate();
-      } catch (const std::exception& e) {
-        spdlog::warn("{}: logging in again failed: {}", what, e.what());
-      }
-      if (again) continue;
-    }
-    if (last.verdict == Verdict::ok) last = judge(answer);
-    if (last.verdict == Verdict::ok) return answer;
-    if (last.verdict == Verdict::fail || attempt >= std::max(1u, o.max_attempts)) break;
-    std::chrono::milliseconds pause = client.backoff(attempt);
-    if (auto after = retry_after(answer)) pause = std::min(std::max(pause, *after), o.backoff_cap * 4);
-    if (std::chrono::steady_clock::now() + pause >= deadline) {
-      last.why += " (no time left for another attempt)";
-      break;
-    }
-    spdlog::debug("{}: {}; attempt {} in {} ms", what, last.why, attempt + 1, pause.count());
-    client.count_retry();
-    if (!client.backoff_sleep(pause)) {
-      last = {Verdict::fail, EIO, "the mount is shutting down"};
-      break;
-    }
-  }
-  if (last.error == 0) last.error = EIO;
-  if (last.error == EIO) client.count_failure();
-  throw IoError(what + ": " + last.why, last.error);
-}
 
 }  // namespace
 
@@ -229,20 +132,33 @@ bool RemoteObject::open_head_and_tail() {
     }
     if (total < 0) return false;
   }
-  identity_.size = total;
+  pin_identity(total, answer);
+  for (auto& [offset, bytes] : pieces)
+    client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(bytes)));
+  if (head_only) read_tail();
+  return true;
+}
+
+void RemoteObject::pin_identity(int64_t size, const HttpAnswer& answer) {
+  identity_.size = size;
   identity_.etag = answer.etag;
   identity_.last_modified = answer.last_modified;
   if (identity_.etag.empty() && identity_.last_modified.empty())
     spdlog::warn("{}: the server gives neither ETag nor Last-Modified: a change of the object that keeps its size "
                  "cannot be noticed",
                  name());
-  for (auto& [offset, bytes] : pieces)
-    client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(bytes)));
-  if (head_only && size() > kOpenBytes) {
-    const int64_t tail = std::max(kOpenBytes, size() - kOpenBytes);
-    will_read(tail, size() - tail);
-  }
-  return true;
+}
+
+void RemoteObject::read_tail() {
+  if (size() <= kOpenBytes) return;
+  const int64_t tail = std::max(kOpenBytes, size() - kOpenBytes);
+  will_read(tail, size() - tail);
+}
+
+int64_t RemoteObject::held_until(int64_t offset) const {
+  int64_t start = 0;
+  while (auto held = client_->range_cache().peek(cache_id_, offset, &start)) offset = start + int64_t(held->size());
+  return offset;
 }
 
 std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteClient> client, RemoteUrl url,
@@ -284,19 +200,10 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
         range = *r;
         return {};
       });
-  object->identity_.size = empty ? 0 : range.total;
-  object->identity_.etag = answer.etag;
-  object->identity_.last_modified = answer.last_modified;
-  if (object->identity_.etag.empty() && object->identity_.last_modified.empty())
-    spdlog::warn("{}: the server gives neither ETag nor Last-Modified: a change of the object that keeps its size "
-                 "cannot be noticed",
-                 object->name());
+  object->pin_identity(empty ? 0 : range.total, answer);
   if (!empty)
     client->range_cache().insert(object->cache_id_, 0, std::make_shared<const Bytes>(std::move(answer.body)));
-  if (with_tail && object->size() > kOpenBytes) {
-    const int64_t tail = std::max(kOpenBytes, object->size() - kOpenBytes);
-    object->will_read(tail, object->size() - tail);
-  }
+  if (with_tail) object->read_tail();
   return object;
 }
 
@@ -516,13 +423,7 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     while (offset < end) {
       const int64_t block_end = std::min(end, offset + b);
       // Memory holds the whole block (the head and tail fetched at open may): the next one.
-      int64_t held = offset, cached_start = 0;
-      while (held < block_end) {
-        auto cached = client_->range_cache().peek(cache_id_, held, &cached_start);
-        if (!cached) break;
-        held = cached_start + int64_t(cached->size());
-      }
-      if (held >= block_end) {
+      if (held_until(offset) >= block_end) {
         offset = block_end;
         continue;
       }
@@ -539,12 +440,7 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
     std::lock_guard lock(mutex_);
     if (changed_) return true;
     // From where the memory cache stops (a chunk's header may be there already).
-    int64_t cached_start = 0;
-    while (offset < end) {
-      auto cached = client_->range_cache().peek(cache_id_, offset, &cached_start);
-      if (!cached) break;
-      offset = cached_start + int64_t(cached->size());
-    }
+    offset = held_until(offset);
     if (offset >= end) return true;
     // With a disk cache, from the start of that block, so that it is kept whole.
     if (disk) offset = offset / DiskCache::kBlockSize * DiskCache::kBlockSize;

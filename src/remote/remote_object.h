@@ -60,6 +60,12 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   // multipart/byteranges answer). False when the server answered otherwise
   // (then the client asks one range per request from now on).
   bool open_head_and_tail();
+  // The identity an opening answer gives: its size, ETag and Last-Modified.
+  void pin_identity(int64_t size, const HttpAnswer& answer);
+  // The last 64 KiB (a frame's index and trailer, a zip's directory), when past the first.
+  void read_tail();
+  // Where the run of extents memory holds from `offset` ends (`offset` when none).
+  int64_t held_until(int64_t offset) const;
   // [start, end) fetched with retries and every check; throws IoError.
   Extent fetch(int64_t start, int64_t end) const;
   // fetch(), through the disk cache when the mount has one: whole blocks from
