@@ -30,6 +30,10 @@ Bytes ByteSource::read_bytes(int64_t offset, size_t n, const char* what) const {
   return out;
 }
 
+std::vector<ListedEntry> SourceDirectory::list_entries(const std::string& relative) const {
+  throw UnsupportedError(name() + (relative.empty() ? "" : "/" + relative) + ": this place cannot be listed one directory at a time");
+}
+
 bool is_safe_relative_name(const std::string& name) {
   if (name.empty() || name.front() == '/' || name.find('\0') != std::string::npos) return false;
   size_t start = 0;

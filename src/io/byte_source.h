@@ -53,6 +53,16 @@ class ByteSource {
   Bytes read_bytes(int64_t offset, size_t n, const char* what = "data") const;
 };
 
+// One entry of one level of a place, as the place's listing names it.
+struct ListedEntry {
+  enum class Type : uint8_t { file, directory, symlink };
+  std::string name;         // one name part: no '/', not "." or "..", no NUL
+  Type type = Type::file;
+  int64_t size = -1;        // when the listing says it reliably; -1 otherwise (a web index)
+  std::string link_target;  // a symlink's target text, unchanged (local directories only)
+  bool operator==(const ListedEntry&) const = default;
+};
+
 // A place holding named objects: a local directory, a URL prefix on a web
 // server, a prefix of an S3 bucket. Names are relative, '/'-separated, and
 // never contain "." or ".." parts (callers check with is_safe_relative_name).
@@ -65,6 +75,12 @@ class SourceDirectory {
   // Every object below this place, recursively, as sorted relative names.
   // Throws UnsupportedError where the place cannot be listed (a web server).
   virtual std::vector<std::string> list() const = 0;
+  // The entries directly below `relative` ("" for this place itself), sorted
+  // by name, for a collection's tree that lists one directory at a time.
+  // Entries whose names are not safe single parts are left out. Throws
+  // IoError (ENOENT when there is no such directory) and UnsupportedError
+  // where the place cannot be listed.
+  virtual std::vector<ListedEntry> list_entries(const std::string& relative) const;
   // The place `relative` below this one (a subdirectory or sub-prefix).
   virtual std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const = 0;
   // How messages name it: a path, or a URL without credentials.
