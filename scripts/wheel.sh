@@ -39,7 +39,8 @@ daemon=$build/src/fs/blosc2fs
 
 work=$build/wheel
 rm -rf "$work/raw" "$work/repaired"
-"$tools/bin/python" -m build --wheel --no-isolation --outdir "$work/raw" \
+# Unix Makefiles, as the main build: no ninja needed.
+CMAKE_GENERATOR="Unix Makefiles" "$tools/bin/python" -m build --wheel --no-isolation --outdir "$work/raw" \
   -C build-dir="$work/cmake" -C cmake.define.BLOSC2FS_DAEMON="$daemon" "$root" >"$work.log" 2>&1 || {
   tail -n 40 "$work.log" >&2
   echo "wheel.sh: the wheel build failed (whole log: $work.log)" >&2

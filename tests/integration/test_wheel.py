@@ -21,28 +21,17 @@ import tempfile
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, gunzip, is_mounted, read_file  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, gunzip, is_mounted, read_file, wheel_file  # noqa: E402
 
 FRESH_MARK = "BLOSC2FS_WHEEL_FRESH_VENV"
 FIXTURE = "b2nd-3d-f8.b2nd"
-
-
-def the_wheel():
-    directory = os.environ.get("BLOSC2FS_WHEEL_DIR", "")
-    wheels = sorted(glob.glob(os.path.join(directory, "blosc2fs-*.whl")))
-    if len(wheels) != 1:
-        print(f"cannot run: want one blosc2fs-*.whl in $BLOSC2FS_WHEEL_DIR ({directory!r}), found {wheels}; "
-              "the ctest test wheel.build (scripts/wheel.sh) makes it", flush=True)
-        print("0 passed, 1 failed", flush=True)
-        sys.exit(1)
-    return wheels[0]
 
 
 def make_fresh_venv_and_rerun():
     """Stage 1, in the test venv: a fresh venv in a world-readable temporary
     directory (a test runs it as nobody), the wheel installed from the file
     alone, then this script again under its Python."""
-    wheel = the_wheel()
+    wheel = wheel_file()
     top = tempfile.mkdtemp(prefix="blosc2fs-wheel-test-")
     os.chmod(top, 0o755)
     venv = os.path.join(top, "venv")
