@@ -224,7 +224,7 @@ class Mount:
             # Leaving the block never leaves a mount behind: a file still open
             # (an np.load(mmap_mode="r") array, say) keeps the daemon serving it.
             warnings.warn(f"{e}: detached lazily; the daemon serves the open files and ends when they close",
-                          ResourceWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=2)
             self.unmount(lazy=True)
 
     def _cleanup(self) -> None:
