@@ -72,7 +72,10 @@ class Chroot:
         return os.path.join(self.root, inside.lstrip("/"))
 
     def mounts_inside(self):
-        return sorted((p for p in mount_points() if p == self.root or p.startswith(self.root + os.sep)),
+        """Mounts in the chroot, or in one debootstrap was making (it mounts /proc
+        and /sys there while it works) when a run was killed."""
+        trees = (self.root, self.root + ".new")
+        return sorted((p for p in mount_points() if any(p == t or p.startswith(t + os.sep) for t in trees)),
                       reverse=True)
 
     def detach_leftovers(self):
@@ -97,14 +100,14 @@ class Chroot:
                     return False
         if not shutil.which("debootstrap"):
             raise TestFailure("debootstrap is missing (scripts/install-deps.sh installs it)")
-        self.detach_leftovers()  # never remove a tree with /dev bound in it
+        self.detach_leftovers()  # never remove a tree with /dev or /proc mounted in it
         fresh = self.root + ".new"
         shutil.rmtree(fresh, ignore_errors=True)
         os.makedirs(self.top, exist_ok=True)
         log = os.path.join(self.top, "debootstrap.log")
         with open(log, "w") as out:
             r = subprocess.run(["debootstrap", "--variant=minbase", f"--include={INCLUDE}", SUITE, fresh, mirror],
-                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=1800)
+                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=800)
         if r.returncode != 0:
             with open(log) as f:
                 tail = f.read()[-2000:]
@@ -285,7 +288,7 @@ def users_need_fuse3(h, c, state):
 
 def main():
     h = Harness("the Python wheel in a minimal bookworm chroot (debootstrap minbase, python3 only)",
-                watchdog_seconds=1800)
+                watchdog_seconds=850)
     h.require_fuse()
     if os.geteuid() != 0:
         print("cannot run: needs root (debootstrap, chroot, bind mounts)", flush=True)
