@@ -13,6 +13,7 @@ placed after the fresh venv's own packages."""
 import glob
 import json
 import os
+import pathlib
 import shutil
 import socket
 import subprocess
@@ -91,7 +92,8 @@ def fixture_frame(h):
     import blosc2fs
     frame = h.frame(FIXTURE)
     with blosc2fs.mount(frame, read_only=True) as m:
-        check(isinstance(m, type(m)) and is_mounted(str(m)), f"{m} is mounted")
+        check(isinstance(m, pathlib.Path), f"the with block gives a Path: {m!r}")
+        check(is_mounted(str(m)), f"{m} is mounted")
         check_equal(read_file(m / "data"), gunzip(h.expect_file(FIXTURE, ".data.gz")), "data")
         npy = read_file(m / "array.npy")
         array = gunzip(h.expect_file(FIXTURE, ".array.gz"))
