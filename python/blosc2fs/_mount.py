@@ -6,6 +6,7 @@ or not) is the daemon's: this module only starts, waits and reports."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import json
@@ -19,12 +20,17 @@ import threading
 import warnings
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Type
+from typing import Any, Dict, List, Mapping, Optional, Set, Type
 
 from ._daemon import OptionValue, PathLike, StderrLines, binary, logger, option_arguments
 from ._errors import MountError, UnmountFailed, error_for_status
 
 _MNT_DETACH = 2  # <sys/mount.h>
+
+# Mounts whose daemon this process still runs: a mount lives at most as long as
+# the Python that made it (see _end_at_exit).
+_live: Set["Mount"] = set()
+_live_lock = threading.Lock()
 
 
 def _fusermount() -> Optional[str]:
@@ -115,6 +121,8 @@ class Mount:
                 message = notify.recv(4096).decode("utf-8", "replace")
                 if "READY=1" in message.split("\n"):
                     self._mounted = True
+                    with _live_lock:
+                        _live.add(self)
                     break
             if stderr_open and stderr in readable:
                 data = os.read(stderr.fileno(), 65536)
@@ -195,7 +203,10 @@ class Mount:
             _detach(os.fspath(self.path), lazy)
         self._mounted = False
         if lazy and self._process.poll() is None:
-            # Still serving the open files: a thread waits for its end.
+            # Still serving the open files: a thread waits for its end. The
+            # directory is no mount point any more: it goes now, in case this
+            # process ends first.
+            self._remove_own_dir()
             threading.Thread(target=self._finish, args=(True,), name="blosc2fs-wait", daemon=True).start()
             return
         self._finish(False)
@@ -207,6 +218,8 @@ class Mount:
         if self._reader is not None:
             self._reader.join()
         self._cleanup()
+        with _live_lock:
+            _live.discard(self)
         if status != 0:
             error = error_for_status(status, self._stderr.message(status))
             if not in_background:
@@ -234,11 +247,34 @@ class Mount:
         if self._notify_dir is not None:
             shutil.rmtree(self._notify_dir, ignore_errors=True)
             self._notify_dir = None
+        self._remove_own_dir()
+
+    def _remove_own_dir(self) -> None:
         if self._own_dir:
             try:
                 os.rmdir(self.path)
             except OSError:
                 pass
+
+
+def _end_at_exit() -> None:
+    """At interpreter exit, every mount still made by this process is unmounted
+    and its daemon waited for (its commits done); a busy one is detached lazily
+    and its daemon ends, committing, once this process has closed its files."""
+    with _live_lock:
+        mounts = list(_live)
+    for m in mounts:
+        try:
+            if m.mounted:
+                try:
+                    m.unmount()
+                except UnmountFailed:
+                    m.unmount(lazy=True)
+        except MountError as e:
+            logger.error("%s", e)
+
+
+atexit.register(_end_at_exit)
 
 
 def mount(frame: PathLike, mountpoint: Optional[PathLike] = None, *, read_only: Optional[bool] = None,

@@ -282,12 +282,38 @@ def busy_mount(h):
             m.__exit__(None, None, None)
         check(any(issubclass(w.category, RuntimeWarning) for w in caught), "a RuntimeWarning")
         check(not is_mounted(str(m)), "detached")
+        check(not os.path.exists(str(m)), "the temporary mount point is removed at the detach")
         check(len(f.read(4096)) == 4096, "the open file still reads")
     finally:
         f.close()
     process = m._process
     process.wait(timeout=60)
     check_equal(process.returncode, 0, "the daemon exits once the file is closed")
+
+
+EXIT_SCRIPT = r"""
+import json, sys
+import blosc2fs
+m = blosc2fs.mount(sys.argv[1])
+(m / "attrs" / "left").write_text(json.dumps("at exit"))
+print(json.dumps([str(m), m.pid]), flush=True)
+"""
+
+
+def mounts_end_with_python(h):
+    """A Python that ends without unmounting: its mount goes at exit, after the
+    daemon's commits (python-blosc2 reads the attribute), and no daemon stays."""
+    import blosc2
+    import numpy as np
+    path = os.path.join(h.new_dir("frames"), "exit.b2nd")
+    blosc2.asarray(np.arange(100, dtype="<i4"), urlpath=path, mode="w")
+    r = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, path], capture_output=True, text=True, timeout=120)
+    check_equal(r.returncode, 0, f"the script: {r.stderr.strip()}")
+    point, pid = json.loads(r.stdout)
+    check(not is_mounted(point) and not os.path.exists(point), f"{point} is gone with the process")
+    check(not os.path.exists(f"/proc/{pid}"), f"the daemon {pid} has exited")
+    a = blosc2.open(path)
+    check_equal(a.schunk.vlmeta["left"], "at exit", "the attribute through python-blosc2")
 
 
 def main():
@@ -307,6 +333,7 @@ def main():
     h.test("a remote frame from nginx", remote_frame, h)
     h.test("each exception class from a real failure", error_classes, h)
     h.test("a busy mount: UnmountFailed, then a lazy detach at the end of the with block", busy_mount, h)
+    h.test("a mount left by a Python that ends goes with it, committed", mounts_end_with_python, h)
     h.finish()
 
 
