@@ -3,7 +3,7 @@
     import blosc2fs
     with blosc2fs.mount("x.b2nd") as m:          # a fresh temporary mount point (a Path)
         a = np.load(m / "array.npy")
-        (m / "vlmeta" / "note").write_text("checked")   # committed when the mount ends
+        (m / "attrs" / "note").write_text('"checked"')   # committed when the mount ends
     blosc2fs.info("x.b2nd")                       # frame.json as a dict, no mount
 
 The wheel carries the blosc2fs daemon itself (the `blosc2fs` command, also
