@@ -5,11 +5,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -201,11 +203,31 @@ class SignalHandlers {
   fuse_session* se_;
 };
 
+// Whether libfuse can run fusermount3, which mounts for users other than root:
+// it tries /usr/bin (its FUSERMOUNT_DIR on Debian), then $PATH. Only the
+// distribution's fuse3 package installs it setuid, so a pip-installed blosc2fs
+// (docs/python.md) may lack it, and the failure must say what to install.
+bool fusermount_reachable() {
+  if (::access("/usr/bin/fusermount3", X_OK) == 0) return true;
+  const char* path = std::getenv("PATH");
+  for (std::string_view dirs = path ? path : ""; !dirs.empty();) {
+    const size_t colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    if (!dir.empty() && ::access((std::string(dir) + "/fusermount3").c_str(), X_OK) == 0) return true;
+    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
+  }
+  return false;
+}
+
 class Mounted {
  public:
   Mounted(fuse_session* se, const fs::path& mountpoint) : se_(se) {
-    if (fuse_session_mount(se_, mountpoint.c_str()) != 0)
+    if (fuse_session_mount(se_, mountpoint.c_str()) != 0) {
+      if (::geteuid() != 0 && !fusermount_reachable())
+        throw Failure{kExitFuse, "the FUSE mount failed: fusermount3 is missing, which users other than root "
+                                 "need (install the distribution's fuse3 package)"};
       throw Failure{kExitFuse, "the FUSE mount failed (is /dev/fuse usable? see the message above)"};
+    }
   }
   ~Mounted() { fuse_session_unmount(se_); }
   Mounted(const Mounted&) = delete;

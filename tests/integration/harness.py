@@ -10,6 +10,7 @@ python-blosc2, NumPy and msgpack of tests/python/requirements.txt.
 
 import argparse
 import atexit
+import glob
 import gzip
 import json
 import os
@@ -55,6 +56,19 @@ def mount_points():
 
 def is_mounted(path):
     return os.path.abspath(path) in mount_points()
+
+
+def wheel_file():
+    """The one blosc2fs-*.whl in $BLOSC2FS_WHEEL_DIR (the ctest test wheel.build,
+    scripts/wheel.sh, makes it); exits saying why it cannot run otherwise."""
+    directory = os.environ.get("BLOSC2FS_WHEEL_DIR", "")
+    wheels = sorted(glob.glob(os.path.join(directory, "blosc2fs-*.whl"))) if directory else []
+    if len(wheels) != 1:
+        print(f"cannot run: want one blosc2fs-*.whl in $BLOSC2FS_WHEEL_DIR ({directory!r}), found {wheels}; "
+              "the ctest test wheel.build (scripts/wheel.sh) makes it", flush=True)
+        print("0 passed, 1 failed", flush=True)
+        sys.exit(1)
+    return wheels[0]
 
 
 class TestFailure(Exception):
