@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <condition_variable>
 #include <list>
 #include <memory>
@@ -104,7 +105,11 @@ struct ChunkCacheStats {
   uint64_t budget = 0;
   uint64_t entries = 0;
   uint64_t dirty = 0;    // of `bytes`: written chunks not yet committed (never evicted)
-  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.. dirty=.."
+  // Blocks decompressed since the mount started, and their bytes: how much of
+  // a chunk a small read (or a preview.png) really decoded.
+  uint64_t decoded_blocks = 0;
+  uint64_t decoded_bytes = 0;
+  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.. dirty=.. decoded_blocks=.. decoded_bytes=.."
   std::string text() const;
 };
 
@@ -184,6 +189,7 @@ class ChunkCache {
   uint64_t bytes_ = 0;   // includes pinned_
   uint64_t pinned_ = 0;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
+  std::atomic<uint64_t> decoded_blocks_{0}, decoded_bytes_{0};  // counted outside the locks
 };
 
 }  // namespace blosc2fs

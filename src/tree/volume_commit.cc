@@ -141,6 +141,14 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
     if (text_a != text_b) note_inode(notes, fixed_file(NodeKind::attrs_dir)->ino);
     if (text_a && !text_b) note_entry(notes, NodeKind::attrs_dir, name);
   }
+  if (array_changed || before.has_preview() != after.has_preview()) {
+    // Drawn anew from the new state on its next open; its size is the bound until then.
+    note_inode(notes, fixed_file(NodeKind::preview_png)->ino);
+    if (before.has_preview() != after.has_preview()) {
+      note_inode(notes, kRootIno);
+      if (!after.has_preview()) note_entry(notes, NodeKind::root, "preview.png");
+    }
+  }
   if (array_changed || before.has_array() != after.has_array()) {
     note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
     if (before.has_array() != after.has_array()) {

@@ -229,7 +229,8 @@ def check_cache_stats(h, name):
     read_file(os.path.join(mnt, "data"))
     text = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
     fields = dict(kv.split("=") for kv in text.split())
-    check_equal(sorted(fields), sorted(["hits", "misses", "evictions", "bytes", "budget", "entries", "dirty"]),
+    check_equal(sorted(fields), sorted(["hits", "misses", "evictions", "bytes", "budget", "entries", "dirty",
+                                        "decoded_blocks", "decoded_bytes"]),
                 ".blosc2fs-cache fields")
     check(int(fields["misses"]) >= 1, f"no misses counted after reading data: {text}")
     check(text.endswith("\n"), ".blosc2fs-cache does not end with a newline")
