@@ -272,7 +272,14 @@ double PreviewDtype::value(const uint8_t* p) const {
 std::optional<PreviewDtype> preview_dtype(std::string_view dtype, int32_t typesize) {
   std::optional<NpyDtype> npy = npy_dtype(dtype);
   if (!npy || npy->itemsize != typesize) return std::nullopt;
-  const std::string& d = npy->descr;  // "<f8", "|u1", "|b1"
+  std::string d = npy->descr;  // "<f8", "|u1", "|b1"; or a NumPy name ("float32"), native order
+  for (auto [name, code] : {std::pair<std::string_view, char>{"uint", 'u'}, {"int", 'i'}, {"float", 'f'}}) {
+    if (d.starts_with(name)) {
+      d = std::string("<") + code + std::to_string(typesize);
+      break;
+    }
+  }
+  if (d == "bool") d = "|b1";
   if (d.size() < 3 || std::string_view("<>|=").find(d[0]) == std::string_view::npos) return std::nullopt;
   int size = 0;
   auto [end, ec] = std::from_chars(d.data() + 2, d.data() + d.size(), size);
