@@ -90,7 +90,8 @@ std::vector<Group> groups_of(const IndexSeq& seq, int64_t first, int64_t end, in
 // Calls emit(ks, element) for every element of the product of the sequences,
 // visiting each block that holds one once, chunk by chunk in C order.
 template <class Emit>
-void sample(const NdLayout& layout, const std::vector<IndexSeq>& seqs, const PreviewBlockView& view, Emit&& emit) {
+void sample(const NdLayout& layout, const std::vector<IndexSeq>& seqs, const PreviewBlockView& view,
+            const std::function<void(int64_t)>& chunk_done, Emit&& emit) {
   const size_t nd = seqs.size();
   const std::vector<int64_t>& chunkshape = layout.chunkshape();
   const std::vector<int64_t>& blockshape = layout.blockshape();
@@ -149,6 +150,7 @@ void sample(const NdLayout& layout, const std::vector<IndexSeq>& seqs, const Pre
         emit(ks.data(), bytes.data() + item * ts);
       } while (next_element());
     } while (next_block());
+    if (chunk_done) chunk_done(chunk);
   } while (next_chunk());
 }
 
@@ -183,13 +185,14 @@ std::string describe(const PreviewPlan& plan, const Range& range) {
   return text + " lo=" + number_text(range.lo) + " hi=" + number_text(range.hi);
 }
 
-PreviewImage render_plot(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view) {
+PreviewImage render_plot(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view,
+                         const std::function<void(int64_t)>& chunk_done) {
   const int64_t w = plan.width, m = plan.samples;
   std::vector<double> col_lo(size_t(w), std::numeric_limits<double>::infinity());
   std::vector<double> col_hi(size_t(w), -std::numeric_limits<double>::infinity());
   IndexSeq seq{IndexSeq::Kind::plot, m, plan.cols};
   Range range;
-  sample(layout, {seq}, view, [&](const int64_t* ks, const uint8_t* p) {
+  sample(layout, {seq}, view, chunk_done, [&](const int64_t* ks, const uint8_t* p) {
     const double v = plan.dtype.value(p);
     if (!std::isfinite(v)) return;
     const size_t j = size_t(plot_column(ks[0], m, w));
@@ -212,7 +215,8 @@ PreviewImage render_plot(const PreviewPlan& plan, const NdLayout& layout, const 
   return image;
 }
 
-PreviewImage render_picture(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view) {
+PreviewImage render_picture(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view,
+                            const std::function<void(int64_t)>& chunk_done) {
   const size_t nd = plan.shape.size();
   const bool color = plan.mode == PreviewMode::color;
   const size_t row_dim = nd - (color ? 3 : 2), col_dim = row_dim + 1;
@@ -224,7 +228,7 @@ PreviewImage render_picture(const PreviewPlan& plan, const NdLayout& layout, con
   std::vector<double> values(size_t(plan.height * w * c));
   Range range;
   bool non_finite = false;
-  sample(layout, seqs, view, [&](const int64_t* ks, const uint8_t* p) {
+  sample(layout, seqs, view, chunk_done, [&](const int64_t* ks, const uint8_t* p) {
     const double v = plan.dtype.value(p);
     const int64_t channel = color ? ks[nd - 1] : 0;
     values[size_t((ks[row_dim] * w + ks[col_dim]) * c + channel)] = v;
@@ -388,10 +392,12 @@ std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const
   return plan;
 }
 
-PreviewImage render_preview(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view) {
+PreviewImage render_preview(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view,
+                            const std::function<void(int64_t)>& chunk_done) {
   if (layout.shape() != plan.shape || layout.typesize() != plan.dtype.size)
     throw FormatError("preview.png: the plan is not of this array");
-  return plan.mode == PreviewMode::plot ? render_plot(plan, layout, view) : render_picture(plan, layout, view);
+  return plan.mode == PreviewMode::plot ? render_plot(plan, layout, view, chunk_done)
+                                        : render_picture(plan, layout, view, chunk_done);
 }
 
 }  // namespace blosc2fs

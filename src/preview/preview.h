@@ -99,9 +99,11 @@ struct PreviewImage {
 };
 
 // Draws the plan: reads each block that holds a drawn element once, through
-// `view`, in chunk order. Memory: the picture and one value per drawn element
-// (at most 1024 x 1024 x 4), never the array.
-PreviewImage render_preview(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view);
+// `view`, chunk after chunk (each chunk once: `chunk_done(n)` follows its last
+// block). Memory: the picture and one value per drawn element (at most
+// 1024 x 1024 x 4), never the array.
+PreviewImage render_preview(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view,
+                            const std::function<void(int64_t chunk)>& chunk_done = {});
 
 // The PNG file of a picture (libpng). Throws FormatError when libpng fails.
 Bytes encode_png(const PreviewImage& image);

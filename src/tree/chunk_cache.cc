@@ -371,6 +371,11 @@ void ChunkCache::drop_locked(int64_t n) {
   map_.erase(it);
 }
 
+bool ChunkCache::holds(int64_t n) const {
+  std::lock_guard map_lock(map_mutex_);
+  return map_.count(n) > 0;
+}
+
 void ChunkCache::invalidate(int64_t n) {
   std::lock_guard map_lock(map_mutex_);
   drop_locked(n);

@@ -147,6 +147,10 @@ class ChunkCache {
   // frame changed them).
   void invalidate(int64_t n);
   void invalidate_from(int64_t first);
+  // Whether chunk n has an entry now; and dropping it after a one-time reader
+  // (preview.png) that brought it in, so the cache holds what it held before.
+  bool holds(int64_t n) const;
+  void release(int64_t n) { invalidate(n); }
 
   // Bytes held outside the entries that count against the budget but can
   // never be evicted: chunks written and not yet committed. Clean entries are

@@ -351,10 +351,22 @@ std::shared_ptr<const Bytes> FrameFiles::preview(bool* drawn) {
   }
   const auto start = std::chrono::steady_clock::now();
   const ChunkCacheStats before = cache_.stats();
-  auto view = [this](int64_t n, int64_t offset, int64_t length, std::shared_ptr<const void>& keep) {
+  // Chunks the drawing brings into the cache leave it when their last block
+  // is drawn: a preview of a big image must not fill the cache with partly
+  // decoded chunks, nor evict what other readers use.
+  int64_t current = -1;
+  bool brought = false;
+  auto view = [&](int64_t n, int64_t offset, int64_t length, std::shared_ptr<const void>& keep) {
+    if (n != current) {
+      current = n;
+      brought = !cache_.holds(n);
+    }
     return cache_.view(n, offset, size_t(length), keep);
   };
-  auto png = std::make_shared<const Bytes>(encode_png(render_preview(*preview_plan_, *layout_, view)));
+  auto chunk_done = [&](int64_t n) {
+    if (n == current && brought) cache_.release(n);
+  };
+  auto png = std::make_shared<const Bytes>(encode_png(render_preview(*preview_plan_, *layout_, view, chunk_done)));
   const ChunkCacheStats after = cache_.stats();
   spdlog::debug("preview.png: {} x {} drawn in {} ms, {} bytes; chunk cache misses {}, blocks decoded {}",
                 preview_plan_->width, preview_plan_->height,
