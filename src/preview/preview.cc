@@ -34,10 +34,11 @@ double half_to_double(uint16_t h) {
   return sign ? -v : v;
 }
 
-// Shortest text that reads back as the same double ("0.1", "255", "nan").
-std::string number_text(double v) {
+// Shortest text that reads back as the same value ("0.1", "255"): of a float
+// for float16/32 arrays (NumPy's repr of their items), of a double otherwise.
+std::string number_text(double v, bool single) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  auto [end, ec] = single ? std::to_chars(buf, buf + sizeof buf, float(v)) : std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
@@ -182,7 +183,8 @@ std::string describe(const PreviewPlan& plan, const Range& range) {
   if (plan.dtype.is_uint8()) return text + " lo=0 hi=255 (values as stored)";
   if (plan.dtype.kind == PreviewDtype::Kind::boolean) return text + " lo=0 hi=1 (false black, true white)";
   if (!range.any()) return text + " lo=none hi=none (no finite value drawn)";
-  return text + " lo=" + number_text(range.lo) + " hi=" + number_text(range.hi);
+  const bool single = plan.dtype.kind == PreviewDtype::Kind::floating && plan.dtype.size <= 4;
+  return text + " lo=" + number_text(range.lo, single) + " hi=" + number_text(range.hi, single);
 }
 
 PreviewImage render_plot(const PreviewPlan& plan, const NdLayout& layout, const PreviewBlockView& view,
