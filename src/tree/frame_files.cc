@@ -378,6 +378,19 @@ std::shared_ptr<const Bytes> FrameFiles::preview(bool* drawn) {
   return preview_png_;
 }
 
+void FrameFiles::keep_preview_of(const FrameFiles& before) {
+  if (!preview_plan_ || !before.preview_plan_ || before.metas_.size() != metas_.size()) return;
+  for (size_t i = 0; i < metas_.size(); ++i)
+    if (metas_[i].name != before.metas_[i].name || metas_[i].content != before.metas_[i].content) return;
+  std::shared_ptr<const Bytes> png;
+  {
+    std::lock_guard lock(before.preview_mutex_);
+    png = before.preview_png_;
+  }
+  std::lock_guard lock(preview_mutex_);
+  if (!preview_png_) preview_png_ = std::move(png);
+}
+
 int64_t FrameFiles::chunk_offset(int64_t n) const {
   if (n >= nchunks_) return frame_->header().nbytes;
   return frame_->chunk_data_offset(n);

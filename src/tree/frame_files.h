@@ -115,6 +115,10 @@ class FrameFiles : public ChunkSource {
   // The PNG (nullptr without a preview), drawn now when it was not yet;
   // `drawn` says whether this call drew it. Throws FormatError / IoError.
   std::shared_ptr<const Bytes> preview(bool* drawn = nullptr);
+  // Takes over the drawing of `before`, a former state of the same frame whose
+  // chunks this state did not change (a commit of layers only), when the
+  // metalayers are the same too.
+  void keep_preview_of(const FrameFiles& before);
 
   // ChunkSource: the committed chunks.
   int64_t nchunks() const override { return nchunks_; }

@@ -189,6 +189,9 @@ void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std:
   // now (another writer may have added some).
   if (overlay_.clean()) overlay_.reset(*files_, limits);
   else overlay_.rebase(*files_, limits);
+  const bool same_chunks = !changes.all && changes.chunks.empty() && changes.from == INT64_MAX &&
+                           before->nchunks() == files_->nchunks();
+  if (same_chunks) files_->keep_preview_of(*before);  // a commit of layers only: the same picture
   notes_for_changes(*before, *files_, changes, notes);
 }
 

@@ -311,6 +311,34 @@ def hostile_shapes(h):
     h.unmount(mnt)
 
 
+def store_leaves(h):
+    """A store's leaves are arrays too: embedded (threshold) and in frames of their own."""
+    path = os.path.join(h.new_dir("store"), "s.b2z")
+    values = {"/small": np.arange(30 * 20, dtype=np.int32).reshape(30, 20) % 17,
+              "/group/image": rng.integers(0, 256, (40, 50, 3), dtype=np.uint8),
+              "/group/series": np.sin(np.arange(4000) / 100.0)}
+    with blosc2.TreeStore(path, mode="w", threshold=4000) as s:
+        for key, value in values.items():
+            s[key] = value
+    mnt = h.mount(path, ["-o", "ro"])
+    for key, value in values.items():
+        check_preview(os.path.join(mnt, key.strip("/")), value, f"store leaf {key}")
+
+
+def vlmeta_commit_keeps_the_drawing(h):
+    """A commit that leaves chunks and metalayers alone keeps the drawing; one of the chunks draws anew."""
+    shape = (60, 80)
+    a = np.arange(shape[0] * shape[1], dtype=np.float32).reshape(shape)
+    path = write_array(h, "vlmeta", a, chunks=shape, blocks=shape)
+    mnt = h.mount(path)
+    check_preview(mnt, a, "before")
+    drawn = h.cache_stats(mnt)["decoded_blocks"]
+    with open(os.path.join(mnt, "vlmeta", "note"), "wb") as f:
+        f.write(b"\xa5hello")  # msgpack "hello"
+    check_preview(mnt, a, "after a vlmeta commit")
+    check_equal(h.cache_stats(mnt)["decoded_blocks"], drawn, "blocks decoded by the vlmeta commit's preview")
+
+
 def main():
     h = Harness("preview.png", watchdog_seconds=600)
     h.require_fuse()
@@ -322,6 +350,8 @@ def main():
     h.test("20000 x 20000: a few percent decoded, ls -l draws nothing", big_image_reads_little, h)
     h.test("cp into data and commit: drawn anew", commit_draws_anew, h)
     h.test("hostile shapes: 1 x 10^9, 10^6 x 2", hostile_shapes, h)
+    h.test("store leaves, embedded and own frames", store_leaves, h)
+    h.test("a vlmeta commit keeps the drawing", vlmeta_commit_keeps_the_drawing, h)
     h.finish()
 
 
