@@ -1,8 +1,11 @@
 // Writes arbitrary bytes as a contiguous frame file, opens it and reads everything
-// the mount would show: header, index, chunks, metalayers, vlmetalayers, b2nd, JSON.
+// the mount would show: header, index, chunks, metalayers, vlmetalayers, b2nd, JSON,
+// and preview.png through a Volume.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <string>
 
@@ -13,6 +16,9 @@
 #include "frame_nd.h"
 #include "kind.h"
 #include "fuzz_script.h"
+#include "fs_error.h"
+#include "inodes.h"
+#include "volume.h"
 
 namespace {
 constexpr int32_t kMaxFuzzNbytes = 64 << 20;
@@ -79,6 +85,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           (void)layout.chunks_for_range(0, std::min<int64_t>(layout.array_bytes(), 1 << 20));
         } catch (const FormatError&) {
         }
+      }
+    }
+    // preview.png as the mount draws it: through a Volume, its chunk cache and
+    // the block views of src/preview/ (frames of bounded chunks: the cache
+    // holds a chunk's whole decoded size for each one a drawing touches).
+    const int32_t chunksize = frame->header().chunksize;
+    if (frame_nd_metalayer(*frame) && chunksize > 0 && chunksize <= kMaxFuzzNbytes / 8 && frame->nchunks() <= 4096) {
+      try {
+        VolumeOptions options;
+        options.cache_budget = 64 << 20;
+        Volume volume(path, options);
+        if (std::optional<uint64_t> ino = volume.lookup(kRootIno, "preview.png")) {
+          Bytes png(size_t(std::min<int64_t>(volume.attributes(*ino).st_size, 8 << 20)));
+          png.resize(volume.read(*ino, 0, png));
+          if (png.size() < 8 || png[1] != 'P' || png[2] != 'N' || png[3] != 'G') {
+            std::fprintf(stderr, "preview.png is not a PNG (%zu bytes)\n", png.size());
+            std::abort();
+          }
+        }
+      } catch (const FormatError&) {
+      } catch (const IoError&) {
+      } catch (const FsError&) {
       }
     }
   } catch (const FormatError&) {

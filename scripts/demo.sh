@@ -27,5 +27,8 @@ show 'head -4 index.tsv | column -t'
 show 'cat attrs/units attrs/source'
 show 'cat vlmeta/history'
 show "/usr/bin/python3 -c \"import numpy as np; a = np.load('array.npy', mmap_mode='r'); print(a.shape, a.dtype, 'mean %.2f' % a.mean(), 'day 180, equator:', a[180, 45, :4])\""
+show 'file preview.png; ls -l preview.png'
 show 'cat .blosc2fs-cache'
+printf '\nThe first day of the array, drawn as %s (docs/preview.md). Open it with:\n  xdg-open %s\n' \
+  "$mnt/preview.png" "$mnt/preview.png"
 printf '\nThe frame stays mounted on %s. Unmount with:\n  fusermount3 -u %s\n' "$mnt" "$mnt"

@@ -52,6 +52,16 @@ class NdLayout {
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
 
+  // The geometry, for readers that pick single items (preview.png): a chunk is
+  // an extended chunkshape of blocks in C order, each block its items in C order.
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& chunkshape() const { return chunkshape_; }
+  const std::vector<int64_t>& blockshape() const { return blockshape_; }
+  const std::vector<int64_t>& chunks_per_dim() const { return chunks_per_dim_; }
+  const std::vector<int64_t>& blocks_per_dim() const { return blocks_per_dim_; }
+  int64_t block_items() const { return block_items_; }
+  int32_t typesize() const { return typesize_; }
+
  private:
   template <class Emit>
   void walk(int64_t offset, int64_t len, Emit&& emit) const;

@@ -13,7 +13,8 @@ std::string ChunkCacheStats::text() const {
   return "hits=" + std::to_string(hits) + " misses=" + std::to_string(misses) +
          " evictions=" + std::to_string(evictions) + " bytes=" + std::to_string(bytes) +
          " budget=" + std::to_string(budget) + " entries=" + std::to_string(entries) +
-         " dirty=" + std::to_string(dirty);
+         " dirty=" + std::to_string(dirty) + " decoded_blocks=" + std::to_string(decoded_blocks) +
+         " decoded_bytes=" + std::to_string(decoded_bytes);
 }
 
 struct ChunkCache::Entry : CachedChunk {
@@ -186,6 +187,8 @@ void ChunkCache::decode_block_unlocked(Entry& entry, int32_t j) {
   ByteSpan reference;
   if (j > 0 && d.needs_reference_block()) reference = ByteSpan(entry.buffer.data(), size_t(d.block_size(0)));
   d.decode_block(j, MutableByteSpan(entry.buffer.data() + offset, size_t(size)), reference);
+  decoded_blocks_.fetch_add(1, std::memory_order_relaxed);
+  decoded_bytes_.fetch_add(uint64_t(size), std::memory_order_relaxed);
 }
 
 void ChunkCache::decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock, int32_t first, int32_t last) {
@@ -341,6 +344,8 @@ ChunkCacheStats ChunkCache::stats() const {
   s.budget = budget_;
   s.entries = map_.size();
   s.dirty = pinned_;
+  s.decoded_blocks = decoded_blocks_.load(std::memory_order_relaxed);
+  s.decoded_bytes = decoded_bytes_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -364,6 +369,11 @@ void ChunkCache::drop_locked(int64_t n) {
   entry.in_map = false;
   lru_.erase(it->second.lru_pos);
   map_.erase(it);
+}
+
+bool ChunkCache::holds(int64_t n) const {
+  std::lock_guard map_lock(map_mutex_);
+  return map_.count(n) > 0;
 }
 
 void ChunkCache::invalidate(int64_t n) {

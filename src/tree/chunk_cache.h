@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <condition_variable>
 #include <list>
 #include <memory>
@@ -104,7 +105,11 @@ struct ChunkCacheStats {
   uint64_t budget = 0;
   uint64_t entries = 0;
   uint64_t dirty = 0;    // of `bytes`: written chunks not yet committed (never evicted)
-  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.. dirty=.."
+  // Blocks decompressed since the mount started, and their bytes: how much of
+  // a chunk a small read (or a preview.png) really decoded.
+  uint64_t decoded_blocks = 0;
+  uint64_t decoded_bytes = 0;
+  // "hits=.. misses=.. evictions=.. bytes=.. budget=.. entries=.. dirty=.. decoded_blocks=.. decoded_bytes=.."
   std::string text() const;
 };
 
@@ -142,6 +147,10 @@ class ChunkCache {
   // frame changed them).
   void invalidate(int64_t n);
   void invalidate_from(int64_t first);
+  // Whether chunk n has an entry now; and dropping it after a one-time reader
+  // (preview.png) that brought it in, so the cache holds what it held before.
+  bool holds(int64_t n) const;
+  void release(int64_t n) { invalidate(n); }
 
   // Bytes held outside the entries that count against the budget but can
   // never be evicted: chunks written and not yet committed. Clean entries are
@@ -184,6 +193,7 @@ class ChunkCache {
   uint64_t bytes_ = 0;   // includes pinned_
   uint64_t pinned_ = 0;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;
+  std::atomic<uint64_t> decoded_blocks_{0}, decoded_bytes_{0};  // counted outside the locks
 };
 
 }  // namespace blosc2fs

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <set>
 
@@ -253,8 +254,10 @@ void FrameFiles::load_array() {
       spdlog::info("array.npy: dtype '{}' does not match typesize {}; the header says {}", nd.dtype.value_or(""),
                    h.typesize, descr);
     npy_header_ = npy_header(descr, nd.shape);
+    preview_plan_ = plan_preview(nd.shape, nd.dtype ? preview_dtype(*nd.dtype, h.typesize) : std::nullopt);
   } catch (const FormatError& e) {
     layout_.reset();
+    preview_plan_.reset();
     spdlog::warn("array.npy left out: the {} metalayer does not describe this frame: {}", meta->name, e.what());
   }
 }
@@ -327,6 +330,65 @@ const LayerFile* FrameFiles::find_vlmeta(std::string_view name) const {
 int64_t FrameFiles::array_size() const {
   if (tensor_) return int64_t(npy_header_.size()) + frame_->header().nbytes;
   return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
+}
+
+int64_t FrameFiles::preview_size() const {
+  if (!preview_plan_) return 0;
+  {
+    std::lock_guard lock(preview_mutex_);
+    if (preview_png_) return int64_t(preview_png_->size());
+  }
+  return preview_png_size_bound(*preview_plan_);
+}
+
+std::shared_ptr<const Bytes> FrameFiles::preview(bool* drawn) {
+  if (drawn) *drawn = false;
+  if (!preview_plan_ || !layout_) return nullptr;
+  std::lock_guard draw(preview_draw_mutex_);
+  {
+    std::lock_guard lock(preview_mutex_);
+    if (preview_png_) return preview_png_;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const ChunkCacheStats before = cache_.stats();
+  // Chunks the drawing brings into the cache leave it when their last block
+  // is drawn: a preview of a big image must not fill the cache with partly
+  // decoded chunks, nor evict what other readers use.
+  int64_t current = -1;
+  bool brought = false;
+  auto view = [&](int64_t n, int64_t offset, int64_t length, std::shared_ptr<const void>& keep) {
+    if (n != current) {
+      current = n;
+      brought = !cache_.holds(n);
+    }
+    return cache_.view(n, offset, size_t(length), keep);
+  };
+  auto chunk_done = [&](int64_t n) {
+    if (n == current && brought) cache_.release(n);
+  };
+  auto png = std::make_shared<const Bytes>(encode_png(render_preview(*preview_plan_, *layout_, view, chunk_done)));
+  const ChunkCacheStats after = cache_.stats();
+  spdlog::debug("preview.png: {} x {} drawn in {} ms, {} bytes; chunk cache misses {}, blocks decoded {}",
+                preview_plan_->width, preview_plan_->height,
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count(),
+                png->size(), after.misses - before.misses, after.decoded_blocks - before.decoded_blocks);
+  std::lock_guard lock(preview_mutex_);
+  preview_png_ = std::move(png);
+  if (drawn) *drawn = true;
+  return preview_png_;
+}
+
+void FrameFiles::keep_preview_of(const FrameFiles& before) {
+  if (!preview_plan_ || !before.preview_plan_ || before.metas_.size() != metas_.size()) return;
+  for (size_t i = 0; i < metas_.size(); ++i)
+    if (metas_[i].name != before.metas_[i].name || metas_[i].content != before.metas_[i].content) return;
+  std::shared_ptr<const Bytes> png;
+  {
+    std::lock_guard lock(before.preview_mutex_);
+    png = before.preview_png_;
+  }
+  std::lock_guard lock(preview_mutex_);
+  if (!preview_png_) preview_png_ = std::move(png);
 }
 
 int64_t FrameFiles::chunk_offset(int64_t n) const {

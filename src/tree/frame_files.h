@@ -20,6 +20,7 @@
 #include "kind.h"
 #include "node.h"
 #include "paged_text.h"
+#include "preview.h"
 
 namespace blosc2fs {
 
@@ -105,6 +106,20 @@ class FrameFiles : public ChunkSource {
   bool has_items() const { return items_.has_value(); }
   PagedText& items() { return *items_; }
 
+  // preview.png (src/preview/): planned from the metadata when the frame is
+  // built; drawn on first use through the chunk cache and kept with this
+  // state of the frame (a commit builds new FrameFiles, drawn anew).
+  bool has_preview() const { return preview_plan_.has_value(); }
+  // The PNG's size once drawn; before, the largest it can be: stat never draws.
+  int64_t preview_size() const;
+  // The PNG (nullptr without a preview), drawn now when it was not yet;
+  // `drawn` says whether this call drew it. Throws FormatError / IoError.
+  std::shared_ptr<const Bytes> preview(bool* drawn = nullptr);
+  // Takes over the drawing of `before`, a former state of the same frame whose
+  // chunks this state did not change (a commit of layers only), when the
+  // metalayers are the same too.
+  void keep_preview_of(const FrameFiles& before);
+
   // ChunkSource: the committed chunks.
   int64_t nchunks() const override { return nchunks_; }
   int64_t chunk_size(int64_t n) const override { return frame_->chunk_nbytes(n); }
@@ -140,6 +155,11 @@ class FrameFiles : public ChunkSource {
   std::string render_frame_json();
   IndexTsvFile index_tsv_;
   std::optional<PagedText> items_;
+
+  std::optional<PreviewPlan> preview_plan_;
+  std::mutex preview_draw_mutex_;        // held while drawing: one drawing at a time
+  mutable std::mutex preview_mutex_;     // guards preview_png_ (never held while drawing)
+  std::shared_ptr<const Bytes> preview_png_;
 };
 
 }  // namespace blosc2fs

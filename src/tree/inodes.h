@@ -9,6 +9,7 @@
 //   6 chunks/   7 raw/   8 meta/   9 vlmeta/   10 attrs/   11 .blosc2fs-cache
 //   12 items.jsonl
 //   13 usermeta (frames of the older layouts that have one)
+//   14 preview.png (N-d arrays of a numeric dtype)
 //   kNamedBase + k   named files, k = 0, 1, 2, ... in order of first sight
 //   kChunkBase + n   chunks/N
 //   kRawBase + n     raw/N.chunk
@@ -47,7 +48,7 @@ bool is_scratch_name(std::string_view name);
 // Whether `name` can be a directory entry: not empty, not "." or "..", no '/' or NUL.
 bool usable_file_name(const std::string& name);
 
-// The root's children that always sit at fixed inode numbers (2..13), in listing order.
+// The root's children that always sit at fixed inode numbers (2..14), in listing order.
 struct FixedFile {
   uint64_t ino;
   NodeKind kind;
@@ -61,6 +62,7 @@ inline constexpr FixedFile kRootChildren[] = {
     {10, NodeKind::attrs_dir, "attrs"},      {11, NodeKind::cache_stats, ".blosc2fs-cache"},
     {12, NodeKind::items_jsonl, "items.jsonl"},
     {13, NodeKind::usermeta, "usermeta"},
+    {14, NodeKind::preview_png, "preview.png"},
 };
 const FixedFile* fixed_file(NodeKind kind);
 

@@ -22,6 +22,7 @@ enum class NodeKind : uint8_t {
   cache_stats,  // .blosc2fs-cache
   items_jsonl,  // items.jsonl: the items of an ObjectArray, BatchArray or ListArray (README "Kinds")
   usermeta,     // older layouts' usermeta blob, decompressed (read-only)
+  preview_png,  // preview.png: the N-d array drawn (src/preview/), made on first open
   chunk,        // chunks/N: index = N
   raw_chunk,    // raw/N.chunk: index = N
   meta,         // meta/NAME

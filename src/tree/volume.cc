@@ -136,6 +136,7 @@ bool Volume::exists(const Node& node) const {
     case NodeKind::array_npy: return files_->has_array();
     case NodeKind::items_jsonl: return files_->has_items();
     case NodeKind::usermeta: return files_->usermeta() != nullptr;
+    case NodeKind::preview_png: return files_->has_preview();
     case NodeKind::chunk: return node.index >= 0 && node.index < overlay_.count();
     case NodeKind::raw_chunk: {
       if (node.index >= 0 && node.index < files_->nchunks()) return true;
@@ -363,6 +364,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     case NodeKind::items_jsonl: return files_->has_items() ? files_->items().size() : 0;
     case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
     case NodeKind::usermeta: return files_->usermeta() ? files_->usermeta()->size : 0;
+    case NodeKind::preview_png: return files_->preview_size();  // never draws (ls -l stays instant)
     case NodeKind::chunk:
       if (overlay_.holds(node.index)) return overlay_.chunk_size(*files_, node.index);
       return files_->chunk_size_for_stat(node.index);
@@ -497,6 +499,10 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
       if (!layer) return 0;
       if (!layer->error.empty()) throw FormatError(layer->error);
       return copy_from(layer->content, offset, out);
+    }
+    case NodeKind::preview_png: {
+      std::shared_ptr<const Bytes> png = files_->preview();
+      return png ? copy_from(*png, offset, out) : 0;
     }
     case NodeKind::chunk: return overlay_.read_chunk(*files_, node.index, offset, out);
     case NodeKind::raw_chunk: return files_->read_raw(node.index, offset, out);

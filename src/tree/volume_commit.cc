@@ -141,6 +141,14 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
     if (text_a != text_b) note_inode(notes, fixed_file(NodeKind::attrs_dir)->ino);
     if (text_a && !text_b) note_entry(notes, NodeKind::attrs_dir, name);
   }
+  if (array_changed || before.has_preview() != after.has_preview()) {
+    // Drawn anew from the new state on its next open; its size is the bound until then.
+    note_inode(notes, fixed_file(NodeKind::preview_png)->ino);
+    if (before.has_preview() != after.has_preview()) {
+      note_inode(notes, kRootIno);
+      if (!after.has_preview()) note_entry(notes, NodeKind::root, "preview.png");
+    }
+  }
   if (array_changed || before.has_array() != after.has_array()) {
     note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
     if (before.has_array() != after.has_array()) {
@@ -181,6 +189,9 @@ void Volume::install(const ChunkChanges& changes, KernelNotes& notes, const std:
   // now (another writer may have added some).
   if (overlay_.clean()) overlay_.reset(*files_, limits);
   else overlay_.rebase(*files_, limits);
+  const bool same_chunks = !changes.all && changes.chunks.empty() && changes.from == INT64_MAX &&
+                           before->nchunks() == files_->nchunks();
+  if (same_chunks) files_->keep_preview_of(*before);  // a commit of layers only: the same picture
   notes_for_changes(*before, *files_, changes, notes);
 }
 

@@ -172,9 +172,18 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   // Texts made anew at open: the kernel must not keep pages of an older one.
   const bool live_json = n->kind == NodeKind::frame_json && files_->frame_json_is_live();
   if (live_json) files_->renew_frame_json();
-  direct_io = n->kind == NodeKind::cache_stats || live_json;
-  keep_cache = cache_still_valid(ino) && !truncate;
-  (void)notes;
+  // preview.png is drawn by its first open, not by stat: until then stat shows
+  // the largest size the PNG can have. The open that draws it reads without the
+  // page cache (the kernel's size is that bound) and has the kernel ask for the
+  // attributes again, which then give the PNG's own size.
+  bool drew_preview = false;
+  if (n->kind == NodeKind::preview_png) {
+    std::shared_lock lock(state_mutex_);  // the chunk cache serves this frame while drawing
+    files_->preview(&drew_preview);
+  }
+  if (drew_preview) notes.attributes.push_back(ino);
+  direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview;
+  keep_cache = cache_still_valid(ino) && !truncate && !drew_preview;
   return file;
 }
 

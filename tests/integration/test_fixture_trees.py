@@ -7,6 +7,7 @@ import base64
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ import msgpack
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, gunzip, read_file  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, gunzip, read_file, wait_until  # noqa: E402
 
 
 def to_json_value(value):
@@ -105,6 +106,8 @@ def check_frame(h, name):
     want_root = {"frame.json", "index.tsv", "data", "chunks", "raw", "meta", "vlmeta", "attrs", ".blosc2fs-cache"}
     if nd:
         want_root.add("array.npy")
+    if has_preview(expect):
+        want_root.add("preview.png")
     if expect.get("usermeta"):  # older layouts' usermeta blob (fixtures-extra README)
         want_root.add("usermeta")
         check_equal(read_file(os.path.join(mnt, "usermeta")).hex(), expect["usermeta"], "usermeta")
@@ -119,6 +122,8 @@ def check_frame(h, name):
             if os.path.relpath(path, mnt) == ".blosc2fs-cache":
                 continue
             content = read_file(path, piece=65536 + 7)
+            if f == "preview.png":  # drawn by that open, which has the kernel ask for its size again
+                wait_until(lambda: os.stat(path).st_size == len(content), seconds=10)
             st = os.stat(path)
             check_equal(st.st_size, len(content), f"stat size of {os.path.relpath(path, mnt)}")
             check(st.st_mode & 0o222 == 0, f"{path} is writable: {oct(st.st_mode)}")
@@ -224,12 +229,31 @@ def check_frame(h, name):
             del arr
 
 
+def has_preview(expect):
+    """Whether the tree has preview.png (docs/preview.md): an N-d array of a numeric dtype
+    with elements; a legacy caterva frame takes its dtype from its `type` metalayer."""
+    nd = expect.get("b2nd")
+    metas = expect["metalayers"]
+    if nd:
+        dtype, shape = nd.get("dtype"), nd.get("shape")
+    elif "caterva" in metas and "type" in metas:
+        dtype, shape = msgpack.unpackb(bytes.fromhex(metas["type"])).get("dtype"), None
+    else:
+        return False
+    numeric = isinstance(dtype, str) and re.fullmatch(r"[<>|=]?(b1|[iu][1248]|f[248])", dtype) is not None
+    # A dtype whose item size is not the frame's typesize (dtype_mismatch) is not drawn.
+    if not numeric or int(dtype[-1]) != expect["typesize"]:
+        return False
+    return shape is None or (len(shape) >= 1 and all(s > 0 for s in shape))
+
+
 def check_cache_stats(h, name):
     mnt = h.mount(h.frame(name))
     read_file(os.path.join(mnt, "data"))
     text = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
     fields = dict(kv.split("=") for kv in text.split())
-    check_equal(sorted(fields), sorted(["hits", "misses", "evictions", "bytes", "budget", "entries", "dirty"]),
+    check_equal(sorted(fields), sorted(["hits", "misses", "evictions", "bytes", "budget", "entries", "dirty",
+                                        "decoded_blocks", "decoded_bytes"]),
                 ".blosc2fs-cache fields")
     check(int(fields["misses"]) >= 1, f"no misses counted after reading data: {text}")
     check(text.endswith("\n"), ".blosc2fs-cache does not end with a newline")

@@ -468,7 +468,8 @@ TEST(ChunkCache, WaitersOnAFailedBlockTryItThemselves) {
 TEST(ChunkCache, StatisticsText) {
   ChunkCacheStats s;
   s.hits = 1, s.misses = 2, s.evictions = 3, s.bytes = 4, s.budget = 5, s.entries = 6, s.dirty = 7;
-  EXPECT_EQ(s.text(), "hits=1 misses=2 evictions=3 bytes=4 budget=5 entries=6 dirty=7");
+  s.decoded_blocks = 8, s.decoded_bytes = 9;
+  EXPECT_EQ(s.text(), "hits=1 misses=2 evictions=3 bytes=4 budget=5 entries=6 dirty=7 decoded_blocks=8 decoded_bytes=9");
 }
 
 TEST(ChunkCache, ClearDropsEverything) {

@@ -81,6 +81,16 @@ TEST_P(FsTreeFixture, MatchesExpectations) {
   std::vector<std::string> want{"frame.json", "index.tsv", "data"};
   if (nd) want.push_back("array.npy");
   for (const char* d : {"chunks", "raw", "meta", "vlmeta", "attrs", ".blosc2fs-cache"}) want.push_back(d);
+  // preview.png: b2nd arrays of a numeric dtype of the frame's typesize, with elements.
+  if (expect.contains("b2nd") && expect["b2nd"]["dtype"].is_string()) {
+    const std::string dtype = expect["b2nd"]["dtype"];
+    bool elements = true;
+    for (const auto& s : expect["b2nd"]["shape"]) elements = elements && s.get<int64_t>() > 0;
+    const bool drawn = dtype.size() == 3 && std::string("biuf").find(dtype[1]) != std::string::npos &&
+                       dtype[2] - '0' == expect["typesize"].get<int>();  // no dtype_mismatch
+    if (elements && drawn)
+      want.push_back("preview.png");
+  }
   EXPECT_EQ(names, want);
   EXPECT_FALSE(volume.lookup(kRootIno, "nothing").has_value());
 
