@@ -23,7 +23,7 @@ constexpr size_t kErrorBodyCap = 4096;
 // Receive buffers kept for reuse at most (a quarter of -o prefetch= when less).
 constexpr uint64_t kMaxPooledBodies = uint64_t(16) << 20;
 // libcurl's receive buffer per transfer.
-constexpr size_t kReceiveBuffer = size_t(256) << 10;
+constexpr size_t kReceiveBuffer = size_t(64) << 10;
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -121,8 +121,15 @@ struct RemoteClient::Transfer {
       // Sized once, from Content-Length within what was asked for: a growing
       // vector would copy the body again at every doubling.
       curl_off_t length = -1;
-      if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0)
-        body = t->pool->take(size_t(std::min<uint64_t>(uint64_t(length), cap)));
+      if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0) {
+        const size_t wanted = size_t(std::min<uint64_t>(uint64_t(length), cap));
+        if (t->request.receive_buffer.capacity() >= wanted) {
+          body = std::move(t->request.receive_buffer);
+          body.clear();
+        } else {
+          body = t->pool->take(wanted);
+        }
+      }
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // a memcpy, not a char-by-char conversion
     body.insert(body.end(), bytes, bytes + n);

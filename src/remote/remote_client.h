@@ -57,6 +57,10 @@ struct HttpRequest {
   size_t max_body = 0;                // a longer body ends the transfer (body_overflow)
   std::chrono::milliseconds timeout{0};  // the whole attempt; 0: read_deadline
   std::string post_fields;               // non-empty: a POST of this form body (a login)
+  // Where a successful body goes when it fits (its capacity; taken from the
+  // body pool when the request is made, so that a buffer an eviction just gave
+  // back is the one this request fills); empty: one from the body pool.
+  Bytes receive_buffer;
 };
 
 struct HttpAnswer {

@@ -485,7 +485,9 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
   std::weak_ptr<const RemoteObject> self = weak_from_this();
   std::shared_ptr<RemoteClient> client = client_;
   const int64_t start = offset;
-  client_->perform_async(range_request(start, end), [self, client, promise, start, end](HttpAnswer&& a) {
+  HttpRequest request = range_request(start, end);
+  request.receive_buffer = client_->body_pool().take(size_t(end - start));
+  client_->perform_async(std::move(request), [self, client, promise, start, end](HttpAnswer&& a) {
     const uint64_t reserved = uint64_t(end - start);
     std::shared_ptr<const RemoteObject> object = self.lock();
     Extent got;
