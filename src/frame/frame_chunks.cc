@@ -305,8 +305,10 @@ int64_t Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
   // request each) by whoever reads them.
   if (!f.file->remote() || f.header.sparse()) return end;
   // Chunks stored one after another go in one request up to this much: each
-  // request costs the server (a Python one) more than its bytes do.
-  constexpr int64_t kMaxRun = int64_t(8) << 20;
+  // request costs the server more than its bytes do (a Python one; SeaweedFS
+  // spent 0.46 CPU-s serving a 386 MB frame in 8 MiB runs, 0.37 in 16 MiB ones,
+  // 0.28 as one GET, on a machine of two cores that the reader shares).
+  constexpr int64_t kMaxRun = int64_t(16) << 20;
   try {
     int64_t run_first = -1, run_start = 0, run_end = 0;
     auto flush = [&] { return run_first < 0 || f.file->prefetch(run_start, run_end - run_start); };
