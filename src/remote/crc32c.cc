@@ -38,11 +38,55 @@ uint32_t crc32c_tables(uint32_t crc, const uint8_t* p, size_t n) {
 }
 
 #if defined(__x86_64__)
-// One 8-byte word per instruction: 8 bytes every 3 cycles (its latency), some
-// 8 GB/s, a 1 MiB block in about 0.13 ms; interleaving streams would go faster
-// but the disk cache's reads cost more than that already.
+// The instruction takes 3 cycles and can start one every cycle, so three
+// independent streams, over three lanes of a stripe, run three times as fast
+// as one (one stream was 9.5% of a warm remount's samples). The lanes' CRCs
+// are joined by shifting one over the next lane's length: a linear map of the
+// 32-bit register, applied with four byte tables made once.
+constexpr size_t kLane = 4096;
+
+__attribute__((target("sse4.2"))) uint32_t shift_by_zeros(uint32_t crc, size_t n) {
+  uint64_t c = crc;
+  for (size_t i = 0; i < n / 8; ++i) c = _mm_crc32_u64(c, 0);
+  return uint32_t(c);
+}
+
+struct LaneShift {
+  std::array<std::array<uint32_t, 256>, 4> table{};
+  LaneShift() {
+    uint32_t basis[32];
+    for (int i = 0; i < 32; ++i) basis[i] = shift_by_zeros(uint32_t(1) << i, kLane);
+    for (int k = 0; k < 4; ++k)
+      for (uint32_t v = 0; v < 256; ++v) {
+        uint32_t r = 0;
+        for (int bit = 0; bit < 8; ++bit)
+          if (v >> bit & 1) r ^= basis[8 * k + bit];
+        table[size_t(k)][v] = r;
+      }
+  }
+  uint32_t operator()(uint32_t c) const {
+    return table[0][c & 0xFF] ^ table[1][(c >> 8) & 0xFF] ^ table[2][(c >> 16) & 0xFF] ^ table[3][c >> 24];
+  }
+};
+
 __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint8_t* p, size_t n) {
   for (; n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --n, ++p) crc = _mm_crc32_u8(crc, *p);
+  if (n >= 3 * kLane) {
+    static const LaneShift shift;
+    for (; n >= 3 * kLane; n -= 3 * kLane, p += 3 * kLane) {
+      uint64_t a = crc, b = 0, c = 0;
+      for (size_t i = 0; i < kLane; i += 8) {
+        uint64_t wa, wb, wc;
+        std::memcpy(&wa, p + i, 8);
+        std::memcpy(&wb, p + kLane + i, 8);
+        std::memcpy(&wc, p + 2 * kLane + i, 8);
+        a = _mm_crc32_u64(a, wa);
+        b = _mm_crc32_u64(b, wb);
+        c = _mm_crc32_u64(c, wc);
+      }
+      crc = shift(shift(uint32_t(a)) ^ uint32_t(b)) ^ uint32_t(c);
+    }
+  }
   uint64_t c = crc;
   for (; n >= 8; n -= 8, p += 8) {
     uint64_t word;

@@ -192,6 +192,15 @@ TEST(Crc32c, KnownValuesAndPiecesAgree) {
     EXPECT_EQ(crc32c_portable(crc32c_portable(0, all.first(cut)), all.subspan(cut)), whole) << cut;
   }
   EXPECT_EQ(crc32c_portable(0, digits), 0xE3069283u);
+  // Long enough for the three-lane stripes (3 x 4 KiB), with a tail, at every alignment.
+  const Bytes big = block_bytes(11, 100003);
+  const uint32_t expected = crc32c_portable(0, big);
+  for (size_t skew = 0; skew < 8; ++skew) {
+    const ByteSpan part = ByteSpan(big).subspan(skew);
+    EXPECT_EQ(crc32c(0, part), crc32c_portable(0, part)) << skew;
+  }
+  EXPECT_EQ(crc32c(0, big), expected);
+  EXPECT_EQ(crc32c(crc32c(0, ByteSpan(big).first(50000)), ByteSpan(big).subspan(50000)), expected);
 }
 
 TEST(BodyPool, BuffersComeBackWhenTheirExtentEndsAndFitBodiesOfAboutTheirSize) {
