@@ -1,6 +1,7 @@
 #include "remote_client.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
@@ -24,6 +25,17 @@ constexpr size_t kErrorBodyCap = 4096;
 constexpr uint64_t kMaxPooledBodies = uint64_t(16) << 20;
 // libcurl's receive buffer per transfer.
 constexpr size_t kReceiveBuffer = size_t(64) << 10;
+// Each connection's socket receive buffer, set before it connects: the whole
+// window from the start instead of the kernel growing it. Measured on a
+// loopback read of a 386 MB frame: the daemon's CPU 0.40-0.44 s with the
+// kernel's autotuning, 0.34-0.40 s with this (its cap is 6 MiB by default).
+constexpr int kSocketReceiveBuffer = 4 << 20;
+
+int on_socket(void*, curl_socket_t fd, curlsocktype) {
+  const int size = kSocketReceiveBuffer;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);  // a hint: a refusal changes nothing
+  return CURL_SOCKOPT_OK;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -254,6 +266,7 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
   // Fewer, larger reads from the socket (curl's default is 16 KiB).
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, long(kReceiveBuffer));
+  curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &on_socket);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   curl_easy_setopt(e, CURLOPT_USERAGENT, "blosc2fs/" BLOSC2FS_REMOTE_VERSION);
