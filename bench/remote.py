@@ -1,10 +1,15 @@
 """The remote rows of bench/run.sh: blosc2fs mounting URLs served by a local nginx
 (and, with 20 ms added to every request, by the delaying proxy of the tests),
 beside a local mount of the same file, a reader fetching one chunk at a time,
-and python-blosc2's own lazy remote reader. Prints markdown rows
+and python-blosc2's own lazy remote reader; and a frame that compresses less
+than 2x (noisy float32) read from nginx, from SeaweedFS's S3 and from a warm
+disk cache, each against the local mount of the same file in the same rounds,
+with `cat raw/*` both ways and curl's whole-object fetch. Prints markdown rows
 "| what | blosc2fs | reference | — | target | verdict |".
 
-    remote.py BLOSC2FS SCRATCH SIZE_MB RUNS
+    remote.py BLOSC2FS SCRATCH SIZE_MB RUNS [MKFRAME]
+
+BLOSC2FS_BENCH_REMOTE=classic|noisy (comma-separated) measures those rows alone.
 """
 
 import http.client
@@ -18,12 +23,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-from remote_servers import FaultProxy, Nginx  # noqa: E402
+from remote_servers import FaultProxy, Nginx, SeaweedS3  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+MKFRAME = sys.argv[5] if len(sys.argv) > 5 else os.path.join(os.path.dirname(BINARY), "..", "..", "bench", "mkframe")
+PARTS = os.environ.get("BLOSC2FS_BENCH_REMOTE", "classic,noisy").split(",")
 DATA = os.path.join(SCRATCH, "remote")
 MNT = os.path.join(SCRATCH, "remote-mnt")
 ROWS = []
@@ -76,9 +83,10 @@ def drop_caches():
         f.write("3")
 
 
-def mount(frame, mnt, options=()):
+def mount(frame, mnt, options=(), env=None):
     os.makedirs(mnt, exist_ok=True)
-    r = subprocess.run([BINARY] + list(options) + [frame, mnt], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([BINARY] + list(options) + [frame, mnt], capture_output=True, text=True, timeout=300,
+                       env=env)
     if r.returncode != 0:
         raise RuntimeError(f"mount {frame}: {r.stderr.strip()}")
 
@@ -137,8 +145,7 @@ def one_chunk_at_a_time(port, name, extents):
     return time.monotonic() - start, total
 
 
-def main():
-    os.makedirs(DATA, exist_ok=True)
+def classic_rows(nginx, local_mnt, remote_mnt):
     big = os.path.join(DATA, f"seq-{SIZE_MB}.b2nd")
     small_mb = max(64, SIZE_MB // 4)
     small = os.path.join(DATA, f"delay-{small_mb}-256k.b2nd")
@@ -147,117 +154,252 @@ def main():
     make_array(big, SIZE_MB)
     make_array(small, small_mb, chunk_rows=32)  # 256 KiB chunks: latency, not bandwidth, counts
     make_store(store, 16, max(8, SIZE_MB // 32))
-    local_mnt, remote_mnt = os.path.join(MNT, "local"), os.path.join(MNT, "remote")
-    with Nginx(DATA, os.path.join(SCRATCH, "remote-nginx")) as nginx:
-        url = f"{nginx.url}/{os.path.basename(big)}"
-        # Cold sequential read: local mount and URL mount of the same file.
-        local_t, remote_t, mount_requests, mount_s = [], [], [], []
-        for _ in range(RUNS):
-            drop_caches()
-            mount(big, local_mnt, ["-o", "ro"])
-            t, n = timed_read(os.path.join(local_mnt, "data"))
-            local_t.append(n / t / 1e6)
-            unmount(local_mnt)
-            drop_caches()
-            before = len(nginx.requests())
-            start = time.monotonic()
-            mount(url, remote_mnt)
-            mount_s.append(time.monotonic() - start)
-            mount_requests.append(len(nginx.requests()) - before)
-            t, n = timed_read(os.path.join(remote_mnt, "data"))
-            remote_t.append(n / t / 1e6)
-            counters = source(remote_mnt)
-            unmount(remote_mnt)
-        lm, rm = median(local_t), median(remote_t)
-        row(f"remote: cold sequential `cat data` of a {SIZE_MB} MB b2nd frame from loopback nginx (MB/s)",
-            f"URL mount {rm:.0f} ({rm / lm:.2f} ×); {counters['requests']} requests, "
-            f"{counters['bytes_fetched'] / 1e6:.0f} MB, {counters['prefetches']} prefetched extents",
-            f"local mount of the same file {lm:.0f}", "≥ 0.7 × the local mount", verdict(rm >= 0.7 * lm))
-        row(f"remote: mounting the {SIZE_MB} MB frame's URL: time until the mount answers (s), requests",
-            f"{median(mount_s):.3f} s, {max(mount_requests)} requests", "—", "≤ 2 requests",
-            verdict(max(mount_requests) <= 2))
-        # Warm disk cache: a remount reads the whole frame without data requests.
-        cache = os.path.join(SCRATCH, "remote-cache")
-        subprocess.run(["rm", "-rf", cache])
-        opts = ["-o", f"cache_dir={cache},cache_dir_size={2 * SIZE_MB + 64}M"]
-        mount(url, remote_mnt, opts)
-        timed_read(os.path.join(remote_mnt, "data"))
-        unmount(remote_mnt)
+    url = f"{nginx.url}/{os.path.basename(big)}"
+    # Cold sequential read: local mount and URL mount of the same file.
+    local_t, remote_t, mount_requests, mount_s = [], [], [], []
+    for _ in range(RUNS):
+        drop_caches()
+        mount(big, local_mnt, ["-o", "ro"])
+        t, n = timed_read(os.path.join(local_mnt, "data"))
+        local_t.append(n / t / 1e6)
+        unmount(local_mnt)
         drop_caches()
         before = len(nginx.requests())
-        mount(url, remote_mnt, opts)
-        at_mount = len(nginx.requests()) - before
+        start = time.monotonic()
+        mount(url, remote_mnt)
+        mount_s.append(time.monotonic() - start)
+        mount_requests.append(len(nginx.requests()) - before)
         t, n = timed_read(os.path.join(remote_mnt, "data"))
-        warm = source(remote_mnt)
+        remote_t.append(n / t / 1e6)
+        counters = source(remote_mnt)
         unmount(remote_mnt)
-        data_requests = len(nginx.requests()) - before - at_mount
-        row("remote: remount with a warm `cache_dir`, whole `cat data`: data requests (MB/s)",
-            f"{data_requests} data requests ({at_mount} at mount, pinning the identity); {n / t / 1e6:.0f} MB/s; "
-            f"{warm['disk_cache_hits']} disk-cache hits", "—", "0 data requests", verdict(data_requests == 0))
+    lm, rm = median(local_t), median(remote_t)
+    row(f"remote: cold sequential `cat data` of a {SIZE_MB} MB b2nd frame from loopback nginx (MB/s)",
+        f"URL mount {rm:.0f} ({rm / lm:.2f} ×); {counters['requests']} requests, "
+        f"{counters['bytes_fetched'] / 1e6:.0f} MB, {counters['prefetches']} prefetched extents",
+        f"local mount of the same file {lm:.0f}", "≥ 0.7 × the local mount", verdict(rm >= 0.7 * lm))
+    row(f"remote: mounting the {SIZE_MB} MB frame's URL: time until the mount answers (s), requests",
+        f"{median(mount_s):.3f} s, {max(mount_requests)} requests", "—", "≤ 2 requests",
+        verdict(max(mount_requests) <= 2))
+    # Warm disk cache: a remount reads the whole frame without data requests.
+    cache = os.path.join(SCRATCH, "remote-cache")
+    subprocess.run(["rm", "-rf", cache])
+    opts = ["-o", f"cache_dir={cache},cache_dir_size={2 * SIZE_MB + 64}M"]
+    mount(url, remote_mnt, opts)
+    timed_read(os.path.join(remote_mnt, "data"))
+    unmount(remote_mnt)
+    drop_caches()
+    before = len(nginx.requests())
+    mount(url, remote_mnt, opts)
+    at_mount = len(nginx.requests()) - before
+    t, n = timed_read(os.path.join(remote_mnt, "data"))
+    warm = source(remote_mnt)
+    unmount(remote_mnt)
+    data_requests = len(nginx.requests()) - before - at_mount
+    row("remote: remount with a warm `cache_dir`, whole `cat data`: data requests (MB/s)",
+        f"{data_requests} data requests ({at_mount} at mount, pinning the identity); {n / t / 1e6:.0f} MB/s; "
+        f"{warm['disk_cache_hits']} disk-cache hits", "—", "0 data requests", verdict(data_requests == 0))
 
-        # 20 ms per request: our sequential read, one chunk at a time, python-blosc2.
-        name = os.path.basename(small)
-        mount(small, local_mnt, ["-o", "ro"])
-        extents = chunk_extents(local_mnt)
-        unmount(local_mnt)
-        with FaultProxy(nginx.port, delay=0.020) as proxy:
-            ours, single, theirs = [], [], []
-            for _ in range(RUNS):
-                drop_caches()
-                proxy.count = 0
-                mount(f"{proxy.url}/{name}", remote_mnt)
-                t, n = timed_read(os.path.join(remote_mnt, "data"))
-                ours.append(n / t / 1e6)
-                ours_counters, ours_proxy = source(remote_mnt), proxy.count
-                unmount(remote_mnt)
-                t1, _ = one_chunk_at_a_time(proxy.port, name, extents)
-                single.append(n / t1 / 1e6)
-                proxy.count, proxy.bytes = 0, 0
-                start = time.monotonic()
-                arr = blosc2.open(f"{proxy.url}/{name}", mode="r", lazy=True)[:]
-                t2 = time.monotonic() - start
-                theirs.append(arr.nbytes / t2 / 1e6)
-                theirs_requests, theirs_bytes = proxy.count, proxy.bytes
-                del arr
-            o, s1, p = median(ours), median(single), median(theirs)
-            row(f"remote: sequential read of a {small_mb} MB frame of 256 KiB chunks, 20 ms added to every "
-                "request (MB/s)",
-                f"URL mount {o:.0f}: {ours_proxy} requests, {ours_counters['bytes_fetched'] / 1e6:.0f} MB",
-                f"one chunk at a time {s1:.1f} ({o / s1:.1f} ×); python-blosc2 {blosc2.__version__} "
-                f"`blosc2.open(url, lazy=True)[:]` {p:.0f}: {theirs_requests} requests, {theirs_bytes / 1e6:.0f} MB",
-                "≥ 8 × one chunk at a time, > python-blosc2", verdict(o >= 8 * s1 and o > p))
+    # 20 ms per request: our sequential read, one chunk at a time, python-blosc2.
+    name = os.path.basename(small)
+    mount(small, local_mnt, ["-o", "ro"])
+    extents = chunk_extents(local_mnt)
+    unmount(local_mnt)
+    with FaultProxy(nginx.port, delay=0.020) as proxy:
+        ours, single, theirs = [], [], []
+        for _ in range(RUNS):
+            drop_caches()
+            proxy.count = 0
+            mount(f"{proxy.url}/{name}", remote_mnt)
+            t, n = timed_read(os.path.join(remote_mnt, "data"))
+            ours.append(n / t / 1e6)
+            ours_counters, ours_proxy = source(remote_mnt), proxy.count
+            unmount(remote_mnt)
+            t1, _ = one_chunk_at_a_time(proxy.port, name, extents)
+            single.append(n / t1 / 1e6)
+            proxy.count, proxy.bytes = 0, 0
+            start = time.monotonic()
+            arr = blosc2.open(f"{proxy.url}/{name}", mode="r", lazy=True)[:]
+            t2 = time.monotonic() - start
+            theirs.append(arr.nbytes / t2 / 1e6)
+            theirs_requests, theirs_bytes = proxy.count, proxy.bytes
+            del arr
+        o, s1, p = median(ours), median(single), median(theirs)
+        row(f"remote: sequential read of a {small_mb} MB frame of 256 KiB chunks, 20 ms added to every "
+            "request (MB/s)",
+            f"URL mount {o:.0f}: {ours_proxy} requests, {ours_counters['bytes_fetched'] / 1e6:.0f} MB",
+            f"one chunk at a time {s1:.1f} ({o / s1:.1f} ×); python-blosc2 {blosc2.__version__} "
+            f"`blosc2.open(url, lazy=True)[:]` {p:.0f}: {theirs_requests} requests, {theirs_bytes / 1e6:.0f} MB",
+            "≥ 8 × one chunk at a time, > python-blosc2", verdict(o >= 8 * s1 and o > p))
 
-        # 16 readers of 16 leaves at once: the daemon's memory stays within its budgets.
-        cache_mb, prefetch_mb = 256, 64
-        mount(f"{nginx.url}/sixteen.b2z", remote_mnt, ["-o", f"cache_size={cache_mb}M,prefetch={prefetch_mb}M"])
-        pid = int(subprocess.run(["pgrep", "-n", "-f", f" {remote_mnt}$"], capture_output=True,
-                                 text=True).stdout.split()[0])
-        peak = [0]
-        done = threading.Event()
+    # 16 readers of 16 leaves at once: the daemon's memory stays within its budgets.
+    cache_mb, prefetch_mb = 256, 64
+    mount(f"{nginx.url}/sixteen.b2z", remote_mnt, ["-o", f"cache_size={cache_mb}M,prefetch={prefetch_mb}M"])
+    pid = int(subprocess.run(["pgrep", "-n", "-f", f" {remote_mnt}$"], capture_output=True,
+                             text=True).stdout.split()[0])
+    peak = [0]
+    done = threading.Event()
 
-        def watch():
-            while not done.is_set():
-                with open(f"/proc/{pid}/status") as f:
-                    for line in f:
-                        if line.startswith("VmRSS:"):
-                            peak[0] = max(peak[0], int(line.split()[1]) // 1024)
-                time.sleep(0.05)
+    def watch():
+        while not done.is_set():
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        peak[0] = max(peak[0], int(line.split()[1]) // 1024)
+            time.sleep(0.05)
 
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        readers = [threading.Thread(target=timed_read, args=(os.path.join(remote_mnt, f"leaf{k:02d}", "data"),))
-                   for k in range(16)]
-        for r in readers:
-            r.start()
-        for r in readers:
-            r.join()
-        done.set()
-        watcher.join()
-        unmount(remote_mnt)
-        bound = cache_mb + prefetch_mb + 64
-        row("remote: 16 parallel readers of 16 leaves of a .b2z from nginx: the daemon's peak RSS (MB)",
-            f"{peak[0]}", f"cache_size {cache_mb} M + prefetch {prefetch_mb} M", f"≤ {bound} (+ 64 MB)",
-            verdict(peak[0] <= bound))
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    readers = [threading.Thread(target=timed_read, args=(os.path.join(remote_mnt, f"leaf{k:02d}", "data"),))
+               for k in range(16)]
+    for r in readers:
+        r.start()
+    for r in readers:
+        r.join()
+    done.set()
+    watcher.join()
+    unmount(remote_mnt)
+    bound = cache_mb + prefetch_mb + 64
+    row("remote: 16 parallel readers of 16 leaves of a .b2z from nginx: the daemon's peak RSS (MB)",
+        f"{peak[0]}", f"cache_size {cache_mb} M + prefetch {prefetch_mb} M", f"≤ {bound} (+ 64 MB)",
+        verdict(peak[0] <= bound))
+
+
+# The frame of issue 32: noisy float32 (zstd clevel 5, shuffle, 4 MB chunks) that
+# compresses less than 2x, so the transport moves more than half a byte per decoded byte.
+NOISY_MB = min(512, SIZE_MB)
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "benchkey", "AWS_SECRET_ACCESS_KEY": "benchsecret-0123456789"}
+
+
+def make_noisy_frame():
+    path = os.path.join(DATA, f"noisy-{NOISY_MB}-4m.b2frame")
+    if not os.path.exists(path):
+        subprocess.run([MKFRAME, "float32-zstd", path + ".tmp", str(NOISY_MB), "4096"], check=True)
+        os.rename(path + ".tmp", path)
+        os.chmod(path, 0o644)
+    return path
+
+
+def timed_cat(paths):
+    """Seconds `cat` takes to read `paths` to /dev/null."""
+    start = time.monotonic()
+    subprocess.run(["cat"] + list(paths), stdout=subprocess.DEVNULL, check=True)
+    return time.monotonic() - start
+
+
+def raw_files(mnt):
+    """raw/* as the shell expands it (sorted by name)."""
+    return sorted(os.path.join(mnt, "raw", n) for n in os.listdir(os.path.join(mnt, "raw")))
+
+
+def daemon_cpu(mnt):
+    """CPU seconds (user, system) the daemon serving `mnt` has used so far."""
+    found = subprocess.run(["pgrep", "-n", "-f", f" {mnt}$"], capture_output=True, text=True).stdout.split()
+    if not found:
+        return float("nan"), float("nan")
+    with open(f"/proc/{found[0]}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def timed_mount_cat(frame, mnt, options=(), env=None, raw=False):
+    """A fresh mount of `frame`, `cat data` (or `cat raw/*`) timed; (seconds, counters, cpu)."""
+    mount(frame, mnt, options, env)
+    try:
+        t = timed_cat(raw_files(mnt) if raw else [os.path.join(mnt, "data")])
+        counters = source(mnt) if "://" in frame else None
+        cpu = daemon_cpu(mnt)
+    finally:
+        unmount(mnt)
+    return t, counters, cpu
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def noisy_rows(nginx, frame, local_mnt, remote_mnt):
+    name = os.path.basename(frame)
+    url = f"{nginx.url}/{name}"
+    stored = os.path.getsize(frame)
+    ratio = NOISY_MB * 1024 * 1024 / stored
+    timed_cat([frame])  # the file is page-cached for the local mount and nginx alike
+    weed_dir = os.path.join(SCRATCH, "remote-seaweedfs")
+    subprocess.run(["rm", "-rf", weed_dir])
+    os.makedirs(weed_dir)
+    env = dict(os.environ, **S3_KEYS)
+    s3_opts = []
+    # SeaweedFS volumes of 64 MB: enough of them for the frame.
+    with SeaweedS3(weed_dir, S3_KEYS["AWS_ACCESS_KEY_ID"], S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+                   volume_max=stored // (64 << 20) + 8) as weed:
+        weed.create_bucket("bench")
+        weed.put_object("bench", name, frame)
+        s3_url = f"s3://bench/{name}"
+        s3_opts = ["-o", f"s3_endpoint={weed.url}"]
+        cache = os.path.join(SCRATCH, "remote-noisy-cache")
+        subprocess.run(["rm", "-rf", cache])
+        cache_opts = ["-o", f"cache_dir={cache},cache_dir_size={2 * stored // (1 << 20) + 64}M"]
+        timed_mount_cat(url, remote_mnt, cache_opts)  # fills the disk cache
+        timed_mount_cat(s3_url, remote_mnt, s3_opts, env)  # SeaweedFS's first read
+        log(f"noisy rows: load average {loadavg()} at start")
+        t = {k: [] for k in ("local", "nginx", "s3", "warm", "local_raw", "nginx_raw", "curl", "curl_s3")}
+        for _ in range(RUNS):
+            t["local"].append(timed_mount_cat(frame, local_mnt, ["-o", "ro"])[0])
+            sec, nginx_counters, nginx_cpu = timed_mount_cat(url, remote_mnt)
+            t["nginx"].append(sec)
+            sec, s3_counters, _ = timed_mount_cat(s3_url, remote_mnt, s3_opts, env)
+            t["s3"].append(sec)
+            sec, warm_counters, _ = timed_mount_cat(url, remote_mnt, cache_opts)
+            t["warm"].append(sec)
+            t["local_raw"].append(timed_mount_cat(frame, local_mnt, ["-o", "ro"], raw=True)[0])
+            t["nginx_raw"].append(timed_mount_cat(url, remote_mnt, raw=True)[0])
+            start = time.monotonic()
+            subprocess.run(["curl", "-sf", "-o", "/dev/null", url], check=True)
+            t["curl"].append(time.monotonic() - start)
+            start = time.monotonic()
+            weed.fetch_object("bench", name, "/dev/null")
+            t["curl_s3"].append(time.monotonic() - start)
+        log(f"noisy rows: load average {loadavg()} at the end; times {json.dumps(t)}")
+    m = {k: median(v) for k, v in t.items()}
+
+    def secs(key):
+        lo, hi = min(t[key]), max(t[key])
+        return f"{m[key]:.2f} s ({lo:.2f}–{hi:.2f})" if len(t[key]) > 1 else f"{m[key]:.2f} s"
+
+    what = f"a {NOISY_MB} MB noisy float32 frame ({stored / 1e6:.0f} MB stored, {ratio:.2f} ×, 4 MB chunks)"
+    local = f"local mount of the same page-cached file {secs('local')}"
+    for key, label, target in (("nginx", "from loopback nginx", 0.85), ("s3", "from SeaweedFS S3 on loopback", 0.75),
+                               ("warm", "remount with a warm `cache_dir`", 0.9)):
+        r = m["local"] / m[key]
+        extra = ""
+        if key == "nginx":
+            extra = (f"; {nginx_counters['requests']} requests, {nginx_counters['bytes_fetched'] / 1e6:.0f} MB; "
+                     f"daemon CPU {nginx_cpu[0]:.2f} user + {nginx_cpu[1]:.2f} system s")
+        elif key == "s3":
+            extra = f"; {s3_counters['requests']} requests, {s3_counters['bytes_fetched'] / 1e6:.0f} MB"
+        else:
+            extra = f"; {warm_counters['disk_cache_hits']} disk-cache hits, {warm_counters['requests']} requests"
+        row(f"remote: cold `cat data` of {what}, {label} (s)", f"{secs(key)} ({r:.2f} ×){extra}", local,
+            f"≥ {target} × the local mount", verdict(r >= target))
+    r = m["local_raw"] / m["nginx_raw"]
+    row(f"remote: `cat raw/*` (stored chunks, nothing decoded) of {what}, fresh mounts, from loopback nginx (s)",
+        f"{secs('nginx_raw')} ({r:.2f} ×)",
+        f"local mount {secs('local_raw')}; `curl -o /dev/null` of the whole object {secs('curl')} from nginx, "
+        f"{secs('curl_s3')} from SeaweedFS", "≥ 0.8 × the local mount", verdict(r >= 0.8))
+
+
+def main():
+    os.makedirs(DATA, exist_ok=True)
+    local_mnt, remote_mnt = os.path.join(MNT, "local"), os.path.join(MNT, "remote")
+    # The noisy frame is made first: its rows start from the servers' own files.
+    noisy = make_noisy_frame() if "noisy" in PARTS else None
+    with Nginx(DATA, os.path.join(SCRATCH, "remote-nginx")) as nginx:
+        if "classic" in PARTS:
+            classic_rows(nginx, local_mnt, remote_mnt)
+        if "noisy" in PARTS:
+            noisy_rows(nginx, noisy, local_mnt, remote_mnt)
     for r in ROWS:
         print(r)
 

@@ -16,7 +16,10 @@
 #   remote: URL mounts from a loopback nginx (bench/remote.py, the test venv's
 #   python-blosc2 and the tests' servers): cold reads beside a local mount, 20 ms
 #   per request against one chunk at a time and python-blosc2, a warm disk
-#   cache, the memory of 16 parallel readers.
+#   cache, the memory of 16 parallel readers; and a 512 MB noisy float32 frame
+#   (mkframe, compressing 1.4x) from nginx, from SeaweedFS's S3 and from a warm
+#   disk cache, `cat raw/*` and curl's whole-object fetch, each against the
+#   local mount of the same file in the same rounds.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
 #   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU.
 # --no-build: use the binaries already in BUILD_DIR as they are.
@@ -855,7 +858,7 @@ if wants remote; then
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
     log "remote rows (bench/remote.py)"
     wait_quiet
-    mapfile -t remote_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/remote.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
+    mapfile -t remote_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/remote.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS" "$MKFRAME") ||
       die "bench/remote.py failed"
     ROWS+=("${remote_rows[@]}")
   else

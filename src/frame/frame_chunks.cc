@@ -288,14 +288,15 @@ void Frame::Impl::note_remote_read(int64_t n) const {
 void Frame::Impl::prefetch_after(int64_t n) const {
   constexpr int64_t kSequentialWindow = 32;
   const int64_t first = n + 1, end = first + kSequentialWindow;
-  int64_t until = prefetched_until.load();
+  // A reader that finds another moving the window leaves it to that one.
+  std::unique_lock lock(prefetch_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  const int64_t until = prefetched_until.load();
   // A reader ahead of the last window, or far behind it (a seek back), starts a new one.
   const int64_t from = first > until || first + 2 * kSequentialWindow < until ? first : until;
-  if (from >= end || !prefetched_until.compare_exchange_strong(until, end)) return;
+  if (from >= end) return;
   // Chunks the budget refused are asked for again by the next window.
-  const int64_t reached = Frame::prefetch_window(*this, from, end - from);
-  int64_t asked_until = end;
-  if (reached < end) prefetched_until.compare_exchange_strong(asked_until, reached);
+  prefetched_until = Frame::prefetch_window(*this, from, end - from);
 }
 
 int64_t Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
@@ -304,8 +305,10 @@ int64_t Frame::prefetch_window(const Impl& f, int64_t first, int64_t count) {
   // request each) by whoever reads them.
   if (!f.file->remote() || f.header.sparse()) return end;
   // Chunks stored one after another go in one request up to this much: each
-  // request costs the server (a Python one) more than its bytes do.
-  constexpr int64_t kMaxRun = int64_t(8) << 20;
+  // request costs the server more than its bytes do (a Python one; SeaweedFS
+  // spent 0.46 CPU-s serving a 386 MB frame in 8 MiB runs, 0.37 in 16 MiB ones,
+  // 0.28 as one GET, on a machine of two cores that the reader shares).
+  constexpr int64_t kMaxRun = int64_t(16) << 20;
   try {
     int64_t run_first = -1, run_start = 0, run_end = 0;
     auto flush = [&] { return run_first < 0 || f.file->prefetch(run_start, run_end - run_start); };

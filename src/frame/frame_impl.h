@@ -98,6 +98,10 @@ struct Frame::Impl {
   // readahead reorders prefetch chunks already read and decoded again, and
   // those extents, never read, fill the prefetch budget.
   mutable std::atomic<int64_t> prefetched_until{0};
+  // One window at a time: two readers moving it at once skipped chunks (one
+  // pushed `prefetched_until` past a window the budget had cut short), which
+  // the reader then fetched itself, a few blocks per request.
+  mutable std::mutex prefetch_mutex;
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;

@@ -5,6 +5,8 @@
 #include <system_error>
 #include <thread>
 
+#include "thread_name.h"
+
 namespace blosc2fs {
 
 std::vector<EncodedChunk> encode_in_parallel(std::span<const ByteSpan> inputs,
@@ -25,7 +27,11 @@ std::vector<EncodedChunk> encode_in_parallel(std::span<const ByteSpan> inputs,
   std::vector<std::jthread> pool;
   pool.reserve(helpers);
   try {
-    for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+    for (size_t t = 0; t < helpers; ++t)
+      pool.emplace_back([&] {
+        name_this_thread("b2fs-encode");
+        work();
+      });
   } catch (const std::system_error&) {
     // No more threads: the ones started and this one do the rest.
   }

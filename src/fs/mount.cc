@@ -30,6 +30,7 @@
 #include "sd_notify.h"
 #include "store.h"
 #include "store_tree.h"
+#include "thread_name.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -152,6 +153,7 @@ class SessionEndWatcher {
  public:
   SessionEndWatcher(fuse_session* se, std::function<void()> on_end)
       : thread_([se, on_end = std::move(on_end)](std::stop_token stop) {
+          name_this_thread("b2fs-watcher");
           while (!stop.stop_requested()) {
             if (fuse_session_exited(se)) {
               on_end();

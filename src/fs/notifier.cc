@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "thread_name.h"
+
 namespace blosc2fs {
 
 KernelNotifier::~KernelNotifier() { stop(); }
@@ -11,7 +13,10 @@ KernelNotifier::~KernelNotifier() { stop(); }
 void KernelNotifier::start(fuse_session* session, std::function<KernelNotes()> idle) {
   session_ = session;
   idle_ = std::move(idle);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("b2fs-notify");
+    run();
+  });
 }
 
 void KernelNotifier::stop() {

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "retried_request.h"
+#include "thread_name.h"
 
 namespace blosc2fs {
 
@@ -272,7 +273,10 @@ bool Caterva2Session::log_in_again() {
 
 void Caterva2Session::start_renewal() {
   if (!login_ || renewal_.joinable()) return;
-  renewal_ = std::jthread([this](std::stop_token stop) { renew_loop(stop); });
+  renewal_ = std::jthread([this](std::stop_token stop) {
+    name_this_thread("b2fs-c2-login");
+    renew_loop(stop);
+  });
 }
 
 void Caterva2Session::stop_renewal() {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
-#include <zlib.h>
 
+#include "crc32c.h"
 #include "error.h"
 
 namespace blosc2fs {
@@ -22,8 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'B', '2', 'F', 'S', 'D', 'C', '0', '1'};
-// magic, key length (u32), block (u64), data length (u32), crc (u32)
+constexpr char kMagic[8] = {'B', '2', 'F', 'S', 'D', 'C', '0', '2'};
+// The first format: the same layout with zlib's CRC-32.
+constexpr char kFirstMagic[8] = {'B', '2', 'F', 'S', 'D', 'C', '0', '1'};
+// magic, key length (u32), block (u64), data length (u32), CRC-32C (u32)
 constexpr size_t kHeaderSize = 8 + 4 + 8 + 4 + 4;
 constexpr size_t kMaxKey = 8192;
 constexpr const char* kEntrySuffix = ".blk";
@@ -38,14 +41,11 @@ uint64_t fnv1a(const std::string& text) {
 }
 
 uint32_t entry_crc(const std::string& key, int64_t block, ByteSpan data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(key.data()), uInt(key.size()));
+  uint32_t crc = crc32c(0, ByteSpan(reinterpret_cast<const uint8_t*>(key.data()), key.size()));
   uint8_t position[8];
   store_le64(position, uint64_t(block));
-  crc = crc32(crc, position, 8);
-  // zlib's length is 32-bit; blocks are 1 MiB.
-  crc = crc32(crc, data.data(), uInt(data.size()));
-  return uint32_t(crc);
+  crc = crc32c(crc, position);
+  return crc32c(crc, data);
 }
 
 // An fd closed on every path.
@@ -77,17 +77,6 @@ bool write_all(int fd, ByteSpan bytes) {
   return true;
 }
 
-bool read_all(int fd, MutableByteSpan out) {
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += size_t(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 DiskCache::DiskCache(fs::path dir, uint64_t bound) : dir_(std::move(dir)), blocks_(dir_ / "blocks"), bound_(bound) {
@@ -111,48 +100,64 @@ fs::path DiskCache::entry_path(const std::string& object_key, int64_t block) con
 }
 
 std::optional<Bytes> DiskCache::load(const std::string& object_key, int64_t block, size_t size) {
+  Bytes data(size);
+  if (!read(object_key, block, data)) return std::nullopt;
+  return data;
+}
+
+bool DiskCache::has(const std::string& object_key, int64_t block) const {
+  return ::access(entry_path(object_key, block).c_str(), F_OK) == 0;
+}
+
+bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSpan out) {
   const fs::path path = entry_path(object_key, block);
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) {
     ++misses_;
-    return std::nullopt;
+    return false;
   }
-  auto corrupt = [&](const char* why) -> std::optional<Bytes> {
-    ++corrupt_;
+  auto miss = [&](const char* why) {
     ++misses_;
-    spdlog::warn("cache_dir: {} is damaged ({}): removed, fetched again", path.string(), why);
-    ::unlink(path.c_str());
-    return std::nullopt;
+    if (why) {
+      ++corrupt_;
+      spdlog::warn("cache_dir: {} is damaged ({}): removed, fetched again", path.string(), why);
+      ::unlink(path.c_str());
+    }
+    return false;
   };
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return corrupt("cannot stat it");
+  // Header, key and data in one call, the data straight where it is wanted;
+  // one byte more shows an entry longer than it says.
   uint8_t header[kHeaderSize];
-  if (!read_all(fd.get(), header) || std::memcmp(header, kMagic, 8) != 0) return corrupt("no entry header");
+  thread_local std::string key;
+  key.resize(object_key.size());
+  uint8_t beyond = 0;
+  iovec parts[4] = {{header, kHeaderSize}, {key.data(), key.size()}, {out.data(), out.size()}, {&beyond, 1}};
+  ssize_t got;
+  do {
+    got = ::preadv(fd.get(), parts, 4, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < ssize_t(kHeaderSize)) return miss(got < 0 ? "cannot read it" : "no entry header");
+  if (std::memcmp(header, kFirstMagic, 8) == 0) {
+    // The first format: not damaged, only older; the block is fetched again and stored anew.
+    ++misses_;
+    ::unlink(path.c_str());
+    return false;
+  }
+  if (std::memcmp(header, kMagic, 8) != 0) return miss("no entry header");
   const uint32_t key_len = load_le32(header + 8);
   const int64_t stored_block = int64_t(load_le64(header + 12));
   const uint32_t data_len = load_le32(header + 20);
   const uint32_t crc = load_le32(header + 24);
-  if (key_len != object_key.size() || stored_block != block) {
-    // Another object's block under the same name (a hash collision): not ours, not damaged.
-    ++misses_;
-    return std::nullopt;
-  }
-  if (data_len != size) return corrupt("wrong length");
-  if (uint64_t(st.st_size) != kHeaderSize + key_len + data_len) return corrupt("wrong file size");
-  std::string key(key_len, '\0');
-  if (!read_all(fd.get(), MutableByteSpan(reinterpret_cast<uint8_t*>(key.data()), key.size())))
-    return corrupt("short key");
-  if (key != object_key) {
-    ++misses_;
-    return std::nullopt;
-  }
-  Bytes data(size);
-  if (!read_all(fd.get(), data)) return corrupt("short data");
-  if (entry_crc(key, block, data) != crc) return corrupt("checksum mismatch");
+  // Another object's block under the same name (a hash collision): not ours, not damaged.
+  if (key_len != object_key.size() || stored_block != block) return miss(nullptr);
+  if (data_len != out.size()) return miss("wrong length");
+  if (uint64_t(got) != kHeaderSize + key_len + data_len) return miss("wrong file size");
+  if (key != object_key) return miss(nullptr);
+  if (entry_crc(key, block, out) != crc) return miss("checksum mismatch");
   // Recently used: the eviction order is the entries' modification times.
   ::futimens(fd.get(), nullptr);
   ++hits_;
-  return data;
+  return true;
 }
 
 void DiskCache::make_room(uint64_t incoming) {

@@ -4,8 +4,10 @@
 //
 // - Keyed by the object's URL and identity (ETag, or Last-Modified and size):
 //   an object that changed on the server never meets its old blocks.
-// - Every entry carries its key and a CRC-32 of key, position and bytes; an
+// - Every entry carries its key and a CRC-32C of key, position and bytes; an
 //   entry that does not check out is removed and reported as a miss, never served.
+//   Entries of the first format (B2FSDC01, zlib's CRC-32, slower to check by
+//   several times) are misses too, removed when met and fetched again.
 // - The bound holds after every store: entries are written to a temporary file
 //   and renamed into place, and room is made first, least recently used first,
 //   under an exclusive lock of DIR/.lock. Readers take no lock: an entry removed
@@ -44,6 +46,12 @@ class DiskCache {
   // Block `block` of the object `object_key` when cached intact, exactly
   // `size` bytes; nullopt otherwise. Never throws.
   std::optional<Bytes> load(const std::string& object_key, int64_t block, size_t size);
+  // The same, read straight into `out` (exactly the block's size): true when
+  // it holds the block, checked; false otherwise (`out` then holds anything).
+  // One open and one preadv. Never throws.
+  bool read(const std::string& object_key, int64_t block, MutableByteSpan out);
+  // Whether an entry for the block is there (unchecked: reading it may still miss).
+  bool has(const std::string& object_key, int64_t block) const;
   // Keeps `bytes` as block `block` of `object_key`, evicting what it must.
   // Never throws: a cache that cannot store (disk full) logs and goes on.
   void store(const std::string& object_key, int64_t block, ByteSpan bytes);

@@ -1,6 +1,7 @@
 #include "remote_client.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,12 +13,29 @@
 
 #include <spdlog/spdlog.h>
 
+#include "thread_name.h"
+
 namespace blosc2fs {
 
 namespace {
 
 // An error answer's body is kept only this far, for its message.
 constexpr size_t kErrorBodyCap = 4096;
+// Receive buffers kept for reuse at most (a quarter of -o prefetch= when less).
+constexpr uint64_t kMaxPooledBodies = uint64_t(16) << 20;
+// libcurl's receive buffer per transfer.
+constexpr size_t kReceiveBuffer = size_t(64) << 10;
+// Each connection's socket receive buffer, set before it connects: the whole
+// window from the start instead of the kernel growing it. Measured on a
+// loopback read of a 386 MB frame: the daemon's CPU 0.40-0.44 s with the
+// kernel's autotuning, 0.34-0.40 s with this (its cap is 6 MiB by default).
+constexpr int kSocketReceiveBuffer = 4 << 20;
+
+int on_socket(void*, curl_socket_t fd, curlsocktype) {
+  const int size = kSocketReceiveBuffer;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);  // a hint: a refusal changes nothing
+  return CURL_SOCKOPT_OK;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -46,6 +64,7 @@ struct RemoteClient::Transfer {
   HttpRequest request;
   HttpAnswer answer;
   std::function<void(HttpAnswer&&)> done;
+  BodyPool* pool = nullptr;  // where a successful body's buffer comes from
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   char error[CURL_ERROR_SIZE] = {};
@@ -104,12 +123,28 @@ struct RemoteClient::Transfer {
     const size_t n = size * count;
     const bool success = t->answer.status >= 200 && t->answer.status < 300;
     const size_t cap = success ? t->request.max_body : kErrorBodyCap;
-    if (t->answer.body.size() + n > cap) {
+    Bytes& body = t->answer.body;
+    if (body.size() + n > cap) {
       if (!success) return n;  // the message's start is enough
       t->answer.body_overflow = true;
       return 0;  // ends the transfer: never more than was asked
     }
-    t->answer.body.insert(t->answer.body.end(), data, data + n);
+    if (body.capacity() == 0 && success) {
+      // Sized once, from Content-Length within what was asked for: a growing
+      // vector would copy the body again at every doubling.
+      curl_off_t length = -1;
+      if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK && length > 0) {
+        const size_t wanted = size_t(std::min<uint64_t>(uint64_t(length), cap));
+        if (t->request.receive_buffer.capacity() >= wanted) {
+          body = std::move(t->request.receive_buffer);
+          body.clear();
+        } else {
+          body = t->pool->take(wanted);
+        }
+      }
+    }
+    const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // a memcpy, not a char-by-char conversion
+    body.insert(body.end(), bytes, bytes + n);
     return n;
   }
 };
@@ -125,7 +160,9 @@ struct RemoteClient::Loop {
 };
 
 RemoteClient::RemoteClient(RemoteOptions options)
-    : options_(std::move(options)), range_cache_(std::max<uint64_t>(options_.prefetch_bytes, uint64_t(4) << 20)) {
+    : options_(std::move(options)),
+      range_cache_(std::max<uint64_t>(options_.prefetch_bytes, uint64_t(4) << 20)),
+      body_pool_(BodyPool::create(std::min(options_.prefetch_bytes / 4, kMaxPooledBodies))) {
   ensure_curl_global();
   s3_keys_ = find_s3_keys();
   if (!options_.http_header_file.empty()) extra_headers_ = read_header_file(options_.http_header_file);
@@ -200,6 +237,7 @@ bool RemoteClient::backoff_sleep(std::chrono::milliseconds pause) {
 
 void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAnswer&&)> done) {
   auto t = std::make_unique<Transfer>();
+  t->pool = body_pool_.get();
   t->request = std::move(request);
   t->done = std::move(done);
   t->easy = curl_easy_init();
@@ -226,6 +264,9 @@ void RemoteClient::perform_async(HttpRequest request, std::function<void(HttpAns
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  // Fewer, larger reads from the socket (curl's default is 16 KiB).
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, long(kReceiveBuffer));
+  curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &on_socket);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   curl_easy_setopt(e, CURLOPT_USERAGENT, "blosc2fs/" BLOSC2FS_REMOTE_VERSION);
@@ -323,6 +364,7 @@ HttpAnswer RemoteClient::perform(HttpRequest request) {
 }
 
 void RemoteClient::run() {
+  name_this_thread("b2fs-transport");
   Loop& l = *loop_;
   auto finish = [&](std::unique_ptr<Transfer> t, CURLcode code, bool aborted) {
     t->answer.curl_code = int(code);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "body_pool.h"
 #include "bytes.h"
 #include "credentials.h"
 #include "disk_cache.h"
@@ -56,6 +57,10 @@ struct HttpRequest {
   size_t max_body = 0;                // a longer body ends the transfer (body_overflow)
   std::chrono::milliseconds timeout{0};  // the whole attempt; 0: read_deadline
   std::string post_fields;               // non-empty: a POST of this form body (a login)
+  // Where a successful body goes when it fits (its capacity; taken from the
+  // body pool when the request is made, so that a buffer an eviction just gave
+  // back is the one this request fills); empty: one from the body pool.
+  Bytes receive_buffer;
 };
 
 struct HttpAnswer {
@@ -117,6 +122,8 @@ class RemoteClient {
   const RemoteOptions& options() const { return options_; }
   bool signs_s3() const { return s3_keys_.has_value(); }
   RangeCache& range_cache() { return range_cache_; }
+  // Where received bodies' buffers come from and go back to: make extents with adopt().
+  BodyPool& body_pool() { return *body_pool_; }
   DiskCache* disk_cache() { return disk_cache_.get(); }
 
   RemoteCounters counters() const;
@@ -137,6 +144,7 @@ class RemoteClient {
   mutable std::mutex session_mutex_;
   std::vector<std::string> session_headers_;  // guarded by session_mutex_
   RangeCache range_cache_;
+  std::shared_ptr<BodyPool> body_pool_;
   std::unique_ptr<DiskCache> disk_cache_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> multi_range_{false};

@@ -202,7 +202,7 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
       });
   object->pin_identity(empty ? 0 : range.total, answer);
   if (!empty)
-    client->range_cache().insert(object->cache_id_, 0, std::make_shared<const Bytes>(std::move(answer.body)));
+    client->range_cache().insert(object->cache_id_, 0, client->body_pool().adopt(std::move(answer.body)));
   if (with_tail) object->read_tail();
   return object;
 }
@@ -272,7 +272,7 @@ RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
     if (e.error_number() == ENOENT) changed("removed: HTTP 404");
     throw;
   }
-  return std::make_shared<const Bytes>(std::move(answer.body));
+  return client_->body_pool().adopt(std::move(answer.body));
 }
 
 void RemoteObject::store_on_disk(DiskCache& disk, int64_t start, const Bytes& bytes) const {
@@ -318,11 +318,12 @@ RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64
       }
       fetch_start = offset;
       fetch_end = std::min(size(), offset + std::max(want, kMinFetch));
-      if (client_->disk_cache()) {
-        // Whole disk-cache blocks, so that a remount finds them.
+      if (DiskCache* disk = client_->disk_cache()) {
+        // Whole disk-cache blocks, so that a remount finds them; blocks the
+        // disk holds are read from there, not fetched again.
         const int64_t b = DiskCache::kBlockSize;
         fetch_start = offset / b * b;
-        fetch_end = std::min(size(), (fetch_end + b - 1) / b * b);
+        fetch_end = missing_run_end(*disk, fetch_start, std::min(size(), (fetch_end + b - 1) / b * b));
       }
       // Never across an extent already in flight.
       if (it != in_flight_.end()) fetch_end = std::min(fetch_end, it->first);
@@ -351,44 +352,64 @@ RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64
 }
 
 RemoteObject::Extent RemoteObject::fetch_blocks(int64_t start, int64_t end) const {
-  DiskCache* disk = client_->disk_cache();
-  if (!disk) return fetch(start, end);
+  Extent fetched = fetch(start, end);
+  if (DiskCache* disk = client_->disk_cache()) store_on_disk(*disk, start, *fetched);
+  return fetched;
+}
+
+int64_t RemoteObject::missing_run_end(const DiskCache& disk, int64_t start, int64_t end) const {
   const int64_t b = DiskCache::kBlockSize;
-  auto bytes = std::make_shared<Bytes>();
-  bytes->reserve(size_t(end - start));
-  int64_t at = start;
-  while (at < end) {
-    const int64_t block = at / b;
-    const int64_t block_end = std::min(end, (block + 1) * b);
-    if (std::optional<Bytes> cached = disk->load(disk_key(), block, size_t(block_end - at))) {
-      client_->count_disk_cache_hit();
-      bytes->insert(bytes->end(), cached->begin(), cached->end());
-      at = block_end;
-      continue;
-    }
-    // The run of blocks not on disk, in one request.
-    int64_t run_end = block_end;
-    while (run_end < end) {
-      const int64_t next_end = std::min(end, run_end + b);
-      if (std::optional<Bytes> cached = disk->load(disk_key(), run_end / b, size_t(next_end - run_end))) break;
-      run_end = next_end;
-    }
-    Extent fetched = fetch(at, run_end);
-    store_on_disk(*disk, at, *fetched);
-    bytes->insert(bytes->end(), fetched->begin(), fetched->end());
-    at = run_end;
+  for (int64_t p = start / b * b + b; p < end; p += b)
+    if (disk.has(disk_key(), p / b)) return p;
+  return end;
+}
+
+void RemoteObject::check_unchanged() const {
+  std::lock_guard lock(mutex_);
+  if (changed_) throw IoError(name() + ": changed on the server since the mount (" + changed_why_ + ")", EIO);
+}
+
+size_t RemoteObject::read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan out, Extent* extent,
+                                    int64_t* start) const {
+  const int64_t b = DiskCache::kBlockSize;
+  const int64_t block = at / b, block_start = block * b, block_end = std::min(size(), block_start + b);
+  const size_t block_size = size_t(block_end - block_start);
+  if (at == block_start && out.size() >= block_size) {
+    if (!disk.read(disk_key(), block, out.first(block_size))) return 0;
+    client_->count_disk_cache_hit();
+    return block_size;
   }
-  return bytes;
+  Bytes bytes = client_->body_pool().take(block_size);
+  bytes.resize(block_size);
+  if (!disk.read(disk_key(), block, bytes)) return 0;
+  client_->count_disk_cache_hit();
+  *extent = client_->body_pool().adopt(std::move(bytes));
+  client_->range_cache().insert(cache_id_, block_start, *extent);
+  *start = block_start;
+  return 0;
 }
 
 size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
   if (offset < 0 || offset >= size()) return 0;
   const size_t n = size_t(std::min<int64_t>(int64_t(out.size()), size() - offset));
+  DiskCache* disk = client_->disk_cache();
+  if (disk) check_unchanged();
   size_t done = 0;
   while (done < n) {
     int64_t start = 0;
     const int64_t at = offset + int64_t(done);
-    Extent extent = extent_at(at, int64_t(n - done), &start);
+    Extent extent;
+    if (disk) {
+      // Memory first, then the disk cache, read by this thread (no request,
+      // no copy through memory for whole blocks), then the network.
+      if ((extent = client_->range_cache().find(cache_id_, at, &start))) {
+        client_->count_cache_hit();
+      } else if (size_t got = read_from_disk(*disk, at, out.subspan(done, n - done), &extent, &start)) {
+        done += got;
+        continue;
+      }
+    }
+    if (!extent) extent = extent_at(at, int64_t(n - done), &start);
     const size_t from = size_t(at - start);
     const size_t take = std::min(n - done, extent->size() - from);
     std::memcpy(out.data() + done, extent->data() + from, take);
@@ -400,9 +421,22 @@ size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
 void RemoteObject::will_read(int64_t offset, int64_t length) const {
   if (offset < 0 || offset >= size() || length <= 0) return;
   length = std::min(length, size() - offset);
-  // The announced extent from where the cache stops: one request.
+  // The announced extent from where the cache stops: one request. Blocks the
+  // disk cache holds are left there for the reader.
+  DiskCache* disk = client_->disk_cache();
   int64_t at = offset;
   while (at < offset + length) {
+    if (disk) {
+      const int64_t b = DiskCache::kBlockSize;
+      if (const int64_t held = held_until(at); held > at) {
+        at = held;
+        continue;
+      }
+      if (disk->has(disk_key(), at / b)) {
+        at = (at / b + 1) * b;
+        continue;
+      }
+    }
     int64_t start = 0;
     Extent extent = extent_at(at, offset + length - at, &start);
     at = start + int64_t(extent->size());
@@ -415,25 +449,19 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
   int64_t end = std::min(size(), offset + length);
   DiskCache* disk = client_->disk_cache();
   if (disk) {
-    // Whole blocks; what memory holds is skipped, blocks on disk go to
-    // memory now (no request), the fetch starts at the first one missing.
+    // Whole blocks. Those memory or the disk holds are skipped (the reader
+    // reads the disk's itself, as fast as a local file): the request starts
+    // at the first block neither holds and ends before the next the disk holds.
     const int64_t b = DiskCache::kBlockSize;
     offset = offset / b * b;
     end = std::min(size(), (end + b - 1) / b * b);
     while (offset < end) {
       const int64_t block_end = std::min(end, offset + b);
-      // Memory holds the whole block (the head and tail fetched at open may): the next one.
-      if (held_until(offset) >= block_end) {
-        offset = block_end;
-        continue;
-      }
-      std::optional<Bytes> cached = disk->load(disk_key(), offset / b, size_t(block_end - offset));
-      if (!cached) break;
-      client_->count_disk_cache_hit();
-      client_->range_cache().insert(cache_id_, offset, std::make_shared<const Bytes>(std::move(*cached)));
+      if (held_until(offset) < block_end && !disk->has(disk_key(), offset / b)) break;
       offset = block_end;
     }
     if (offset >= end) return true;
+    end = missing_run_end(*disk, offset, end);
   }
   std::shared_ptr<std::promise<Extent>> promise;
   {
@@ -457,13 +485,15 @@ bool RemoteObject::prefetch(int64_t offset, int64_t length) const {
   std::weak_ptr<const RemoteObject> self = weak_from_this();
   std::shared_ptr<RemoteClient> client = client_;
   const int64_t start = offset;
-  client_->perform_async(range_request(start, end), [self, client, promise, start, end](HttpAnswer&& a) {
+  HttpRequest request = range_request(start, end);
+  request.receive_buffer = client_->body_pool().take(size_t(end - start));
+  client_->perform_async(std::move(request), [self, client, promise, start, end](HttpAnswer&& a) {
     const uint64_t reserved = uint64_t(end - start);
     std::shared_ptr<const RemoteObject> object = self.lock();
     Extent got;
     if (object && transport_outcome(a).verdict == Verdict::ok && object->check_answer(a, start, end).empty() &&
         int64_t(a.body.size()) == end - start) {
-      got = std::make_shared<const Bytes>(std::move(a.body));
+      got = client->body_pool().adopt(std::move(a.body));
       if (DiskCache* disk = client->disk_cache()) object->store_on_disk(*disk, start, *got);
       client->range_cache().insert(object->cache_id_, start, got, reserved);
     } else {

@@ -68,11 +68,20 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   int64_t held_until(int64_t offset) const;
   // [start, end) fetched with retries and every check; throws IoError.
   Extent fetch(int64_t start, int64_t end) const;
-  // fetch(), through the disk cache when the mount has one: whole blocks from
-  // disk, the runs missing there fetched and stored.
+  // fetch(), then kept on disk when the mount has a disk cache.
   Extent fetch_blocks(int64_t start, int64_t end) const;
-  // Cached, in flight, or fetched now (disk cache first): the extent holding `offset`, reading up to `want`.
+  // Cached, in flight, or fetched now: the extent holding `offset`, reading up to `want`.
   Extent extent_at(int64_t offset, int64_t want, int64_t* start) const;
+  // With a disk cache: where a fetch of the blocks from `start` (aligned) should
+  // end, before `end`: at the first block after `start` the disk holds.
+  int64_t missing_run_end(const DiskCache& disk, int64_t start, int64_t end) const;
+  // The disk cache's block holding `at`, read by the calling thread: a whole
+  // block wanted from its start goes straight into `out` (its size returned);
+  // a part of one is read whole into memory, where its neighbour's reader
+  // finds it (*extent, *start set, 0 returned). 0 and no extent: not on disk.
+  size_t read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan out, Extent* extent, int64_t* start) const;
+  // Throws when the object changed on the server.
+  void check_unchanged() const;
   // The request headers that pin the identity.
   std::vector<std::string> pinning_headers() const;
   HttpRequest range_request(int64_t start, int64_t end) const;

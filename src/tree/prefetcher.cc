@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include "thread_name.h"
+
 namespace blosc2fs {
 
 namespace {
@@ -17,7 +19,10 @@ void Prefetcher::request(int64_t n) {
   queue_.push_back(n);
   if (!thread_.joinable()) {
     try {
-      thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+      thread_ = std::jthread([this](std::stop_token stop) {
+        name_this_thread("b2fs-prefetch");
+        run(stop);
+      });
     } catch (const std::system_error&) {
       queue_.clear();  // no thread: readers load for themselves
       return;

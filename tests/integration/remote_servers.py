@@ -220,7 +220,8 @@ class SeaweedS3(_Server):
 
     REGION = "us-east-1"
 
-    def __init__(self, workdir, access_key, secret_key):
+    def __init__(self, workdir, access_key, secret_key, volume_max=4):
+        """volume_max: volumes of 64 MB the server may make (the bench's bigger objects need more)."""
         self.workdir = os.path.join(workdir, "seaweedfs")
         os.makedirs(os.path.join(self.workdir, "data"), exist_ok=True)
         self.access_key, self.secret_key = access_key, secret_key
@@ -240,7 +241,7 @@ class SeaweedS3(_Server):
                 f"-master.port={ports[2]}", f"-master.port.grpc={ports[3]}", f"-volume.port={ports[4]}",
                 f"-volume.port.grpc={ports[5]}", f"-filer.port={ports[6]}", f"-filer.port.grpc={ports[7]}",
                 f"-debug.port={ports[8]}", f"-iam.port={ports[9]}", "-s3.port.iceberg=0", "-s3.port.lance=0",
-                "-metricsPort=0", "-master.telemetry=false", "-volume.max=4", "-master.volumeSizeLimitMB=64",
+                "-metricsPort=0", "-master.telemetry=false", f"-volume.max={volume_max}", "-master.volumeSizeLimitMB=64",
                 f"-filer.localSocket={self.workdir}/filer.sock", f"-s3.localSocket={self.workdir}/s3.sock"]
         self._log = open(os.path.join(self.workdir, "weed.log"), "w")
         self._launch(args, self._log, cwd=self.workdir)
@@ -273,6 +274,13 @@ class SeaweedS3(_Server):
         status = self._curl(["-T", path, "-o", "/dev/null", f"{self.url}/{bucket}/{quoted}"])
         if status != 200:
             raise RuntimeError(f"cannot put {key}: HTTP {status}")
+
+    def fetch_object(self, bucket, key, path):
+        """GETs the whole object into `path` (signed)."""
+        quoted = urllib.parse.quote(key, safe="/")
+        status = self._curl(["-o", path, f"{self.url}/{bucket}/{quoted}"])
+        if status != 200:
+            raise RuntimeError(f"cannot get {key}: HTTP {status}")
 
     def put_tree(self, bucket, prefix, directory):
         for base, _, files in os.walk(directory):

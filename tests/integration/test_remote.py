@@ -509,6 +509,10 @@ def faults_give_exact_bytes_or_eio(h, root, nginx):
         proxy.stop()
 
 
+def nginx_file_size(nginx, name):
+    return os.path.getsize(os.path.join(nginx.root, name))
+
+
 def disk_cache_warm_remount(h, nginx):
     cache = os.path.join(h.workdir, "cache")
     options = ["-o", f"cache_dir={cache},cache_dir_size=64M"]
@@ -523,7 +527,8 @@ def disk_cache_warm_remount(h, nginx):
     try:
         second = read_file(os.path.join(mnt, "data"))
         with open(os.path.join(mnt, "frame.json")) as f:
-            counters = json.load(f)["source"]["counters"]
+            frame_json = json.load(f)
+            counters = frame_json["source"]["counters"]
     finally:
         h.unmount(mnt)
     check(first == second, "the warm read differs")
@@ -531,6 +536,24 @@ def disk_cache_warm_remount(h, nginx):
     # The one request left pins the object's identity at mount.
     check_equal(len(warm), 1, f"requests of the warm remount: {warm}")
     check(counters["disk_cache_hits"] > 0, f"no disk cache hit: {counters}")
+    # A frame of many blocks: each is read from disk once, a block two chunks share
+    # at most once more (two readers at once), and prefetch loads none of them.
+    big_url = f"{nginx.url}/py-bigchunks.b2nd"
+    for warm_pass in range(2):
+        mnt = h.mount(big_url, options)
+        try:
+            big = read_file(os.path.join(mnt, "data"))
+            with open(os.path.join(mnt, "frame.json")) as f:
+                frame_json = json.load(f)
+        finally:
+            h.unmount(mnt)
+        if warm_pass == 0:
+            big_first = big
+    check(big == big_first, "the warm read of py-bigchunks.b2nd differs")
+    hits, nchunks = frame_json["source"]["counters"]["disk_cache_hits"], frame_json["nchunks"]
+    nblocks = -(-nginx_file_size(nginx, "py-bigchunks.b2nd") // (1 << 20))
+    print(f"  warm remount of py-bigchunks.b2nd: {hits} disk-cache hits for {nblocks} blocks, {nchunks} chunks", flush=True)
+    check(nblocks <= hits <= nblocks + nchunks, f"{hits} disk-cache hits for {nblocks} blocks and {nchunks} chunks")
     # A damaged entry is fetched again, never served.
     blocks = os.path.join(cache, "blocks")
     for name in os.listdir(blocks):

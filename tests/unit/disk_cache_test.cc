@@ -9,6 +9,8 @@
 #include <chrono>
 #include <fstream>
 
+#include "body_pool.h"
+#include "crc32c.h"
 #include "error.h"
 #include "fixtures.h"
 
@@ -137,6 +139,92 @@ TEST(DiskCache, ProcessesSharingADirectoryKeepTheBoundAndServeOnlyWhatTheyStored
   DiskCache cache(dir, bound);
   EXPECT_LE(cache.bytes_used(), bound);
   EXPECT_EQ(cache.counters().corrupt, 0u);
+}
+
+TEST(DiskCache, BlocksAreReadStraightIntoTheCallersBuffer) {
+  TempDir tmp;
+  DiskCache cache(tmp.path() / "c", 8 * kBlock);
+  const std::string key = "https://h/y.b2frame\n\"e\"";
+  cache.store(key, 2, block_bytes(4));
+  Bytes out(kBlock);
+  EXPECT_TRUE(cache.has(key, 2));
+  EXPECT_FALSE(cache.has(key, 3));
+  ASSERT_TRUE(cache.read(key, 2, out));
+  EXPECT_EQ(out, block_bytes(4));
+  Bytes shorter(kBlock - 1);
+  EXPECT_FALSE(cache.read(key, 2, shorter));  // never a part of a block
+  EXPECT_FALSE(cache.read(key, 3, out));
+}
+
+TEST(DiskCache, EntriesOfTheFirstFormatAreMissesRemovedNotDamage) {
+  TempDir tmp;
+  DiskCache cache(tmp.path() / "c", 8 * kBlock);
+  const std::string key = "k";
+  cache.store(key, 0, block_bytes(3));
+  auto files = entries(tmp.path() / "c");
+  ASSERT_EQ(files.size(), 1u);
+  {
+    // B2FSDC01: the same layout, checked with zlib's CRC-32 (before CRC-32C).
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(7);
+    f.put('1');
+  }
+  EXPECT_FALSE(cache.load(key, 0, kBlock));
+  EXPECT_TRUE(entries(tmp.path() / "c").empty());
+  EXPECT_EQ(cache.counters().corrupt, 0u);
+  cache.store(key, 0, block_bytes(3));  // fetched again: the new format
+  EXPECT_EQ(cache.load(key, 0, kBlock), block_bytes(3));
+}
+
+TEST(Crc32c, KnownValuesAndPiecesAgree) {
+  const std::string check = "123456789";
+  const ByteSpan digits(reinterpret_cast<const uint8_t*>(check.data()), check.size());
+  EXPECT_EQ(crc32c(0, digits), 0xE3069283u);  // the CRC-32C check value
+  EXPECT_EQ(crc32c(0, {}), 0u);
+  const Bytes zeros(32, 0);
+  EXPECT_EQ(crc32c(0, zeros), 0x8A9136AAu);  // RFC 3720 B.4: 32 bytes of zeros
+  // Any split, any alignment: the same as in one piece.
+  const Bytes data = block_bytes(7, 4099);
+  const uint32_t whole = crc32c(0, data);
+  for (size_t cut : {size_t(0), size_t(1), size_t(7), size_t(8), size_t(13), size_t(4098)}) {
+    const ByteSpan all(data);
+    EXPECT_EQ(crc32c(crc32c(0, all.first(cut)), all.subspan(cut)), whole) << cut;
+    EXPECT_EQ(crc32c_portable(crc32c_portable(0, all.first(cut)), all.subspan(cut)), whole) << cut;
+  }
+  EXPECT_EQ(crc32c_portable(0, digits), 0xE3069283u);
+  // Long enough for the three-lane stripes (3 x 4 KiB), with a tail, at every alignment.
+  const Bytes big = block_bytes(11, 100003);
+  const uint32_t expected = crc32c_portable(0, big);
+  for (size_t skew = 0; skew < 8; ++skew) {
+    const ByteSpan part = ByteSpan(big).subspan(skew);
+    EXPECT_EQ(crc32c(0, part), crc32c_portable(0, part)) << skew;
+  }
+  EXPECT_EQ(crc32c(0, big), expected);
+  EXPECT_EQ(crc32c(crc32c(0, ByteSpan(big).first(50000)), ByteSpan(big).subspan(50000)), expected);
+}
+
+TEST(BodyPool, BuffersComeBackWhenTheirExtentEndsAndFitBodiesOfAboutTheirSize) {
+  auto pool = BodyPool::create(16 << 20);
+  Bytes first = pool->take(3 << 20);
+  first.resize(3 << 20, 1);
+  const uint8_t* memory = first.data();
+  auto extent = pool->adopt(std::move(first));
+  EXPECT_EQ(pool->held(), 0u);
+  extent.reset();
+  EXPECT_EQ(pool->held(), uint64_t(3) << 20);
+  Bytes again = pool->take((3 << 20) - 100);
+  EXPECT_EQ(again.data(), memory);  // the same pages, already mapped
+  EXPECT_TRUE(again.empty());
+  EXPECT_EQ(pool->held(), 0u);
+  // A small body never takes a big buffer; the pool never holds more than its limit.
+  pool->adopt(std::move(again)).reset();
+  EXPECT_NE(pool->take(1 << 20).capacity(), size_t(3) << 20);
+  for (int i = 0; i < 8; ++i) {
+    Bytes b = pool->take(4 << 20);
+    b.resize(4 << 20);
+    pool->adopt(std::move(b)).reset();
+  }
+  EXPECT_LE(pool->held(), uint64_t(16) << 20);
 }
 
 }  // namespace
