@@ -308,7 +308,10 @@ std::shared_ptr<MountTree> CollectionTree::child(size_t slot) {
   d.tree = opened.tree;
   d.writable = opened.writable;
   d.volume = dynamic_cast<Volume*>(opened.tree.get());
-  if (!d.volume) return opened.tree;  // a store's tree stays open: its own leaves come and go
+  if (!d.volume) {  // a store's tree stays open: its own leaves come and go
+    open_stores_.push_back(slot);
+    return opened.tree;
+  }
   lru_.push_front(slot);
   d.lru = lru_.begin();
   // Close the least recently used Volumes beyond the bound, skipping those in use.
@@ -764,8 +767,8 @@ void CollectionTree::maybe_refresh(KernelNotes& notes) {
     std::vector<std::pair<size_t, std::shared_ptr<MountTree>>> open;
     {
       std::lock_guard lock(mutex_);
-      for (size_t s = 0; s < items_.size(); ++s)
-        if (items_[s]->tree) open.emplace_back(s, items_[s]->tree);
+      for (size_t s : lru_) open.emplace_back(s, items_[s]->tree);
+      for (size_t s : open_stores_) open.emplace_back(s, items_[s]->tree);
     }
     for (auto& [slot, tree] : open) {
       KernelNotes own;
@@ -876,9 +879,7 @@ std::string CollectionTree::description() {
     std::lock_guard lock(mutex_);
     j["listed_at"] = listed_at_text_;
     j["listings_fetched"] = listings_;
-    size_t open = 0;
-    for (const auto& d : items_) open += d->tree ? 1 : 0;
-    j["open_datasets"] = open;
+    j["open_datasets"] = lru_.size() + open_stores_.size();
   }
   j["max_open"] = settings_.max_open;
   j["list_ttl"] = settings_.list_ttl.count();
@@ -890,8 +891,8 @@ void CollectionTree::shutdown() {
   std::vector<std::shared_ptr<MountTree>> open;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& d : items_)
-      if (d->tree) open.push_back(d->tree);
+    for (size_t s : lru_) open.push_back(items_[s]->tree);
+    for (size_t s : open_stores_) open.push_back(items_[s]->tree);
   }
   for (const std::shared_ptr<MountTree>& tree : open) {
     try {

@@ -168,6 +168,7 @@ class CollectionTree : public MountTree {
   std::chrono::steady_clock::time_point round_at_;
   uint64_t listings_ = 0;
   std::list<size_t> lru_;  // open Volumes, most recently used first
+  std::vector<size_t> open_stores_;  // open StoreTrees (they close their own leaves)
   std::unordered_map<uint64_t, Mapped> mapped_;
   std::map<std::pair<size_t, uint64_t>, uint64_t> mount_numbers_;
   uint64_t next_mapped_ = kMappedBase;
