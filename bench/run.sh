@@ -12,7 +12,7 @@
 #   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections (only their data sets are made).
 #   collections: a local folder of 10,000 small python-blosc2 arrays mounted as one
 #   collection (mount, ls, cat of every vlmeta/NAME beside python-blosc2, RSS), and
-#   1,000 of them under a SeaweedFS prefix (mount, requests of one array.npy) (bench/collections.py).
+#   1,000 of them under a SeaweedFS prefix (mount, requests of one array.npy) (bench/collection_mounts.py).
 #   caterva2: a loopback cat2-server (bench/caterva2.py, BUILD/venv-caterva2): cold
 #   sequential read of a 256 MB dataset through a tree mount against python-blosc2's
 #   C2Array[:] on the same server, and a root of 10,000 datasets mounted and listed.
@@ -878,10 +878,10 @@ if wants caterva2; then
 fi
 if wants collections; then
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "collections rows (bench/collections.py)"
+    log "collections rows (bench/collection_mounts.py)"
     wait_quiet
-    mapfile -t collection_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/collections.py" "$BLOSC2FS" "$SCRATCH" \
-      "$SIZE_MB" "$RUNS") || die "bench/collections.py failed"
+    mapfile -t collection_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/collection_mounts.py" "$BLOSC2FS" "$SCRATCH" \
+      "$SIZE_MB" "$RUNS") || die "bench/collection_mounts.py failed"
     ROWS+=("${collection_rows[@]}")
   else
     row "collections rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"

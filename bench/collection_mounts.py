@@ -7,7 +7,7 @@ datasets under a SeaweedFS prefix (mount time; the requests of reading one
 dataset's array.npy against mounting it alone plus the listing). Prints
 markdown rows "| what | blosc2fs | reference | — | target | verdict |".
 
-    collections.py BLOSC2FS SCRATCH SIZE_MB RUNS
+    collection_mounts.py BLOSC2FS SCRATCH SIZE_MB RUNS
 """
 
 import json
