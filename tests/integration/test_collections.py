@@ -10,15 +10,18 @@ changes; hostile S3 keys are left out."""
 import errno
 import json
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, check, check_equal, read_file, wait_until  # noqa: E402
+from harness import FUSERMOUNT, PATIENCE, Harness, check, check_equal, read_file, wait_until  # noqa: E402
 from remote_servers import SeaweedS3  # noqa: E402
 from test_remote import same_trees  # noqa: E402
-from writes import sh  # noqa: E402
+from writes import frame_state, sh  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
@@ -191,6 +194,99 @@ def local_writes(h):
     h.unmount(ro)
 
 
+# Edits until the mount goes away, logging each vlmeta value once its close() succeeded.
+EDIT_LOOP = r"""
+import os, sys
+ds, log_path = sys.argv[1], sys.argv[2]
+log = open(log_path, "a", buffering=1)
+i = 0
+try:
+    while True:
+        fd = os.open(os.path.join(ds, "vlmeta", "k"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, b"value-%d" % i)
+        finally:
+            os.close(fd)
+        log.write("%d\n" % i)
+        fd = os.open(os.path.join(ds, "data"), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b"x" * 5000)
+        finally:
+            os.close(fd)
+        i += 1
+except OSError:
+    pass
+"""
+
+
+def kill_during_commits(h):
+    """kill -9 of a collection's daemon while a dataset deep in it is edited:
+    the frame opens in python-blosc2 and holds the last value stored or the one in flight."""
+    rng = random.Random(29)
+    for number in range(4):
+        root = h.new_dir("crash")
+        os.makedirs(os.path.join(root, "sub"))
+        frame = h.copy_fixture("metas-vlmetas.b2frame", os.path.join(root, "sub"))
+        mnt = h.new_dir()
+        log_path = os.path.join(h.workdir, f"crash-edits{number}.log")
+        open(log_path, "w").close()
+        daemon = subprocess.Popen([h.binary, "-f", root, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        editor = None
+        try:
+            deadline = time.time() + PATIENCE
+            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
+                time.sleep(0.01)
+            check(os.path.ismount(mnt), f"round {number}: the mount did not appear")
+            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+            editor = subprocess.Popen([sys.executable, "-c", EDIT_LOOP, os.path.join(mnt, "sub", os.path.basename(frame)),
+                                       log_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.1, 0.6))
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait(timeout=30)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait(timeout=30)
+            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
+            h.mounts.pop(mnt, None)
+            if editor is not None:
+                try:
+                    editor.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    editor.kill()
+                    editor.wait(timeout=30)
+        done = [int(x) for x in open(log_path).read().split()]
+        last = done[-1] if done else -1
+        allowed = {b"value-%d" % i for i in (last, last + 1) if i >= 0} | ({None} if last < 0 else set())
+        check(frame_state(h, frame)["vlmeta"].get("k") in allowed, f"round {number}: vlmeta/k after {last}")
+        schunk = blosc2.open(frame)
+        check(len(schunk[:]) >= 0, "python-blosc2 reads the frame")
+
+
+def other_user(h):
+    """allow_other: another user reads a root-owned 0644 dataset of a root-owned
+    collection and cannot change it (EACCES), nor the collection (EACCES/EPERM)."""
+    from test_permissions import System, as_user, expect_denied, expect_reads_everything, write_attempts
+    s = System()
+    root = h.new_dir("shared")
+    os.chmod(root, 0o755)
+    frame = h.copy_fixture("metas-vlmetas.b2frame", root)
+    os.chmod(frame, 0o644)
+    before = read_file(frame)
+    mnt = h.mount(root, ["-o", "allow_other"])
+    ds = os.path.join(mnt, os.path.basename(frame))
+    expect_reads_everything(s.other, ds, "another user on root's 0644 dataset")
+    expect_denied(as_user(s.other, write_attempts(ds)), "another user on root's 0644 dataset")
+    got = as_user(s.other, [("mkdir", "mkdir", [os.path.join(mnt, "x")]),
+                            ("create", "create", [os.path.join(mnt, "y"), "y"])])
+    check(all(v in ("EACCES", "EPERM") for v in got.values()), f"another user on the collection: {got}")
+    h.unmount(mnt)
+    check(read_file(frame) == before, "the dataset changed")
+    s.restore()
+
+
 def s3_prefix(h, s3):
     root = h.new_dir("s3folder")
     datasets = make_folder(h, root, hostile=False)
@@ -241,6 +337,8 @@ def main():
     h.test("lazy and bounded: max_open, stable inode numbers, the listing follows the folder", lazy_and_bounded, h)
     h.test("writes in a local collection read back by python-blosc2; its own directories refuse changes",
            local_writes, h)
+    h.test("kill -9 during commits in a collection leaves frames python-blosc2 opens", kill_during_commits, h)
+    h.test("allow_other: another user cannot change a root-owned 0644 dataset", other_user, h)
     try:
         s3 = SeaweedS3(h.workdir, ACCESS_KEY, SECRET_KEY)
     except RuntimeError as e:
