@@ -68,7 +68,6 @@ RemoteOrigin open_remote_origin(const Options& options) {
   origin.url = url.display();
   Json identity;
   std::optional<IoError> object_error;
-  bool object_ranges_ignored = false;
   try {
     if (!url.names_directory()) {
       try {
@@ -78,10 +77,10 @@ RemoteOrigin open_remote_origin(const Options& options) {
       } catch (const IoError& e) {
         // No object there: the place below it may hold a sparse frame or a
         // .b2d. (A web server answers a directory's URL with a redirect to
-        // its index, which it may refuse, 403, or send whole, 200 to the
-        // range asked.)
-        object_ranges_ignored = dynamic_cast<const RangesIgnored*>(&e) != nullptr;
-        if (e.error_number() != ENOENT && e.error_number() != EACCES && !object_ranges_ignored) throw;
+        // its index, which it may refuse, 403, or send: EISDIR.)
+        if ((e.error_number() != ENOENT && e.error_number() != EACCES && e.error_number() != EISDIR) ||
+            dynamic_cast<const RangesIgnored*>(&e))
+          throw;
         object_error = e;
       }
     }
@@ -99,7 +98,6 @@ RemoteOrigin open_remote_origin(const Options& options) {
         }
       }
       if (!found) {
-        if (object_ranges_ignored) throw RangesIgnored(object_error->what());
         if (object_error && object_error->error_number() == EACCES) throw *object_error;
         throw IoError(url.display() + ": no such object, and no sparse frame (chunks.b2frame) or .b2d store "
                                       "(embed.b2e) below it",

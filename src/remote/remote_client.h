@@ -70,6 +70,9 @@ struct HttpAnswer {
   Bytes body;
   bool body_overflow = false;
   bool aborted = false;  // ended by shutdown()
+  // A redirect was followed to a URL whose path ends in '/': what was asked
+  // for is a web server's directory (its index answered), not an object.
+  bool redirected_to_directory = false;
 };
 
 class RemoteClient {

@@ -115,7 +115,16 @@ class RemoteDirectory final : public SourceDirectory {
       pending.pop_back();
       if (++pages > kMaxIndexPages)
         throw FormatError(url_.display() + ": more than 10,000 directories below it: not listed");
-      for (ListedEntry& entry : web_index_entries(directory)) {
+      std::vector<ListedEntry> entries;
+      try {
+        entries = web_index_entries(directory);
+      } catch (const IoError& e) {
+        // Listed by its parent, gone since (or linked by an index, never there).
+        if (directory.empty() || e.error_number() != ENOENT) throw;
+        spdlog::debug("{}: {}: skipped", url_.display(), e.what());
+        continue;
+      }
+      for (ListedEntry& entry : entries) {
         if (++seen > kMaxListedKeys) throw FormatError(url_.display() + ": more than 1,000,000 objects under it");
         std::string relative = directory.empty() ? std::move(entry.name) : directory + "/" + entry.name;
         if (entry.type != ListedEntry::Type::directory) {
