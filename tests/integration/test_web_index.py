@@ -1,6 +1,7 @@
 """Web directory indexes as listings (issue 29): sparse frames and .b2d stores on
 web servers mounted through the servers' own directory indexes (nginx's
-autoindex in HTML and in JSON, lighttpd's mod_dirlisting), equal byte for byte
+autoindex in HTML and in JSON, lighttpd's mod_dirlisting, Apache's
+mod_autoindex), equal byte for byte
 to their local mounts; python's http.server lists but answers no ranges, so its
 datasets are refused with one line each; a server that gives no index is refused
 with one line naming the cause; hostile indexes (links out of the place,
@@ -16,7 +17,7 @@ import blosc2
 import numpy as np
 
 from harness import Harness, TestFailure, check, check_equal, wait_until
-from remote_servers import Lighttpd, Nginx, PlainHttpServer
+from remote_servers import Apache, Lighttpd, Nginx, PlainHttpServer
 from test_remote import same_trees
 
 EXIT_MISSING, EXIT_INVALID = 2, 3
@@ -216,11 +217,14 @@ def bounded_indexes(h, root, nginx):
         print(f"  {place}: {line[:160]} ({len(asked)} requests)", flush=True)
 
 
-def lighttpd_lists_too(h, root, places, lighttpd):
-    mounts_equal_local(h, root, places, lighttpd, "lighttpd mod_dirlisting")
+def other_server_lists_too(h, root, places, server, label):
+    mounts_equal_local(h, root, places, server, label)
     # lighttpd writes its access log in batches.
-    check(wait_until(lambda: any(q["path"] == "/py-dict.b2d/grp/deeper/" for q in lighttpd.requests()), 30),
-          "lighttpd's index of grp/deeper/ was never asked for")
+    check(wait_until(lambda: any(q["path"] == "/py-dict.b2d/grp/deeper/" for q in server.requests()), 30),
+          f"{label}: the index of grp/deeper/ was never asked for")
+    asked = [q["path"] for q in server.requests()]
+    check(all(any(p.startswith(f"/{name}") for name in places) for p in asked),
+          f"{label}: a request outside the places: {asked}")
 
 
 def main():
@@ -248,13 +252,15 @@ def main():
     with PlainHttpServer(root, h.workdir) as plain:
         h.test("python's http.server: listed, but refused for ignoring Range", plain_server_lists_but_refuses, h,
                plain)
-    if shutil.which("lighttpd") or os.path.exists("/usr/sbin/lighttpd"):
-        with Lighttpd(root, h.workdir) as lighttpd:
-            h.test("lighttpd mod_dirlisting: the same places read as their local mounts", lighttpd_lists_too, h,
-                   root, places, lighttpd)
-    else:
-        print("FAIL lighttpd is not installed (scripts/install-deps.sh installs it)", flush=True)
-        h.failed += 1
+    for server_class, program, label in ((Lighttpd, "lighttpd", "lighttpd mod_dirlisting"),
+                                         (Apache, "apache2", "Apache mod_autoindex")):
+        if not (shutil.which(program) or os.path.exists(f"/usr/sbin/{program}")):
+            print(f"FAIL {label}: {program} is not installed (scripts/install-deps.sh installs it)", flush=True)
+            h.failed += 1
+            continue
+        with server_class(root, h.workdir) as server:
+            h.test(f"{label}: the same places read as their local mounts", other_server_lists_too, h, root,
+                   places, server, label)
     h.finish()
 
 
