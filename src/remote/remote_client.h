@@ -56,6 +56,9 @@ struct HttpRequest {
   size_t max_body = 0;                // a longer body ends the transfer (body_overflow)
   std::chrono::milliseconds timeout{0};  // the whole attempt; 0: read_deadline
   std::string post_fields;               // non-empty: a POST of this form body (a login)
+  // Statuses the caller's judge decides rather than the transport (a
+  // directory index's 403 and 404 say the place cannot be listed).
+  std::vector<long> judged_statuses;
 };
 
 struct HttpAnswer {
@@ -67,6 +70,9 @@ struct HttpAnswer {
   Bytes body;
   bool body_overflow = false;
   bool aborted = false;  // ended by shutdown()
+  // A redirect was followed to a URL whose path ends in '/': what was asked
+  // for is a web server's directory (its index answered), not an object.
+  bool redirected_to_directory = false;
 };
 
 class RemoteClient {
