@@ -44,6 +44,7 @@ constexpr size_t kMaxOpenLeaves = 64;
 struct Failure {
   int status;
   std::string why;
+  bool nothing_there = false;  // a URL naming no object and no dataset below it
 };
 
 // Opens FRAME; missing or unreadable -> 2, not a frame / corrupt -> 3.
@@ -86,7 +87,7 @@ RemoteOrigin open_origin(const Options& o) {
   try {
     return open_remote_origin(o);
   } catch (const RemoteOpenError& e) {
-    throw Failure{e.status, e.why};
+    throw Failure{e.status, e.why, e.error == ENOENT};
   }
 }
 
@@ -110,8 +111,8 @@ CollectionMount open_remote_collection_mount(const Options& o, uint64_t cache_bu
 }
 
 // Whether a URL's open failed because nothing is there (rather than a
-// refusal or an unreachable server): then its place may be a collection.
-bool nothing_there(const Failure& f) { return f.status == kExitFrameMissing; }
+// refusal, wrong keys or an unreachable server): then its place may be a collection.
+bool nothing_there(const Failure& f) { return f.nothing_there; }
 
 // A local folder as a collection; exit status 2 when it cannot be listed.
 std::unique_ptr<CollectionTree> open_local_collection_tree(const Options& o, const fs::path& path,

@@ -40,14 +40,14 @@ namespace {
 }  // namespace
 
 RemoteOpenError remote_open_error(const IoError& e) {
-  if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what()};
+  if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what(), e.error_number()};
   switch (e.error_number()) {
     case ENOENT:
     case EACCES:
     case EINVAL:
-      return {kExitFrameMissing, e.what()};
+      return {kExitFrameMissing, e.what(), e.error_number()};
     default:
-      return {kExitUnreachable, e.what()};
+      return {kExitUnreachable, e.what(), e.error_number()};
   }
 }
 

@@ -121,7 +121,8 @@ void CollectionTree::list_now(size_t d, KernelNotes* notes, bool if_changed) {
     const std::string why = source_->name() + (path.empty() ? "" : "/" + path) + ": cannot be listed: " + e.what();
     std::lock_guard lock(mutex_);
     Dir& dir = dirs_[d];
-    if (dir.failure != why) spdlog::error("{}", why);
+    // The top's first listing failing refuses the mount with this line: not logged twice.
+    if (dir.failure != why && (d != 0 || dir.fetched)) spdlog::error("{}", why);
     dir.failure = why;
     // A directory listed before keeps its listing until the next try.
     dir.listed_at = std::chrono::steady_clock::now();
