@@ -173,8 +173,11 @@ void CollectionTree::apply_listing(size_t d, std::vector<CollectionEntry> entrie
         item_index_.erase(it);
         it = item_index_.end();
       } else {
-        if (old.entry.size != e.size) old.bytes.reset();  // a file that changed: its bytes fetched anew
-        old.entry = e;
+        // Only the size may differ (readers of the type, kind and target hold no lock).
+        if (old.entry.size != e.size) {
+          old.bytes.reset();  // a file that changed: its bytes fetched anew
+          old.entry.size = e.size;
+        }
         old.present = true;
       }
     }
