@@ -112,6 +112,14 @@ class LocalCollection final : public CollectionSource {
     return opened;
   }
 
+  std::string version(const std::string& dir) const override {
+    std::optional<struct stat> st = local_stat(dir);
+    if (!st || !S_ISDIR(st->st_mode)) return {};
+    return std::to_string(st->st_ino) + ":" + std::to_string(st->st_mtim.tv_sec) + "." +
+           std::to_string(st->st_mtim.tv_nsec) + ":" + std::to_string(st->st_ctim.tv_sec) + "." +
+           std::to_string(st->st_ctim.tv_nsec);
+  }
+
   std::optional<struct stat> local_stat(const std::string& path) const override {
     struct stat st;
     const fs::path full = path.empty() ? root_ : root_ / path;

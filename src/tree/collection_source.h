@@ -50,6 +50,13 @@ class CollectionSource {
   virtual std::vector<CollectionEntry> list(const std::string& dir) const = 0;
   // The listings are fetched anew from now on (the tree's refresh round).
   virtual void relist() const {}
+  // What changes whenever directory `dir`'s entries change, when the place
+  // can tell cheaply (a local directory's mtime and ctime); empty when it cannot.
+  // A refresh lists again only a directory whose version changed.
+  virtual std::string version(const std::string& dir) const {
+    (void)dir;
+    return {};
+  }
   // The bytes of a file that is not a dataset. Throws IoError.
   virtual std::shared_ptr<const ByteSource> open_file(const std::string& path) const = 0;
   // The dataset at `path` as its own mount shows it, with `options` for its

@@ -104,11 +104,19 @@ size_t CollectionTree::dir_for(const std::string& path) {
   return d;
 }
 
-void CollectionTree::list_now(size_t d, KernelNotes* notes) {
-  std::string path;
+void CollectionTree::list_now(size_t d, KernelNotes* notes, bool if_changed) {
+  std::string path, was;
   {
     std::lock_guard lock(mutex_);
     path = dirs_[d].path;
+    was = dirs_[d].version;
+  }
+  // Taken before the listing: a change while it is read shows at the next refresh.
+  const std::string version = source_->version(path);
+  if (if_changed && !version.empty() && version == was) {
+    std::lock_guard lock(mutex_);
+    dirs_[d].listed_at = std::chrono::steady_clock::now();
+    return;
   }
   std::vector<CollectionEntry> entries;
   try {
@@ -129,6 +137,7 @@ void CollectionTree::list_now(size_t d, KernelNotes* notes) {
   }
   std::lock_guard lock(mutex_);
   dirs_[d].failure.clear();
+  dirs_[d].version = version;
   apply_listing(d, std::move(entries), notes);
   ++listings_;
   listed_at_text_ = utc_now();
@@ -769,8 +778,16 @@ void CollectionTree::rename(uint64_t parent, std::string_view name, uint64_t new
 }
 
 void CollectionTree::maybe_refresh(KernelNotes& notes) {
-  // Open local datasets follow what other programs do to their files.
+  // Open local datasets follow what other programs do to their files, looked
+  // at as often as a Volume looks at its own (every request asks).
+  const auto now = std::chrono::steady_clock::now();
+  bool children_due = false;
   if (!source_->remote()) {
+    std::lock_guard lock(mutex_);
+    children_due = now - children_refreshed_at_ >= settings_.leaf_options.refresh_interval;
+    if (children_due) children_refreshed_at_ = now;
+  }
+  if (children_due) {
     std::vector<std::pair<size_t, std::shared_ptr<MountTree>>> open;
     {
       std::lock_guard lock(mutex_);
@@ -803,7 +820,7 @@ void CollectionTree::maybe_refresh(KernelNotes& notes) {
   source_->relist();
   for (size_t d : due) {
     try {
-      list_now(d, &notes);
+      list_now(d, &notes, true);
     } catch (const FsError&) {
     }
   }

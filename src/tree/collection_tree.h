@@ -105,6 +105,7 @@ class CollectionTree : public MountTree {
     bool fetched = false;         // listed at least once
     std::chrono::steady_clock::time_point listed_at{};
     std::string failure;          // why its latest listing failed
+    std::string version;          // the source's version of it when it was listed
   };
   struct Item {
     std::string path;
@@ -132,7 +133,8 @@ class CollectionTree : public MountTree {
   // Lists directory d when it never was. Not under mutex_. Throws FsError.
   void ensure_listed(size_t d);
   // Lists directory d now and applies it; notes for the kernel when given.
-  void list_now(size_t d, KernelNotes* notes);
+  // `if_changed`: not when the source says the directory is as it was listed.
+  void list_now(size_t d, KernelNotes* notes, bool if_changed = false);
   // Under mutex_: a listing made into children; vanished entries marked.
   void apply_listing(size_t d, std::vector<CollectionEntry> entries, KernelNotes* notes);
   size_t dir_for(const std::string& path);  // under mutex_
@@ -173,6 +175,7 @@ class CollectionTree : public MountTree {
   std::map<std::pair<size_t, uint64_t>, uint64_t> mount_numbers_;
   uint64_t next_mapped_ = kMappedBase;
   std::mutex refresh_mutex_;  // one refresh round at a time
+  std::chrono::steady_clock::time_point children_refreshed_at_{};
 
   std::mutex json_mutex_;
   std::shared_ptr<const std::string> description_;
