@@ -173,7 +173,7 @@ std::optional<ListedEntry> entry_of_link(std::string_view href, const PageUrl& p
 // Names seen so far; a name listed twice is a directory when either says so.
 class Entries {
  public:
-  Entries(const std::string& url) : url_(url) {}
+  explicit Entries(const std::string& url) : url_(url) {}
 
   // False when the page lists more than kMaxIndexEntries names.
   bool add(ListedEntry entry) {
@@ -240,7 +240,7 @@ void parse_html(std::string_view body, const std::string& url, const PageUrl& pa
   static std::once_flag init;
   std::call_once(init, [] { xmlInitParser(); });
   if (body.empty()) return;  // lists nothing (and libxml2 makes no context for it)
-  if (body.size() > size_t(INT_MAX)) throw FormatError(url + ": a directory index page over 64 MiB: refused");
+  static_assert(kMaxIndexPageBytes <= size_t(INT_MAX), "libxml2 takes the page's length as an int");
   htmlSAXHandler sax;
   std::memset(&sax, 0, sizeof sax);
   sax.startElement = on_start_element;
@@ -282,7 +282,7 @@ void parse_html(std::string_view body, const std::string& url, const PageUrl& pa
 class IndexJson {
  public:
   using Json = nlohmann::json;
-  IndexJson(Entries& entries) : entries_(entries) {}
+  explicit IndexJson(Entries& entries) : entries_(entries) {}
 
   bool null() { return scalar(); }
   bool boolean(bool value) {

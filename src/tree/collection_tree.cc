@@ -82,9 +82,13 @@ CollectionTree::CollectionTree(std::shared_ptr<CollectionSource> source, Setting
   dirs_.push_back(Dir{});
   dir_index_[""] = 0;
   round_at_ = std::chrono::steady_clock::now();
-  list_now(0, nullptr);  // the mount refuses to start without it
+  // The mount refuses to start without its top level, with the source's own
+  // error as it is (its type, errno and the one line naming the place).
+  std::vector<CollectionEntry> top = source_->list("");
   std::lock_guard lock(mutex_);
-  if (!dirs_[0].failure.empty()) throw IoError(dirs_[0].failure, EIO);
+  apply_listing(0, std::move(top), nullptr);
+  ++listings_;
+  listed_at_text_ = utc_now();
 }
 
 CollectionTree::~CollectionTree() = default;

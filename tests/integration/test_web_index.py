@@ -9,6 +9,7 @@ encoded slashes and dots, other hosts, loops, 2,000,000 entries, 65 MiB) never
 make the daemon ask for anything outside the place: the servers' access logs
 say every path it asked for. The servers run on 127.0.0.1 (remote_servers.py)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,8 +17,9 @@ import subprocess
 import blosc2
 import numpy as np
 
-from harness import Harness, TestFailure, check, check_equal, wait_until
+from harness import Harness, TestFailure, check, check_equal, read_file, wait_until
 from remote_servers import Apache, Lighttpd, Nginx, PlainHttpServer
+from test_collections import description, expect_eio, make_folder, same_as_single_mounts
 from test_remote import same_trees
 
 EXIT_MISSING, EXIT_INVALID = 2, 3
@@ -227,12 +229,162 @@ def other_server_lists_too(h, root, places, server, label):
           f"{label}: a request outside the places: {asked}")
 
 
+# --- collections: a folder of datasets behind a web index (issue 29) ---
+
+def make_lake(h, root):
+    """The local collection test's folder (test_collections.make_folder, without
+    links and fifo, which web servers follow or cannot serve) in root/lake."""
+    lake = os.path.join(root, "lake")
+    os.makedirs(lake)
+    datasets = make_folder(h, lake, hostile=False)
+    subprocess.run(["chmod", "-R", "a+rX", lake], check=True)
+    return lake, datasets
+
+
+def collection_shape(mnt):
+    """Every entry collection.json lists (the collection's levels, not inside datasets):
+    path -> (type, kind)."""
+    return {e["path"]: (e["type"], e.get("kind")) for e in description(mnt)["entries"]}
+
+
+def web_collection(h, lake, datasets, server, label):
+    """The folder behind a web index mounts as a collection: the local collection's
+    tree (datasets as their single mounts, other files as themselves, the corrupt
+    one EIO and named in collection.json), by URL with and without the '/'."""
+    local = h.mount(lake, ["-o", "ro"])
+    try:
+        want = collection_shape(local)
+        for url in (f"{server.url}/lake/", f"{server.url}/lake"):
+            before = len(server.requests())
+            mnt = h.mount(url)
+            try:
+                j = description(mnt)
+                check_equal(j["type"], "web index", f"{label}: collection.json's type")
+                check_equal(j["open_datasets"], 0, f"{label}: datasets open after mounting")
+                check_equal(sorted(os.listdir(mnt)), sorted(os.listdir(local)), f"{label}: the top's names")
+                got = collection_shape(mnt)
+                # Remote places go by name: a frame without a suffix is a plain file there.
+                check_equal(got, dict(want, **{"no-suffix": ("file", "file")}), f"{label}: the collection's levels")
+                check_equal(description(mnt)["open_datasets"], 0, f"{label}: datasets open after listing")
+                web_datasets = {k: v for k, v in datasets.items() if k != "no-suffix"}
+                same_as_single_mounts(h, lake, mnt, web_datasets, f"{label} {url}")
+                for rel in ("README.md", "one/table.csv", "no-suffix"):
+                    check_equal(read_file(os.path.join(mnt, rel)), read_file(os.path.join(lake, rel)),
+                                f"{label}: {rel}")
+                expect_eio(os.path.join(mnt, "corrupt.b2nd"), f"{label}: a corrupt dataset")
+                failed = description(mnt)["failed"]
+                check(any(f["path"] == "corrupt.b2nd" and f["why"] for f in failed), f"{label}: failed {failed}")
+                kinds = {e["path"]: e.get("kind") for e in description(mnt)["entries"]}
+                check_equal((kinds["store.b2d"], kinds["py-sparse.b2nd"], kinds["README.md"]),
+                            ("b2d", "sparse_frame", "file"), f"{label}: kinds found by listing")
+            finally:
+                h.unmount(mnt)
+            asked = [q["path"] for q in server.requests()[before:]]
+            check(all(p == "/lake" or p.startswith("/lake/") for p in asked),
+                  f"{label}: asked outside the place: {[p for p in asked if not p.startswith('/lake')]}")
+        r = h.run(["--info", f"{server.url}/lake/"])
+        check_equal(r.returncode, 0, f"{label}: --info of the collection: {r.stderr.strip()}")
+        check_equal(json.loads(r.stdout)["type"], "web index", f"{label}: --info's type")
+    finally:
+        h.unmount(local)
+    print(f"  {label}: {len(datasets) - 1} datasets read as their single mounts", flush=True)
+
+
+def web_collection_without_ranges(h, lake, datasets, plain):
+    """python's http.server lists the folder (the same names) but answers no ranges:
+    each dataset reads EIO, named in collection.json as refused for that."""
+    mnt = h.mount(f"{plain.url}/lake/")
+    try:
+        check_equal(sorted(os.listdir(mnt)), sorted(os.listdir(lake) + ["collection.json"]), "the names listed")
+        for rel in sorted(datasets):
+            if rel != "no-suffix":
+                expect_eio(os.path.join(mnt, rel), f"http.server: {rel}")
+        failed = {f["path"]: f["why"] for f in description(mnt)["failed"]}
+        for rel in datasets:
+            if rel != "no-suffix":
+                check(rel in failed and "ignores Range" in failed[rel] and "\n" not in failed[rel],
+                      f"http.server: {rel} in collection.json's failed: {failed.get(rel)}")
+    finally:
+        h.unmount(mnt)
+
+
+def web_collection_refused(h, root, nginx, nginx_plain):
+    """No index (nginx without autoindex: 403), 2,000,000 entries, 65 MiB: the
+    collection is refused at mount with one line naming the place and the cause."""
+    many = os.path.join(root, "many-links")
+    os.makedirs(many)
+    with open(os.path.join(many, "index.html"), "w") as f:
+        f.write("<html><body><pre>\n")
+        for start in range(0, 2_000_000, 100_000):
+            f.write("".join(f'<a href="k{i:07d}.b2nd">k</a>\n' for i in range(start, start + 100_000)))
+        f.write("</pre></body></html>\n")
+    huge = os.path.join(root, "huge-index")
+    os.makedirs(huge)
+    with open(os.path.join(huge, "index.html"), "wb") as f:
+        f.write(b"<html><body><pre>\n")
+        f.truncate(65 << 20)
+    subprocess.run(["chmod", "-R", "a+rX", many, huge], check=True)
+    cases = [(f"{nginx_plain.url}/lake/", ["cannot be listed", "HTTP 403", "autoindex on"]),
+             (f"{nginx.url}/many-links/", ["a directory index of more than 1,000,000 entries: refused"]),
+             (f"{nginx.url}/huge-index/", ["a directory index page over 64 MiB: refused"])]
+    for url, parts in cases:
+        for args in (["--info", url], [url, h.new_dir()]):
+            r = h.run(args, timeout=300)
+            check(r.returncode != 0, f"{url}: {args[0]} worked")
+            line = one_line(r, url)
+            for part in [url] + parts:
+                check(part in line, f"{url}: the message lacks {part!r}: {line}")
+        print(f"  {line[:200]}", flush=True)
+
+
+def hostile_web_collection(h, root, nginx):
+    """A collection whose index pages link out of the place: only its own entries
+    show, and nginx is asked for nothing outside it."""
+    place = os.path.join(root, "hostile-lake")
+    os.makedirs(os.path.join(place, "sub"))
+    blosc2.asarray(np.arange(100, dtype="i4"), urlpath=os.path.join(place, "ok.b2nd"), mode="w")
+    blosc2.asarray(np.arange(10, dtype="i4"), urlpath=os.path.join(place, "sub", "inner.b2nd"), mode="w")
+    shutil.copy(os.path.join(place, "ok.b2nd"), os.path.join(root, "secret.b2nd"))
+    host = f"127.0.0.1:{nginx.port}"
+    hostile = HOSTILE_LINKS.format(host=host, port=nginx.port, place="hostile-lake")
+    for rel, real in (("", '<a href="ok.b2nd">ok</a> <a href="sub/">sub</a>'),
+                      ("sub", '<a href="inner.b2nd">inner</a> <a href="../../secret.b2nd">up</a>')):
+        with open(os.path.join(place, rel, "index.html"), "w") as f:
+            f.write(f"<html><body><pre>\n{hostile}\n{real}\n</pre></body></html>\n")
+    subprocess.run(["chmod", "-R", "a+rX", place, os.path.join(root, "secret.b2nd")], check=True)
+    before = len(nginx.requests())
+    mnt = h.mount(f"{nginx.url}/hostile-lake/")
+    try:
+        check_equal(sorted(os.listdir(mnt)), ["collection.json", "ok.b2nd", "sub"], "the hostile collection's top")
+        check_equal(sorted(os.listdir(os.path.join(mnt, "sub"))), ["inner.b2nd"], "its sub/")
+        check_equal(np.load(os.path.join(mnt, "ok.b2nd", "array.npy")).tolist(), list(range(100)), "ok.b2nd")
+        check_equal(np.load(os.path.join(mnt, "sub", "inner.b2nd", "array.npy")).tolist(), list(range(10)),
+                    "sub/inner.b2nd")
+        paths = sorted(e["path"] for e in description(mnt)["entries"])
+        check_equal(paths, ["ok.b2nd", "sub", "sub/inner.b2nd"], "collection.json's entries")
+    finally:
+        h.unmount(mnt)
+    asked = [q["path"] for q in nginx.requests()[before:]]
+    outside = [p for p in asked if not p.startswith("/hostile-lake/")]
+    check(not outside, f"asked for paths outside the place: {outside}")
+    print(f"  {len(asked)} requests, all inside /hostile-lake/", flush=True)
+
+
 def main():
     h = Harness("web directory indexes: nginx (HTML, JSON), lighttpd, http.server", watchdog_seconds=600)
     h.require_fuse()
     root = h.new_dir("served")
     places = make_places(h, root)
-    with Nginx(root, h.workdir, autoindex="html") as nginx:
+    lake, datasets = make_lake(h, root)
+    with Nginx(root, h.workdir, autoindex="html") as nginx, Nginx(root, h.workdir) as nginx_plain:
+        h.test("a collection behind nginx autoindex (HTML): the local collection's tree", web_collection, h, lake,
+               datasets, nginx, "nginx autoindex")
+        h.test("nginx without autoindex: a .b2d is refused with one line naming the cause", no_index_refused, h,
+               nginx_plain)
+        h.test("a collection with no index, 2,000,000 entries or 65 MiB: refused with one line",
+               web_collection_refused, h, root, nginx, nginx_plain)
+        h.test("a collection behind hostile indexes: only its own entries, nothing outside asked",
+               hostile_web_collection, h, root, nginx)
         h.test("nginx autoindex (HTML): sparse frames and a .b2d by URL read as their local mounts",
                mounts_equal_local, h, root, places, nginx, "nginx autoindex")
         h.test("a .b2d's listing asks one index page per directory of it", nginx_lists_the_store_directories, h,
@@ -246,12 +398,13 @@ def main():
     with Nginx(root, h.workdir, autoindex="json") as nginx_json:
         h.test("nginx autoindex_format json: the same places read as their local mounts", mounts_equal_local, h,
                root, places, nginx_json, "nginx autoindex json")
-    with Nginx(root, h.workdir) as nginx_plain:
-        h.test("nginx without autoindex: a .b2d is refused with one line naming the cause", no_index_refused, h,
-               nginx_plain)
+        h.test("a collection behind nginx autoindex_format json: the local collection's tree", web_collection, h,
+               lake, datasets, nginx_json, "nginx autoindex json")
     with PlainHttpServer(root, h.workdir) as plain:
         h.test("python's http.server: listed, but refused for ignoring Range", plain_server_lists_but_refuses, h,
                plain)
+        h.test("a collection behind http.server: listed, every dataset refused for ignoring Range",
+               web_collection_without_ranges, h, lake, datasets, plain)
     for server_class, program, label in ((Lighttpd, "lighttpd", "lighttpd mod_dirlisting"),
                                          (Apache, "apache2", "Apache mod_autoindex")):
         if not (shutil.which(program) or os.path.exists(f"/usr/sbin/{program}")):
