@@ -84,8 +84,10 @@ CollectionTree::CollectionTree(std::shared_ptr<CollectionSource> source, Setting
   round_at_ = std::chrono::steady_clock::now();
   // The mount refuses to start without its top level, with the source's own
   // error as it is (its type, errno and the one line naming the place).
+  const std::string version = source_->version("");
   std::vector<CollectionEntry> top = source_->list("");
   std::lock_guard lock(mutex_);
+  dirs_[0].version = version;
   apply_listing(0, std::move(top), nullptr);
   ++listings_;
   listed_at_text_ = utc_now();
@@ -125,8 +127,7 @@ void CollectionTree::list_now(size_t d, KernelNotes* notes, bool if_changed) {
     const std::string why = source_->name() + (path.empty() ? "" : "/" + path) + ": cannot be listed: " + e.what();
     std::lock_guard lock(mutex_);
     Dir& dir = dirs_[d];
-    // The top's first listing failing refuses the mount with this line: not logged twice.
-    if (dir.failure != why && (d != 0 || dir.fetched)) spdlog::error("{}", why);
+    if (dir.failure != why) spdlog::error("{}", why);
     dir.failure = why;
     // A directory listed before keeps its listing until the next try.
     dir.listed_at = std::chrono::steady_clock::now();
