@@ -202,15 +202,6 @@ class SessionEndWatcher {
   std::jthread thread_;
 };
 
-// Whether this user may change the frame: the file, or the sparse frame's
-// directory (new chunk files, the rename of chunks.b2frame) and its header.
-bool may_write(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return ::access(path.c_str(), W_OK) == 0 && ::access((path / "chunks.b2frame").c_str(), W_OK) == 0;
-  return ::access(path.c_str(), W_OK) == 0;
-}
-
 void check_mountpoint(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
@@ -456,7 +447,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
                    "fails with EROFS",
                    frame_path.string(), frame_layout_name(layout));
     }
-    if (writable && !may_write(frame_path)) {
+    if (writable && !may_write_frame(frame_path)) {
       writable = false;
       spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
     }

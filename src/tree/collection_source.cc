@@ -16,6 +16,7 @@
 #include "remote_object.h"
 #include "store.h"
 #include "store_tree.h"
+#include "tree_access.h"
 
 namespace blosc2fs {
 
@@ -97,7 +98,7 @@ class LocalCollection final : public CollectionSource {
     if (may) {
       const FrameLayout layout = Frame::open(full)->layout();
       // An older layout c-blosc2 3.x cannot open, or a file this user may not write: read-only.
-      may = layout == FrameLayout::current && may_write(full);
+      may = layout == FrameLayout::current && may_write_frame(full);
     }
     vo.writable = may;
     try {
@@ -131,13 +132,6 @@ class LocalCollection final : public CollectionSource {
   bool regular(const std::string& dir, std::string_view marker) const {
     struct stat st;
     return ::lstat((root_ / dir / std::string(marker)).c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  }
-
-  static bool may_write(const fs::path& path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec))
-      return ::access(path.c_str(), W_OK) == 0 && ::access((path / "chunks.b2frame").c_str(), W_OK) == 0;
-    return ::access(path.c_str(), W_OK) == 0;
   }
 
   // The daemon never follows a link: a directory of the path swapped for a
