@@ -9,7 +9,10 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2 (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections (only their data sets are made).
+#   collections: a local folder of 10,000 small python-blosc2 arrays mounted as one
+#   collection (mount, ls, cat of every vlmeta/NAME beside python-blosc2, RSS), and
+#   1,000 of them under a SeaweedFS prefix (mount, requests of one array.npy) (bench/collection_mounts.py).
 #   caterva2: a loopback cat2-server (bench/caterva2.py, BUILD/venv-caterva2): cold
 #   sequential read of a 256 MB dataset through a tree mount against python-blosc2's
 #   C2Array[:] on the same server, and a root of 10,000 datasets mounted and listed.
@@ -59,7 +62,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -88,7 +91,7 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-if wants store || wants codecs || wants remote || wants caterva2; then need_packages python3-venv; fi
+if wants store || wants codecs || wants remote || wants caterva2 || wants collections; then need_packages python3-venv; fi
 wants remote && need_packages nginx-light
 
 if ((BUILD_IT)); then
@@ -874,6 +877,17 @@ if wants caterva2; then
     ROWS+=("${caterva2_rows[@]}")
   else
     row "caterva2 rows" "n/a (scripts/test-venv.sh or scripts/caterva2-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
+  fi
+fi
+if wants collections; then
+  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+    log "collections rows (bench/collection_mounts.py)"
+    wait_quiet
+    mapfile -t collection_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/collection_mounts.py" "$BLOSC2FS" "$SCRATCH" \
+      "$SIZE_MB" "$RUNS") || die "bench/collection_mounts.py failed"
+    ROWS+=("${collection_rows[@]}")
+  else
+    row "collections rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
   fi
 fi
 

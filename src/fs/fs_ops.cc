@@ -207,8 +207,8 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   guarded(req, "readlink", ino, [&] {
-    if (!context(req).volume.node(ino)) throw FsError{ENOENT};
-    throw FsError{EINVAL};
+    const std::string target = context(req).volume.readlink(ino);
+    fuse_reply_readlink(req, target.c_str());
   });
 }
 
@@ -267,7 +267,8 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
   char* const buf = reply.get();
   size_t used = 0;
   // Adds one entry; false when it does not fit (it will come in the next call).
-  auto add = [&](const std::string& name, uint64_t child, bool directory, bool self_or_parent, off_t next) {
+  auto add = [&](const std::string& name, uint64_t child, bool directory, bool self_or_parent, off_t next,
+                 bool symlink = false) {
     size_t need;
     bool referenced = false;
     if (plus) {
@@ -282,14 +283,14 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
         } catch (...) {  // attributes unknown now: a later lookup reports the error
           e = fuse_entry_param{};
           e.attr.st_ino = child;
-          e.attr.st_mode = directory ? S_IFDIR : S_IFREG;
+          e.attr.st_mode = directory ? S_IFDIR : symlink ? S_IFLNK : S_IFREG;
         }
       }
       need = fuse_add_direntry_plus(req, buf + used, size - used, name.c_str(), &e, next);
     } else {
       struct stat st {};
       st.st_ino = child;
-      st.st_mode = directory ? S_IFDIR : S_IFREG;
+      st.st_mode = directory ? S_IFDIR : symlink ? S_IFLNK : S_IFREG;
       need = fuse_add_direntry(req, buf + used, size - used, name.c_str(), &st, next);
     }
     if (need > size - used) return false;
@@ -308,7 +309,7 @@ void list_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, b
   if (pos >= 2) {
     for (int64_t cookie = pos - 2;;) {
       std::optional<DirEntry> entry = c.volume.entry(ino, cookie);
-      if (!entry || !add(entry->name, entry->ino, entry->directory, false, off_t(entry->next + 2))) break;
+      if (!entry || !add(entry->name, entry->ino, entry->directory, false, off_t(entry->next + 2), entry->symlink)) break;
       cookie = entry->next;
     }
   }

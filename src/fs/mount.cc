@@ -18,7 +18,8 @@
 #include <fuse_lowlevel.h>
 #include <spdlog/spdlog.h>
 
-#include "caterva2_tree.h"
+#include "caterva2.h"
+#include "collection_open.h"
 #include "exit_status.h"
 #include "frame.h"
 #include "notifier.h"
@@ -46,6 +47,7 @@ constexpr size_t kMaxOpenLeaves = 64;
 struct Failure {
   int status;
   std::string why;
+  bool nothing_there = false;  // a URL naming no object and no dataset below it
 };
 
 // Opens FRAME; missing or unreadable -> 2, not a frame / corrupt -> 3.
@@ -88,17 +90,47 @@ RemoteOrigin open_origin(const Options& o) {
   try {
     return open_remote_origin(o);
   } catch (const RemoteOpenError& e) {
-    throw Failure{e.status, e.why};
+    throw Failure{e.status, e.why, e.error == ENOENT};
   }
 }
 
 // A caterva2+ URL: a directory's tree, or one dataset's origin.
-Caterva2Mount open_caterva2_mount(const Options& o, uint64_t cache_budget) {
+CollectionMount open_caterva2_mount(const Options& o, uint64_t cache_budget) {
   try {
-    return open_caterva2(o, cache_budget, kMaxOpenLeaves);
+    return open_caterva2(o, cache_budget);
   } catch (const RemoteOpenError& e) {
     throw Failure{e.status, e.why};
   }
+}
+
+// A URL that names no object and no dataset below it: the place as a
+// collection, or the failure of both in one line.
+CollectionMount open_remote_collection_mount(const Options& o, uint64_t cache_budget, const Failure& no_dataset) {
+  try {
+    return open_remote_collection(o, cache_budget);
+  } catch (const RemoteOpenError& e) {
+    throw Failure{no_dataset.status, no_dataset.why + "; as a collection: " + e.why};
+  }
+}
+
+// Whether a URL's open failed because nothing is there (rather than a
+// refusal, wrong keys or an unreachable server): then its place may be a collection.
+bool nothing_there(const Failure& f) { return f.nothing_there; }
+
+// A local folder as a collection; exit status 2 when it cannot be listed.
+std::unique_ptr<CollectionTree> open_local_collection_tree(const Options& o, const fs::path& path,
+                                                           uint64_t cache_budget) {
+  try {
+    return open_local_collection(o, path, cache_budget);
+  } catch (const std::exception& e) {
+    throw Failure{kExitFrameMissing, std::string("a folder of datasets that cannot be listed: ") + e.what()};
+  }
+}
+
+int print_description(CollectionTree& tree) {
+  const std::string text = tree.description();
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
 }
 
 RemoteContent open_remote_content(const RemoteOrigin& origin) {
@@ -123,16 +155,23 @@ int run_remote_info(const Options& o) {
   try {
     RemoteOrigin origin;
     if (is_caterva2_url(o.frame.string())) {
-      Caterva2Mount c2 = open_caterva2_mount(o, default_cache_size());
+      CollectionMount c2 = open_caterva2_mount(o, default_cache_size());
       if (c2.tree) {  // a directory: its server.json
-        const std::string text = c2.tree->server_json();
-        c2.dataset.shutdown();
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
+        const int status = print_description(*c2.tree);
+        c2.origin.shutdown();
+        return status;
       }
-      origin = std::move(c2.dataset);
+      origin = std::move(c2.origin);
     } else {
-      origin = open_origin(o);
+      try {
+        origin = open_origin(o);
+      } catch (const Failure& f) {
+        if (!nothing_there(f)) throw;
+        CollectionMount place = open_remote_collection_mount(o, default_cache_size(), f);
+        const int status = print_description(*place.tree);
+        place.origin.shutdown();
+        return status;
+      }
     }
     RemoteContent content = open_remote_content(origin);
     const std::string text = content.store ? with_fields(content.store->to_json(), origin.source_json())
@@ -166,15 +205,6 @@ class SessionEndWatcher {
  private:
   std::jthread thread_;
 };
-
-// Whether this user may change the frame: the file, or the sparse frame's
-// directory (new chunk files, the rename of chunks.b2frame) and its header.
-bool may_write(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return ::access(path.c_str(), W_OK) == 0 && ::access((path / "chunks.b2frame").c_str(), W_OK) == 0;
-  return ::access(path.c_str(), W_OK) == 0;
-}
 
 void check_mountpoint(const fs::path& path) {
   struct stat st {};
@@ -280,6 +310,16 @@ int run_store_info(const Options& o, const fs::path& path) {
 
 int run_info(const Options& o) {
   if (is_remote_url(o.frame.string())) return run_remote_info(o);
+  if (is_local_collection(fs::absolute(o.frame))) {
+    try {
+      Options read_only = o;
+      read_only.read_only = true;
+      return print_description(*open_local_collection_tree(read_only, fs::absolute(o.frame), default_cache_size()));
+    } catch (const Failure& f) {
+      std::fprintf(stderr, "blosc2fs: cannot read %s: %s\n", frame_for_messages(o.frame.string()).c_str(), f.why.c_str());
+      return f.status;
+    }
+  }
   if (detect_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
   try {
     std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
@@ -299,7 +339,7 @@ int run_info(const Options& o) {
 struct ServedTree {
   std::unique_ptr<Volume> volume;
   std::unique_ptr<StoreTree> store;
-  std::unique_ptr<Caterva2Tree> caterva2;  // a Caterva2 server's directory
+  std::unique_ptr<CollectionTree> collection;  // a folder, prefix, web index or Caterva2 directory of datasets
   std::string name;  // the frame's path or the URL, for messages and fsname=
   bool writable = false;
   bool unchanging = false;
@@ -310,22 +350,28 @@ struct ServedTree {
 // A URL's mount: read-only, unchanging, its files owned by the mounting user.
 ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
   RemoteOrigin origin;
+  auto served_collection = [&](CollectionMount place, const char* what) {
+    check_mountpoint(fs::absolute(o.mountpoint));
+    ServedTree served;
+    served.name = place.origin.url;
+    served.on_session_end = place.origin.shutdown;
+    served.before_fork = place.origin.before_fork;
+    served.after_fork = place.origin.after_fork;
+    served.collection = std::move(place.tree);
+    spdlog::info("{}: {} mounts read-only: every write fails with EROFS", served.name, what);
+    return served;
+  };
   if (is_caterva2_url(o.frame.string())) {
-    Caterva2Mount c2 = open_caterva2_mount(o, cache_budget);
-    if (c2.tree) {
-      check_mountpoint(fs::absolute(o.mountpoint));
-      ServedTree served;
-      served.name = c2.dataset.url;
-      served.on_session_end = c2.dataset.shutdown;
-      served.before_fork = c2.dataset.before_fork;
-      served.after_fork = c2.dataset.after_fork;
-      served.caterva2 = std::move(c2.tree);
-      spdlog::info("{}: a Caterva2 directory mounts read-only: every write fails with EROFS", served.name);
-      return served;
-    }
-    origin = std::move(c2.dataset);
+    CollectionMount c2 = open_caterva2_mount(o, cache_budget);
+    if (c2.tree) return served_collection(std::move(c2), "a Caterva2 directory");
+    origin = std::move(c2.origin);
   } else {
-    origin = open_origin(o);
+    try {
+      origin = open_origin(o);
+    } catch (const Failure& f) {
+      if (!nothing_there(f)) throw;
+      return served_collection(open_remote_collection_mount(o, cache_budget, f), "a remote collection");
+    }
   }
   RemoteContent content = open_remote_content(origin);
   check_mountpoint(fs::absolute(o.mountpoint));
@@ -369,6 +415,16 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
       throw Failure{kExitFrameMissing, ec.message()};
     if (!o.create.create) throw Failure{kExitFrameMissing, "no such file or directory (use -o create to create it)"};
     create_empty_frame(o, frame_path);
+  }
+  if (is_local_collection(frame_path)) {
+    // A folder of datasets (neither a sparse frame's directory nor a .b2d store).
+    std::unique_ptr<CollectionTree> collection = open_local_collection_tree(o, frame_path, cache_budget);
+    check_mountpoint(mountpoint);
+    ServedTree served;
+    served.name = frame_path.string();
+    served.writable = collection->writable();
+    served.collection = std::move(collection);
+    return served;
   }
   std::unique_ptr<Volume> volume;     // a frame's mount
   std::unique_ptr<StoreTree> store;   // a store's mount
@@ -415,7 +471,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
                    "fails with EROFS",
                    frame_path.string(), frame_layout_name(layout));
     }
-    if (writable && !may_write(frame_path)) {
+    if (writable && !may_write_frame(frame_path)) {
       writable = false;
       spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
     }
@@ -456,7 +512,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
   const bool writable = served.writable;
   MountTree& tree = volume ? static_cast<MountTree&>(*volume)
                    : store ? static_cast<MountTree&>(*store)
-                           : static_cast<MountTree&>(*served.caterva2);
+                           : static_cast<MountTree&>(*served.collection);
   KernelNotifier notifier;
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
@@ -483,7 +539,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
     return notes;
   });
   spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", served.name, mountpoint.string(),
-               writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : "keys", cache_budget,
+               writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : served.collection ? "entries listed" : "keys", cache_budget,
                o.single_threaded ? "single-threaded" : "multi-threaded");
   notify_systemd(("READY=1\nSTATUS=serving " + served.name + " on " + mountpoint.string()).c_str());
 
@@ -507,7 +563,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
     store->shutdown();  // what open leaves still hold
     spdlog::info("unmounting {}", mountpoint.string());
   } else {
-    served.caterva2->shutdown();
+    served.collection->shutdown();  // what open datasets still hold
     spdlog::info("unmounting {}", mountpoint.string());
   }
   if (ret < 0) {

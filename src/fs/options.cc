@@ -182,6 +182,11 @@ void apply_option(Options& o, const std::string& option) {
   } else if (name == "umask") {
     need_value();
     o.umask = mode_t(parse_uint(value, "umask", 0777, 8));
+  } else if (name == "max_open") {
+    need_value();
+    const size_t n = size_t(parse_uint(value, name, 1'000'000));
+    if (n == 0) throw UsageError("max_open is at least 1");
+    o.max_open = n;
   } else if (name == "max_idle_threads") {
     need_value();
     o.max_idle_threads = unsigned(parse_uint(value, "max_idle_threads", 100000));
@@ -337,7 +342,7 @@ void check_remote_options(const Options& o) {
   if (!is_remote_url(o.frame.string())) {
     const bool any = !r.s3_endpoint.empty() || !r.s3_region.empty() || !r.ca_file.empty() ||
                      !r.http_header_file.empty() || r.connect_timeout || r.timeout || r.retries || r.prefetch ||
-                     !r.cache_dir.empty() || r.cache_dir_size || !r.caterva2_login_file.empty() || r.list_ttl;
+                     !r.cache_dir.empty() || r.cache_dir_size || !r.caterva2_login_file.empty();
     if (any) throw UsageError("the options of remote data (s3_endpoint=, cache_dir=, ...) need an http://, https:// "
                               "or s3:// URL as FRAME");
     return;
@@ -347,8 +352,8 @@ void check_remote_options(const Options& o) {
   if (r.cache_dir_size && r.cache_dir.empty()) throw UsageError("-o cache_dir_size= needs -o cache_dir=DIR");
   if (!r.s3_endpoint.empty() && !o.frame.string().starts_with("s3://"))
     throw UsageError("-o s3_endpoint= is for s3:// URLs");
-  if ((!r.caterva2_login_file.empty() || r.list_ttl) && !o.frame.string().starts_with("caterva2+"))
-    throw UsageError("-o caterva2_login_file= and -o list_ttl= are for caterva2+http(s):// URLs");
+  if (!r.caterva2_login_file.empty() && !o.frame.string().starts_with("caterva2+"))
+    throw UsageError("-o caterva2_login_file= is for caterva2+http(s):// URLs");
 }
 
 }  // namespace
@@ -458,6 +463,9 @@ blosc2fs options:
                          frame's)
   -o umask=OOO           mode bits removed from every file (octal)
   -o max_idle_threads=N  idle worker threads kept (default 10)
+  -o max_open=N          datasets of a collection kept open at once (default 64)
+  -o list_ttl=SECONDS    how long a collection's listing is trusted (default 2
+                         for a local folder, 60 for remote places and Caterva2)
   -o max_threads=N       most worker threads
 
 remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
@@ -475,7 +483,6 @@ remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
   -o cache_dir_size=SIZE its bound (default 1G)
   -o caterva2_login_file=F  log in to a Caterva2 server as the user and password
                          on F's two lines; F must not be readable by others
-  -o list_ttl=SECONDS    how long a Caterva2 listing is trusted (default 60)
   S3 keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or
   AWS_PROFILE and ~/.aws/credentials; HTTP logins from ~/.netrc. Never put a
   credential in an option or a URL.

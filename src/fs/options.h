@@ -37,7 +37,7 @@ struct RemoteMountOptions {
   std::filesystem::path cache_dir;          // the persistent disk cache (off when empty)
   std::optional<uint64_t> cache_dir_size;
   std::filesystem::path caterva2_login_file;  // a Caterva2 user and password (caterva2+ URLs)
-  std::optional<unsigned> list_ttl;            // seconds a Caterva2 listing is trusted
+  std::optional<unsigned> list_ttl;            // seconds a collection's (or Caterva2) listing is trusted
 };
 
 // Whether a FRAME argument names remote data: http://, https:// or s3://.
@@ -78,6 +78,7 @@ struct Options {
 
   // The multi-threaded loop.
   unsigned max_idle_threads = 10;
+  std::optional<size_t> max_open;  // datasets of a collection (and leaves of a store) kept open at once
   unsigned max_threads = 0;  // 0: libfuse's default
   bool clone_fd = true;
 

@@ -40,14 +40,14 @@ namespace {
 }  // namespace
 
 RemoteOpenError remote_open_error(const IoError& e) {
-  if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what()};
+  if (dynamic_cast<const RangesIgnored*>(&e)) return {kExitFrameInvalid, e.what(), e.error_number()};
   switch (e.error_number()) {
     case ENOENT:
     case EACCES:
     case EINVAL:
-      return {kExitFrameMissing, e.what()};
+      return {kExitFrameMissing, e.what(), e.error_number()};
     default:
-      return {kExitUnreachable, e.what()};
+      return {kExitUnreachable, e.what(), e.error_number()};
   }
 }
 
@@ -77,8 +77,9 @@ RemoteOrigin open_remote_origin(const Options& options) {
       } catch (const IoError& e) {
         // No object there: the place below it may hold a sparse frame or a
         // .b2d. (A web server answers a directory's URL with a redirect to
-        // its index, which it may refuse: 403.)
-        if ((e.error_number() != ENOENT && e.error_number() != EACCES) || dynamic_cast<const RangesIgnored*>(&e))
+        // its index, which it may refuse, 403, or send: EISDIR.)
+        if ((e.error_number() != ENOENT && e.error_number() != EACCES && e.error_number() != EISDIR) ||
+            dynamic_cast<const RangesIgnored*>(&e))
           throw;
         object_error = e;
       }

@@ -29,6 +29,7 @@ struct RemoteOrigin {
 struct RemoteOpenError {
   int status;
   std::string why;
+  int error = 0;  // the errno of what failed (ENOENT: nothing there), 0 when not an I/O failure
 };
 
 // The transport's settings from the mount's options.

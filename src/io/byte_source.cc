@@ -1,6 +1,13 @@
 #include "byte_source.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -49,6 +56,9 @@ bool is_safe_relative_name(const std::string& name) {
 
 namespace {
 
+// A directory listing stops here: a larger one is refused, not held.
+constexpr size_t kMaxListedEntries = 1'000'000;
+
 class LocalFileSource final : public ByteSource {
  public:
   explicit LocalFileSource(File file) : file_(std::move(file)), size_(file_.size()) {}
@@ -78,6 +88,51 @@ class LocalDirectory final : public SourceDirectory {
     if (ec) throw IoError(root_.string() + ": cannot list it: " + ec.message(), ec.value());
     std::sort(names.begin(), names.end());
     return names;
+  }
+  // lstat of each entry: a symlink is listed as one with its target text,
+  // never followed; fifos, sockets and devices are left out.
+  std::vector<ListedEntry> list_entries(const std::string& relative) const override {
+    if (!relative.empty()) check(relative);
+    const fs::path dir = relative.empty() ? root_ : root_ / relative;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) throw_errno("cannot list " + dir.string());
+    std::unique_ptr<DIR, int (*)(DIR*)> closer(d, ::closedir);
+    std::vector<ListedEntry> out;
+    const int fd = ::dirfd(d);
+    for (;;) {
+      errno = 0;
+      const dirent* e = ::readdir(d);
+      if (!e) {
+        if (errno) throw_errno("cannot list " + dir.string());
+        break;
+      }
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (out.size() >= kMaxListedEntries)
+        throw IoError(dir.string() + ": more than 1,000,000 entries: refused", EFBIG);
+      struct stat st;
+      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since readdir
+      ListedEntry entry;
+      entry.name = name;
+      if (S_ISREG(st.st_mode)) {
+        entry.type = ListedEntry::Type::file;
+        entry.size = int64_t(st.st_size);
+      } else if (S_ISDIR(st.st_mode)) {
+        entry.type = ListedEntry::Type::directory;
+      } else if (S_ISLNK(st.st_mode)) {
+        entry.type = ListedEntry::Type::symlink;
+        char target[PATH_MAX];
+        const ssize_t n = ::readlinkat(fd, name.c_str(), target, sizeof target);
+        if (n < 0) continue;
+        entry.link_target.assign(target, size_t(n));
+        entry.size = n;
+      } else {
+        continue;  // a fifo, a socket, a device: not data
+      }
+      out.push_back(std::move(entry));
+    }
+    std::sort(out.begin(), out.end(), [](const ListedEntry& a, const ListedEntry& b) { return a.name < b.name; });
+    return out;
   }
   std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const override {
     check(relative);
@@ -140,6 +195,33 @@ class MemorySource final : public ByteSource {
 
 std::shared_ptr<const ByteSource> open_local_file(const fs::path& path) {
   return std::make_shared<LocalFileSource>(File::open_read(path));
+}
+
+std::shared_ptr<const ByteSource> open_local_file_beneath(const fs::path& root, const std::string& relative) {
+  if (!is_safe_relative_name(relative))
+    throw IoError(root.string() + ": \"" + relative + "\" is not a name inside it", EINVAL);
+  return std::make_shared<LocalFileSource>(File::open_read_beneath(root, relative));
+}
+
+std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, const std::string& dir) {
+  const std::string prefix = dir.empty() ? "" : dir + "/";
+  std::map<std::string, ListedEntry> found;
+  for (const std::string& path : paths) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size()) continue;
+    const std::string rest = path.substr(prefix.size());
+    const size_t slash = rest.find('/');
+    ListedEntry e;
+    e.name = rest.substr(0, slash);
+    if (e.name.empty() || e.name == "." || e.name == "..") continue;
+    e.type = slash == std::string::npos ? ListedEntry::Type::file : ListedEntry::Type::directory;
+    // A name listed both as a file and as a directory is the directory (as mountpoint-s3 shows it).
+    auto [it, made] = found.try_emplace(e.name, e);
+    if (!made && e.type == ListedEntry::Type::directory) it->second = e;
+  }
+  std::vector<ListedEntry> out;
+  out.reserve(found.size());
+  for (auto& [name, e] : found) out.push_back(std::move(e));
+  return out;
 }
 
 std::shared_ptr<const SourceDirectory> open_local_directory(const fs::path& path) {

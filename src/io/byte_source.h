@@ -94,6 +94,14 @@ bool is_safe_relative_name(const std::string& name);
 
 // A local file, opened now. Throws IoError naming the path.
 std::shared_ptr<const ByteSource> open_local_file(const std::filesystem::path& path);
+// A local file `relative` below `root`, opened without following a symlink on
+// the way (File::open_read_beneath). Throws IoError.
+std::shared_ptr<const ByteSource> open_local_file_beneath(const std::filesystem::path& root,
+                                                          const std::string& relative);
+// One level of a recursive listing (sorted '/'-separated relative paths):
+// the entries directly below `dir` ("" the top), files and the directories
+// the deeper paths imply, sorted by name.
+std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, const std::string& dir);
 // A local directory. Throws IoError when it is not one.
 std::shared_ptr<const SourceDirectory> open_local_directory(const std::filesystem::path& path);
 // Bytes [offset, offset + length) of `whole`; throws FormatError when they

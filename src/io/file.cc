@@ -1,6 +1,8 @@
 #include "file.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +43,26 @@ void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::
 }
 
 File File::open_read(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDONLY), path); }
+
+File File::open_read_beneath(const std::filesystem::path& root, const std::string& relative) {
+  const std::filesystem::path path = root / relative;
+  const int dir = open_or_throw(root, O_RDONLY | O_DIRECTORY);
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;  // a fifo swapped in must not block the open
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  do {
+    fd = ::syscall(SYS_openat2, dir, relative.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EINTR);
+  const int saved = errno;
+  ::close(dir);
+  errno = saved;
+  if (fd < 0) throw_errno("cannot open " + path.string());
+  File file(int(fd), path);
+  struct stat st = file.status();
+  if (!S_ISREG(st.st_mode)) throw IoError("cannot open " + path.string() + ": not a regular file", EINVAL);
+  return file;
+}
 
 File File::create_new(const std::filesystem::path& path, bool readable) {
   return File(open_or_throw(path, (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL, 0666), path);

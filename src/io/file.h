@@ -38,6 +38,11 @@ class File {
   File() = default;
   // Read-only. Throws IoError naming the path.
   static File open_read(const std::filesystem::path& path);
+  // Read-only, `relative` below the directory `root`, no symlink followed on
+  // the way (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a link swapped in
+  // after a listing cannot make it open a file elsewhere. Throws IoError
+  // (ELOOP for a link on the way).
+  static File open_read_beneath(const std::filesystem::path& root, const std::string& relative);
   // A new file, write-only (read-write when `readable`); fails with EEXIST if it exists.
   static File create_new(const std::filesystem::path& path, bool readable = false);
   // Read-write, existing file.

@@ -126,22 +126,15 @@ Caterva2Url parse_caterva2_url(const std::string& argument) {
 }
 
 namespace {
-constexpr std::string_view kSparseIndex = "chunks.b2frame";
-constexpr std::string_view kEmbedStore = "embed.b2e";
+constexpr std::string_view kSparseIndex = kSparseFrameMarker;
+constexpr std::string_view kEmbedStore = kStoreDirectoryMarker;
 
-// Whether `path` is `marker` inside a directory.
-bool marks_directory(std::string_view path, std::string_view marker) {
-  return path.size() > marker.size() + 1 && path.ends_with(marker) && path[path.size() - marker.size() - 1] == '/';
-}
 }  // namespace
 
-Caterva2Kind caterva2_kind(std::string_view path) {
-  if (marks_directory(path, kSparseIndex)) return Caterva2Kind::sparse_frame;
-  if (marks_directory(path, kEmbedStore)) return Caterva2Kind::store_directory;
-  if (ends_with_lower(path, ".b2nd") || ends_with_lower(path, ".b2frame") || ends_with_lower(path, ".b2"))
-    return Caterva2Kind::frame;
-  if (ends_with_lower(path, ".b2z")) return Caterva2Kind::store;
-  return Caterva2Kind::other;
+DatasetKind caterva2_kind(std::string_view path) {
+  const DatasetKind kind = dataset_kind_of_listed_path(path);
+  if (kind == DatasetKind::frame || kind == DatasetKind::store) return caterva2_serves_natively(path) ? kind : DatasetKind::other;
+  return kind;
 }
 
 bool caterva2_serves_natively(std::string_view path) {
@@ -155,15 +148,7 @@ bool caterva2_serves_natively(std::string_view path) {
   return false;
 }
 
-const char* caterva2_kind_name(std::string_view path) {
-  if (marks_directory(path, kSparseIndex)) return "sparse_frame";
-  if (marks_directory(path, kEmbedStore)) return "b2d";
-  if (ends_with_lower(path, ".b2nd")) return "b2nd";
-  if (ends_with_lower(path, ".b2frame") || ends_with_lower(path, ".b2")) return "b2frame";
-  if (ends_with_lower(path, ".b2z")) return "b2z";
-  if (ends_with_lower(path, ".h5") || ends_with_lower(path, ".hdf5")) return "hdf5";
-  return "file";
-}
+const char* caterva2_kind_name(std::string_view path) { return dataset_kind_name(caterva2_kind(path), path); }
 
 Caterva2Login read_caterva2_login_file(const std::filesystem::path& file) {
   struct stat st {};
@@ -486,7 +471,7 @@ class Caterva2Directory final : public SourceDirectory {
     // serve (a sparse frame's .chunk files, a .b2d's embed.b2e) by rewriting
     // that file on its disk as a compressed .b2 one, which breaks the dataset
     // for every reader: such names are never sent.
-    if (caterva2_kind(name) == Caterva2Kind::other || caterva2_kind(name) == Caterva2Kind::store_directory ||
+    if (caterva2_kind(name) == DatasetKind::other || caterva2_kind(name) == DatasetKind::store_directory ||
         name == kEmbedStore)
       throw IoError(this->name() + "/" + name +
                         ": Caterva2 does not serve this file's bytes (api/fetch takes only .b2nd, .b2frame, .b2z), "
@@ -495,6 +480,12 @@ class Caterva2Directory final : public SourceDirectory {
     return session_->open(join(relative_, name));
   }
   std::vector<std::string> list() const override { return session_->list_below(relative_); }
+  // api/list answers every path below a directory: one level of it.
+  std::vector<ListedEntry> list_entries(const std::string& relative) const override {
+    if (!relative.empty() && !is_safe_relative_name(relative))
+      throw IoError(this->name() + ": \"" + relative + "\" is not a name inside it", EINVAL);
+    return entries_below(session_->list_below(join(relative_, relative)), "");
+  }
   std::shared_ptr<const SourceDirectory> subdirectory(const std::string& name) const override {
     if (!is_safe_relative_name(name)) throw IoError(this->name() + ": \"" + name + "\" is not a name inside it", EINVAL);
     return std::make_shared<Caterva2Directory>(session_, join(relative_, name));

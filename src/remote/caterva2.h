@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataset_kind.h"
 #include "remote_client.h"
 #include "remote_object.h"
 
@@ -45,12 +46,11 @@ bool is_caterva2_url(const std::string& argument);
 // or password in it, a query or fragment, no root, an unsafe path.
 Caterva2Url parse_caterva2_url(const std::string& argument);
 
-// What a listed path is, by its name: a frame (.b2nd, .b2frame, .b2), a
-// store (.b2z), the index of a sparse frame (D/chunks.b2frame: the frame is
-// the directory D), the embedded store of a .b2d directory (D/embed.b2e: the
-// store is D), or something that is not Blosc2 (.h5, README.md, ...).
-enum class Caterva2Kind { frame, store, sparse_frame, store_directory, other };
-Caterva2Kind caterva2_kind(std::string_view path);
+// What a listed path is (dataset_kind_of_listed_path: a frame, a store, the
+// index of a sparse frame D/chunks.b2frame, the embedded store D/embed.b2e of
+// a .b2d directory), except that a file cat2-server does not serve as it is
+// (a .b2e, README.md, ...) is other: it is never fetched.
+DatasetKind caterva2_kind(std::string_view path);
 // "b2nd", "b2frame", "b2z", "sparse_frame", "b2d", "hdf5", "file"
 const char* caterva2_kind_name(std::string_view path);
 // Whether cat2-server serves the file as it is (.b2nd, .b2frame, .b2z, .b2,

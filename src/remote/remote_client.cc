@@ -373,6 +373,14 @@ void RemoteClient::run() {
     if (t->stalled)
       t->answer.curl_error = "no byte for " + std::to_string(t->idle_limit.count()) + " s (-o timeout=)";
     if (aborted) t->answer.curl_error = "the mount is shutting down";
+    long redirects = 0;
+    char* final_url = nullptr;
+    if (curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects) == CURLE_OK && redirects > 0 &&
+        curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &final_url) == CURLE_OK && final_url) {
+      std::string_view path(final_url);
+      path = path.substr(0, path.find_first_of("?#"));
+      t->answer.redirected_to_directory = path.ends_with('/');
+    }
     bytes_ += t->answer.body.size();
     HttpAnswer answer = std::move(t->answer);
     auto done = std::move(t->done);

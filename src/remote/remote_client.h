@@ -61,6 +61,9 @@ struct HttpRequest {
   // body pool when the request is made, so that a buffer an eviction just gave
   // back is the one this request fills); empty: one from the body pool.
   Bytes receive_buffer;
+  // Statuses the caller's judge decides rather than the transport (a
+  // directory index's 403 and 404 say the place cannot be listed).
+  std::vector<long> judged_statuses;
 };
 
 struct HttpAnswer {
@@ -72,6 +75,9 @@ struct HttpAnswer {
   Bytes body;
   bool body_overflow = false;
   bool aborted = false;  // ended by shutdown()
+  // A redirect was followed to a URL whose path ends in '/': what was asked
+  // for is a web server's directory (its index answered), not an object.
+  bool redirected_to_directory = false;
 };
 
 class RemoteClient {

@@ -1,6 +1,8 @@
 // A place on a server as a SourceDirectory: names below a URL prefix; an S3
-// prefix is also listed (ListObjectsV2), a web server's is not.
+// prefix is listed with ListObjectsV2, a web server's directory by its index
+// page (web_index.h).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -8,6 +10,7 @@
 #include "remote_object.h"
 #include "retried_request.h"
 #include "s3_listing.h"
+#include "web_index.h"
 
 namespace blosc2fs {
 
@@ -18,6 +21,10 @@ constexpr size_t kMaxListedKeys = 1'000'000;
 constexpr int kMaxListingPages = 2'000;
 // Each page is at most 1,000 keys of at most 1,024 bytes, plus XML.
 constexpr size_t kMaxPageBytes = size_t(4) << 20;
+// A web server's tree is walked one index page per directory: so deep and so
+// many pages at most (a symbolic link looping on the server ends here too).
+constexpr int kMaxIndexDepth = 64;
+constexpr size_t kMaxIndexPages = 10'000;
 
 class RemoteDirectory final : public SourceDirectory {
  public:
@@ -32,13 +39,12 @@ class RemoteDirectory final : public SourceDirectory {
   }
 
   std::vector<std::string> list() const override {
-    if (!url_.s3())
-      throw UnsupportedError(url_.display() + ": a web server's directory cannot be listed (only S3 prefixes are)");
+    if (!url_.s3()) return walk_web_indexes();
     std::set<std::string> names;
     std::string token;
     for (int page = 0;; ++page) {
       if (page >= kMaxListingPages) throw FormatError(url_.display() + ": the listing goes on past 2,000 pages");
-      const S3ListingPage got = list_page(token);
+      const S3ListingPage got = list_page(url_.key, false, token);
       for (const std::string& key : got.keys) {
         if (!key.starts_with(url_.key)) continue;
         std::string relative = key.substr(url_.key.size());
@@ -56,6 +62,13 @@ class RemoteDirectory final : public SourceDirectory {
     return {names.begin(), names.end()};
   }
 
+  std::vector<ListedEntry> list_entries(const std::string& relative) const override {
+    if (!relative.empty() && !is_safe_relative_name(relative))
+      throw IoError(url_.display() + ": \"" + relative + "\" is not a name inside it", EINVAL);
+    if (url_.s3()) return list_s3_level(relative);
+    return web_index_entries(relative);
+  }
+
   std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const override {
     if (!is_safe_relative_name(relative))
       throw IoError(url_.display() + ": \"" + relative + "\" is not a name inside it", EINVAL);
@@ -66,9 +79,136 @@ class RemoteDirectory final : public SourceDirectory {
   bool remote() const override { return true; }
 
  private:
+  // One directory of a web server: its index page (GET of the directory's
+  // URL, ending in '/'), parsed. A server that refuses an index (403) cannot
+  // be listed; 404 is no such directory.
+  std::vector<ListedEntry> web_index_entries(const std::string& relative) const {
+    const RemoteUrl directory = relative.empty() ? url_ : url_.child(relative).as_directory();
+    const std::string shown = directory.display();
+    HttpRequest request;
+    request.url = directory.request;
+    request.max_body = kMaxIndexPageBytes;
+    request.judged_statuses = {403, 404};
+    std::vector<ListedEntry> entries;
+    perform_with_retries(*client_, request, shown + " (directory index)", [&](const HttpAnswer& a) -> Outcome {
+      if (a.status == 403)
+        throw UnsupportedError(shown + ": cannot be listed: the web server refuses a directory index there "
+                                       "(HTTP 403; nginx lists directories with autoindex on)");
+      if (a.status == 404) return {Verdict::fail, ENOENT, "no such directory (HTTP 404)"};
+      if (a.status != 200) return {Verdict::fail, EIO, "unexpected HTTP " + std::to_string(a.status)};
+      if (a.body_overflow) throw FormatError(shown + ": a directory index page over 64 MiB: refused");
+      if (!a.content_encoding.empty() && a.content_encoding != "identity")
+        return {Verdict::fail, EIO, "the index page is encoded (" + a.content_encoding + "), which was not asked"};
+      entries = parse_web_index(std::string_view(reinterpret_cast<const char*>(a.body.data()), a.body.size()),
+                                shown, a.content_type);
+      return {};
+    });
+    return entries;
+  }
+
+  // Every object below a web server's directory, its index pages walked.
+  std::vector<std::string> walk_web_indexes() const {
+    std::vector<std::string> names;
+    std::vector<std::pair<std::string, int>> pending{{"", 0}};  // (directory, depth)
+    size_t pages = 0, seen = 0;
+    while (!pending.empty()) {
+      const auto [directory, depth] = std::move(pending.back());
+      pending.pop_back();
+      if (++pages > kMaxIndexPages)
+        throw FormatError(url_.display() + ": more than 10,000 directories below it: not listed");
+      std::vector<ListedEntry> entries;
+      try {
+        entries = web_index_entries(directory);
+      } catch (const IoError& e) {
+        // Listed by its parent, gone since (or linked by an index, never there).
+        if (directory.empty() || e.error_number() != ENOENT) throw;
+        spdlog::debug("{}: {}: skipped", url_.display(), e.what());
+        continue;
+      }
+      for (ListedEntry& entry : entries) {
+        if (++seen > kMaxListedKeys) throw FormatError(url_.display() + ": more than 1,000,000 objects under it");
+        std::string relative = directory.empty() ? std::move(entry.name) : directory + "/" + entry.name;
+        if (entry.type != ListedEntry::Type::directory) {
+          names.push_back(std::move(relative));
+        } else if (depth + 1 >= kMaxIndexDepth) {
+          throw FormatError(url_.display() + ": directories nested more than 64 deep below it (\"" +
+                            relative.substr(0, 200) + "\"): not listed");
+        } else {
+          pending.emplace_back(std::move(relative), depth + 1);
+        }
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   // The bucket's URL (path-style or virtual-hosted) with the listing query,
   // its parameters sorted and encoded as SigV4's canonical form wants them.
-  S3ListingPage list_page(const std::string& token) const {
+  // One level of an S3 prefix: ListObjectsV2 with delimiter '/', paged.
+  // Objects are files (a zero-byte "directory marker" ending in '/' is the
+  // directory), common prefixes directories; a name both is the directory.
+  // Keys whose rest is not one safe name part ('..', '', NUL, "a//b") are left out.
+  std::vector<ListedEntry> list_s3_level(const std::string& relative) const {
+    std::string prefix = url_.key;
+    if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+    if (!relative.empty()) prefix += relative + "/";
+    std::map<std::string, ListedEntry> found;
+    size_t skipped = 0;
+    auto single_part = [](const std::string& name) {
+      return !name.empty() && name.find('/') == std::string::npos && is_safe_relative_name(name);
+    };
+    std::string token;
+    for (int page = 0;; ++page) {
+      if (page >= kMaxListingPages) throw FormatError(url_.display() + ": the listing goes on past 2,000 pages");
+      const S3ListingPage got = list_page(prefix, true, token);
+      for (size_t i = 0; i < got.keys.size(); ++i) {
+        const std::string& key = got.keys[i];
+        if (!key.starts_with(prefix)) continue;
+        std::string rest = key.substr(prefix.size());
+        if (rest.empty()) continue;  // this directory's own marker
+        ListedEntry e;
+        if (rest.ends_with('/')) {  // a marker of a directory below (some servers list it as an object)
+          rest.pop_back();
+          e.type = ListedEntry::Type::directory;
+        } else {
+          e.size = i < got.sizes.size() ? got.sizes[i] : -1;
+        }
+        if (!single_part(rest)) {
+          ++skipped;
+          continue;
+        }
+        e.name = rest;
+        auto [it, made] = found.try_emplace(e.name, e);
+        if (!made && e.type == ListedEntry::Type::directory) it->second = e;
+      }
+      for (const std::string& p : got.prefixes) {
+        if (!p.starts_with(prefix)) continue;
+        std::string rest = p.substr(prefix.size());
+        if (rest.ends_with('/')) rest.pop_back();
+        if (!single_part(rest)) {
+          ++skipped;
+          continue;
+        }
+        ListedEntry e;
+        e.name = rest;
+        e.type = ListedEntry::Type::directory;
+        found[rest] = e;  // the directory wins over an object of the same name
+      }
+      if (found.size() > kMaxListedKeys)
+        throw FormatError(url_.display() + ": more than 1,000,000 entries in one directory: refused");
+      if (!got.truncated) break;
+      token = got.continuation;
+    }
+    if (skipped)
+      spdlog::warn("{}/{}: {} keys left out (names that cannot be file names: '..', '.', empty parts)",
+                   url_.display(), relative, skipped);
+    std::vector<ListedEntry> out;
+    out.reserve(found.size());
+    for (auto& [name, e] : found) out.push_back(std::move(e));
+    return out;
+  }
+
+  S3ListingPage list_page(const std::string& prefix, bool delimited, const std::string& token) const {
     RemoteUrl bucket = url_;
     bucket.key.clear();
     std::string base = bucket.child("x").request;
@@ -77,7 +217,8 @@ class RemoteDirectory final : public SourceDirectory {
     if (!token.empty()) query += "continuation-token=" + percent_encode(token, false) + "&";
     // Keys may hold bytes XML 1.0 cannot carry (control characters): asked
     // for encoded, the answer can always be parsed.
-    query += "encoding-type=url&list-type=2&prefix=" + percent_encode(url_.key, false);
+    if (delimited) query += "delimiter=%2F&";
+    query += "encoding-type=url&list-type=2&prefix=" + percent_encode(prefix, false);
     HttpRequest request;
     request.url = base + "?" + query;
     request.sign_s3 = true;

@@ -176,6 +176,8 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
   bool empty = false;
   HttpAnswer answer =
       perform_with_retries(*client, request, object->name(), [&](const HttpAnswer& a) -> Outcome {
+        if (a.redirected_to_directory)
+          return {Verdict::fail, EISDIR, "a directory (the server redirects it to its URL ending in '/')"};
         if (a.status == 200)
           throw RangesIgnored(object->name() + ": the server ignores Range requests (HTTP 200 to a range "
                                                "request): blosc2fs reads remote data by ranges");

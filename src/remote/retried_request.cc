@@ -71,10 +71,13 @@ HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     request.timeout = std::max(left, std::chrono::milliseconds(1000));
     HttpAnswer answer = client.perform(request);
-    last = transport_outcome(answer);
+    const bool judged = answer.curl_code == 0 && !answer.aborted &&
+                        std::find(request.judged_statuses.begin(), request.judged_statuses.end(), answer.status) !=
+                            request.judged_statuses.end();
+    last = judged ? Outcome{} : transport_outcome(answer);
     // A session cookie the server no longer takes: log in again, once per read.
-    if (!request.sign_s3 && !relogged && (answer.status == 401 || answer.status == 403) && !answer.aborted &&
-        answer.curl_code == 0) {
+    if (!request.sign_s3 && !relogged && !judged && (answer.status == 401 || answer.status == 403) &&
+        !answer.aborted && answer.curl_code == 0) {
       relogged = true;
       bool again = false;
       try {

@@ -23,7 +23,8 @@ struct Outcome {
 // 429/5xx (retry), 401/403 (EACCES), 404 (ENOENT), redirects not followed.
 Outcome transport_outcome(const HttpAnswer& answer);
 
-// Runs `request` until the transport and then `judge` accept the answer.
+// Runs `request` until the transport and then `judge` accept the answer (the
+// judge alone decides the request's judged_statuses).
 // Throws IoError "what: why" with the last reason and its errno.
 HttpAnswer perform_with_retries(RemoteClient& client, HttpRequest request, const std::string& what,
                                 const std::function<Outcome(const HttpAnswer&)>& judge);

@@ -23,7 +23,9 @@ struct State {
   bool too_long = false;
   bool root_checked = false;
   bool wrong_root = false;
-  bool url_encoded = false;  // <EncodingType>url</EncodingType>: keys are form-encoded
+  bool url_encoded = false;
+  std::string key;        // of the <Contents> being read
+  int64_t size = -1;  // <EncodingType>url</EncodingType>: keys are form-encoded
 };
 
 int hex_value(char c) {
@@ -74,7 +76,21 @@ void XMLCALL on_start(void* data, const XML_Char* name, const XML_Char**) {
 void XMLCALL on_end(void* data, const XML_Char*) {
   auto* s = static_cast<State*>(data);
   const size_t depth = s->path.size();
-  if (depth == 3 && s->path[1] == "Contents" && s->path[2] == "Key") s->page.keys.push_back(s->text);
+  if (depth == 3 && s->path[1] == "Contents" && s->path[2] == "Key") s->key = s->text;
+  if (depth == 3 && s->path[1] == "Contents" && s->path[2] == "Size") {
+    // At most 5 TiB: a number of at most 15 digits.
+    s->size = -1;
+    if (!s->text.empty() && s->text.size() <= 15 &&
+        s->text.find_first_not_of("0123456789") == std::string::npos)
+      s->size = std::stoll(s->text);
+  }
+  if (depth == 2 && s->path[1] == "Contents") {
+    s->page.keys.push_back(std::move(s->key));
+    s->page.sizes.push_back(s->size);
+    s->key.clear();
+    s->size = -1;
+  }
+  if (depth == 3 && s->path[1] == "CommonPrefixes" && s->path[2] == "Prefix") s->page.prefixes.push_back(s->text);
   if (depth == 2 && s->path[1] == "IsTruncated") s->page.truncated = s->text == "true";
   if (depth == 2 && s->path[1] == "NextContinuationToken") s->page.continuation = s->text;
   if (depth == 2 && s->path[1] == "EncodingType") s->url_encoded = s->text == "url";
@@ -111,6 +127,8 @@ S3ListingPage parse_s3_listing(const std::string& xml) {
     throw std::runtime_error("S3 listing: a truncated page without a continuation token");
   if (state.url_encoded)
     for (std::string& key : state.page.keys) key = url_decode_key(key);
+  if (state.url_encoded)
+    for (std::string& prefix : state.page.prefixes) prefix = url_decode_key(prefix);
   return state.page;
 }
 

@@ -8,6 +8,8 @@ namespace blosc2fs {
 
 struct S3ListingPage {
   std::vector<std::string> keys;  // as listed (decoded when the page says they are encoded), not yet checked
+  std::vector<int64_t> sizes;     // each key's <Size>, -1 when absent or not a number
+  std::vector<std::string> prefixes;  // <CommonPrefixes><Prefix> of a listing with a delimiter, decoded as keys
   bool truncated = false;
   std::string continuation;  // NextContinuationToken
 };

@@ -29,6 +29,8 @@ enum class NodeKind : uint8_t {
   vlmeta,       // vlmeta/NAME
   attrs,        // attrs/NAME: the JSON view of vlmetalayer NAME
   scratch,      // an editor's scratch file, in memory only: name, in directory `dir`
+  plain_file,   // a collection's file that is not a dataset: its stored bytes (collection_tree.h)
+  symlink,      // a collection's symlink, shown as it is
 };
 
 struct Node {

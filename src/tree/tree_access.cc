@@ -1,5 +1,7 @@
 #include "tree_access.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "error.h"
@@ -40,6 +42,13 @@ NodeAccess node_access(NodeKind kind, const FrameAccess& frame, bool writable_mo
   else mode = read | (is_writable_file(kind) ? write : 0);
   return NodeAccess{overrides.uid.value_or(frame.uid), overrides.gid.value_or(frame.gid),
                     mode_t(mode & ~overrides.umask.value_or(0))};
+}
+
+bool may_write_frame(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return ::access(path.c_str(), W_OK) == 0 && ::access((path / "chunks.b2frame").c_str(), W_OK) == 0;
+  return ::access(path.c_str(), W_OK) == 0;
 }
 
 }  // namespace blosc2fs

@@ -35,6 +35,11 @@ FrameAccess frame_access_of_sparse(const struct stat& dir, const struct stat& he
 // Either, from the disk. Throws IoError.
 FrameAccess read_frame_access(const std::filesystem::path& frame_path);
 
+// Whether this process may change the frame at `frame_path`: the file, or a
+// sparse frame's directory (new chunk files, the rename of chunks.b2frame) and
+// its header (access(2), so root may).
+bool may_write_frame(const std::filesystem::path& frame_path);
+
 // -o uid=, gid=, umask=: replace the owner and group, remove mode bits.
 struct AccessOverrides {
   std::optional<uid_t> uid;

@@ -16,6 +16,12 @@
 
 namespace blosc2fs {
 
+std::string MountTree::readlink(uint64_t ino) {
+  if (!node(ino)) throw FsError{ENOENT};
+  throw FsError{EINVAL};
+}
+
+
 namespace {
 
 constexpr blksize_t kPreferredIoSize = 1 << 20;

@@ -111,6 +111,7 @@ struct DirEntry {
   uint64_t ino = 0;
   bool directory = false;
   int64_t next = 0;  // the cookie to ask for after this entry
+  bool symlink = false;
 };
 
 // The outcome of the edits that went into one commit, shared by the open
@@ -142,6 +143,8 @@ class MountTree {
   virtual std::optional<DirEntry> entry(uint64_t dir, int64_t cookie) = 0;
   virtual struct stat attributes(uint64_t ino) = 0;
   virtual std::string path_of(uint64_t ino) const = 0;
+  // A symlink's target text (only collections show symlinks); EINVAL for anything else.
+  virtual std::string readlink(uint64_t ino);
   virtual void remember(uint64_t ino) = 0;
   virtual void forget(uint64_t ino, uint64_t count) = 0;
   virtual std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,

