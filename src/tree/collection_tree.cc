@@ -84,7 +84,7 @@ CollectionTree::CollectionTree(std::shared_ptr<CollectionSource> source, Setting
   round_at_ = std::chrono::steady_clock::now();
   // The mount refuses to start without its top level, with the source's own
   // error as it is (its type, errno and the one line naming the place).
-  const std::string version = source_->version("");
+  const std::string version = source_->version("");  // before the listing, as list_now takes it
   std::vector<CollectionEntry> top = source_->list("");
   std::lock_guard lock(mutex_);
   dirs_[0].version = version;
