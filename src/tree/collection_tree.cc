@@ -731,12 +731,10 @@ struct stat CollectionTree::setattr(uint64_t ino, OpenFile* file, std::optional<
 
 std::pair<uint64_t, std::unique_ptr<OpenFile>> CollectionTree::create(uint64_t parent, std::string_view name,
                                                                       int flags, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped(parent);
-  std::optional<size_t> slot;
-  if (!m) slot = item_of(parent);
-  if (!m && !(slot && item(*slot).is_dataset())) throw FsError{refusal()};
-  const size_t s = m ? m->slot : *slot;
-  const uint64_t local = m ? m->local : kRootIno;
+  const std::optional<Mapped> at = inside_dataset(parent);
+  if (!at) throw FsError{refusal()};
+  const size_t s = at->slot;
+  const uint64_t local = at->local;
   std::shared_ptr<MountTree> tree = child(s);
   std::pair<uint64_t, std::unique_ptr<OpenFile>> made;
   {
@@ -753,25 +751,22 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> CollectionTree::create(uint64_t p
 }
 
 void CollectionTree::unlink(uint64_t parent, std::string_view name, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped(parent);
-  std::optional<size_t> slot;
-  if (!m) slot = item_of(parent);
-  if (!m && !(slot && item(*slot).is_dataset())) throw FsError{refusal()};
-  const size_t s = m ? m->slot : *slot;
-  const uint64_t local = m ? m->local : kRootIno;
-  std::shared_ptr<MountTree> tree = child(s);
-  ChildCall call(*this, s, local, nullptr, notes);
-  tree->unlink(local, name, notes);
+  const std::optional<Mapped> at = inside_dataset(parent);
+  if (!at) throw FsError{refusal()};
+  std::shared_ptr<MountTree> tree = child(at->slot);
+  ChildCall call(*this, at->slot, at->local, nullptr, notes);
+  tree->unlink(at->local, name, notes);
+}
+
+std::optional<CollectionTree::Mapped> CollectionTree::inside_dataset(uint64_t ino) const {
+  if (std::optional<Mapped> m = mapped(ino)) return m;
+  if (std::optional<size_t> slot = item_of(ino); slot && item(*slot).is_dataset()) return Mapped{*slot, kRootIno};
+  return std::nullopt;
 }
 
 void CollectionTree::rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                             unsigned flags, KernelNotes& notes) {
-  auto inside = [&](uint64_t ino) -> std::optional<Mapped> {
-    if (std::optional<Mapped> m = mapped(ino)) return m;
-    if (std::optional<size_t> slot = item_of(ino); slot && item(*slot).is_dataset()) return Mapped{*slot, kRootIno};
-    return std::nullopt;
-  };
-  std::optional<Mapped> from = inside(parent), to = inside(new_parent);
+  const std::optional<Mapped> from = inside_dataset(parent), to = inside_dataset(new_parent);
   if (!from || !to) throw FsError{refusal()};
   if (from->slot != to->slot) throw FsError{EXDEV};
   std::shared_ptr<MountTree> tree = child(from->slot);

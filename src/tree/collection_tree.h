@@ -147,6 +147,9 @@ class CollectionTree : public MountTree {
   // The dataset and its own number of a number inside one's tree; nullopt otherwise.
   std::optional<Mapped> mapped(uint64_t ino) const;
   std::optional<Mapped> mapped_below_dataset(uint64_t ino) const;
+  // A directory a dataset's tree holds (its root: local kRootIno) as the dataset
+  // and its own number; nullopt for the collection's own directories.
+  std::optional<Mapped> inside_dataset(uint64_t ino) const;
   uint64_t to_mount(size_t slot, uint64_t local);
   void translate(size_t slot, KernelNotes& notes);
   Item& item(size_t slot) const;
