@@ -103,6 +103,70 @@ TEST(S3Listing, CommonPrefixesAndSizes) {
   EXPECT_EQ(p.prefixes, (std::vector<std::string>{"lake/sub/dir/", "lake/../"}));
 }
 
+// A hostile or odd S3 server's one-level listing, as the pages come (keys and
+// prefixes url-encoded): only safe single names come out. SeaweedFS cleans
+// such keys at upload, so no server in the tests can list them.
+TEST(S3Listing, OneLevelLeavesOutKeysThatAreNoSafeName) {
+  const std::string first =
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>true</IsTruncated>"
+      "<NextContinuationToken>t1</NextContinuationToken>"
+      "<Contents><Key>lake/</Key><Size>0</Size></Contents>"                        // its own marker
+      "<Contents><Key>lake/a.b2nd</Key><Size>10</Size></Contents>"
+      "<Contents><Key>lake/a%20b.b2nd</Key><Size>11</Size></Contents>"
+      "<Contents><Key>lake/a..b.b2nd</Key><Size>12</Size></Contents>"              // '..' inside a name is fine
+      "<Contents><Key>lake/..</Key><Size>1</Size></Contents>"
+      "<Contents><Key>lake/.</Key><Size>1</Size></Contents>"
+      "<Contents><Key>lake/..%2F..%2Fetc%2Fpasswd</Key><Size>1</Size></Contents>"
+      "<Contents><Key>lake//x.b2nd</Key><Size>1</Size></Contents>"                 // '//'
+      "<Contents><Key>lake/%2Fetc%2Fpasswd</Key><Size>1</Size></Contents>"         // a leading '/' after the prefix
+      "<Contents><Key>%2Flake%2Fa.b2nd</Key><Size>1</Size></Contents>"             // a leading '/': not below it
+      "<Contents><Key>lake/d%2Fe.b2nd</Key><Size>1</Size></Contents>"              // %2F: two parts
+      "<Contents><Key>lake/nul%00.b2nd</Key><Size>1</Size></Contents>"
+      "<Contents><Key>other/z.b2nd</Key><Size>1</Size></Contents>"                 // another prefix
+      "<Contents><Key>lake/sub/</Key><Size>0</Size></Contents>"                    // a directory marker
+      "<Contents><Key>lake/..%2F</Key><Size>0</Size></Contents>"                   // the marker of '..'
+      "</ListBucketResult>";
+  const std::string second =
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>lake/x.b2nd</Key><Size>5</Size></Contents>"                  // an object and a directory
+      "<CommonPrefixes><Prefix>lake/x.b2nd/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/ok/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/sub/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/../</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake//</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/%2F%2F/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/p%2Fq/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>lake/%00/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>%2F/</Prefix></CommonPrefixes>"
+      "</ListBucketResult>";
+  S3LevelListing level("lake/", "s3://bucket/lake/");
+  level.add(parse_s3_listing(first));
+  level.add(parse_s3_listing(second));
+  using T = ListedEntry::Type;
+  EXPECT_EQ(level.entries(), (std::vector<ListedEntry>{{"a b.b2nd", T::file, 11, ""},
+                                                       {"a..b.b2nd", T::file, 12, ""},
+                                                       {"a.b2nd", T::file, 10, ""},
+                                                       {"ok", T::directory, -1, ""},
+                                                       {"sub", T::directory, -1, ""},
+                                                       {"x.b2nd", T::directory, -1, ""}}));
+  // Eight keys and five prefixes below "lake/" are no single safe name.
+  EXPECT_EQ(level.skipped(), 13u);
+  // At the bucket's root (prefix ""), the same rules: a leading '/' is an
+  // empty first part.
+  S3LevelListing root("", "s3://bucket/");
+  root.add(parse_s3_listing(
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>a.b2nd</Key><Size>3</Size></Contents>"
+      "<Contents><Key>%2Fetc%2Fpasswd</Key><Size>1</Size></Contents>"
+      "<Contents><Key>..</Key><Size>1</Size></Contents>"
+      "<CommonPrefixes><Prefix>lake/</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>%2F</Prefix></CommonPrefixes>"
+      "<CommonPrefixes><Prefix>..%2F</Prefix></CommonPrefixes>"
+      "</ListBucketResult>"));
+  EXPECT_EQ(root.entries(), (std::vector<ListedEntry>{{"a.b2nd", T::file, 3, ""}, {"lake", T::directory, -1, ""}}));
+  EXPECT_EQ(root.skipped(), 4u);
+}
+
 TEST(CollectionTree, LocalFolderIsLazyAndACorruptDatasetIsEio) {
   TempDir tmp;
   const fs::path root = tmp.path();
