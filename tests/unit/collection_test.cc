@@ -1,12 +1,14 @@
 // Collections without FUSE: what counts as a dataset, one level of a local
 // directory (links never followed, fifos left out), one level of a recursive
-// listing, S3 listings with a delimiter, and the collection tree over a local
+// listing, S3 listings with a delimiter (hostile keys left out), the bounds of
+// one directory's listing (local and S3), and the collection tree over a local
 // folder (lazy: listing opens nothing; a corrupt dataset is EIO and named).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include "collection_source.h"
 #include "collection_tree.h"
 #include "dataset_kind.h"
+#include "error.h"
 #include "fixtures.h"
 #include "fs_error.h"
 #include "s3_listing.h"
@@ -165,6 +168,67 @@ TEST(S3Listing, OneLevelLeavesOutKeysThatAreNoSafeName) {
       "</ListBucketResult>"));
   EXPECT_EQ(root.entries(), (std::vector<ListedEntry>{{"a.b2nd", T::file, 3, ""}, {"lake", T::directory, -1, ""}}));
   EXPECT_EQ(root.skipped(), 4u);
+}
+
+// The bound of one directory's listing (1,000,000 entries), lowered so that
+// reaching it is cheap: past it, one line naming the directory and the bound.
+TEST(ListingBounds, LocalDirectoryOverItsBoundIsRefusedWithOneLine) {
+  EXPECT_EQ(kMaxLocalDirectoryEntries, 1'000'000u);
+  EXPECT_EQ(count_text(kMaxLocalDirectoryEntries), "1,000,000");
+  EXPECT_EQ(count_text(999), "999");
+  EXPECT_EQ(count_text(1234), "1,234");
+  TempDir tmp;
+  const fs::path root = tmp.path();
+  fs::create_directories(root / "sub");
+  for (const char* name : {"a", "b", "c"}) write_text(root / name, name);
+  for (const char* name : {"1", "2", "3", "4", "5"}) write_text(root / "sub" / name, name);
+  const auto place = open_local_directory(root, 4);
+  EXPECT_EQ(place->list_entries("").size(), 4u);  // at the bound: listed
+  ASSERT_EQ(::mkfifo((root / "fifo").c_str(), 0644), 0);  // not shown, not held: not counted
+  EXPECT_EQ(place->list_entries("").size(), 4u);
+  write_text(root / "d", "d");
+  auto refused = [](const std::function<void()>& list, const std::string& line) {
+    try {
+      list();
+      ADD_FAILURE() << "listed past the bound: " << line;
+    } catch (const IoError& e) {
+      EXPECT_EQ(std::string(e.what()), line);
+      EXPECT_EQ(e.error_number(), EFBIG);
+    }
+  };
+  refused([&] { place->list_entries(""); }, root.string() + ": more than 4 entries: refused");
+  refused([&] { place->list_entries("sub"); }, (root / "sub").string() + ": more than 4 entries: refused");
+  // A subdirectory keeps its parent's bound.
+  refused([&] { place->subdirectory("sub")->list_entries(""); },
+          (root / "sub").string() + ": more than 4 entries: refused");
+  EXPECT_EQ(open_local_directory(root)->list_entries("sub").size(), 5u);
+}
+
+TEST(ListingBounds, S3LevelOverItsBoundIsRefusedWithOneLine) {
+  EXPECT_EQ(kMaxS3LevelEntries, 1'000'000u);
+  auto page = [](const std::vector<std::string>& keys, const std::vector<std::string>& prefixes) {
+    std::string xml = "<ListBucketResult><IsTruncated>false</IsTruncated>";
+    for (const std::string& k : keys) xml += "<Contents><Key>" + k + "</Key><Size>1</Size></Contents>";
+    for (const std::string& p : prefixes) xml += "<CommonPrefixes><Prefix>" + p + "</Prefix></CommonPrefixes>";
+    return parse_s3_listing(xml + "</ListBucketResult>");
+  };
+  S3LevelListing level("lake/", "s3://bucket/lake/", 3);
+  // A name both an object and a prefix is one entry; names left out count for nothing.
+  level.add(page({"lake/a", "lake/b", "lake/..", "lake//x"}, {"lake/b/", "lake/../"}));
+  level.add(page({"lake/c", "lake/a"}, {}));
+  EXPECT_EQ(level.entries().size(), 3u);  // at the bound: listed
+  try {
+    level.add(page({}, {"lake/d/"}));
+    FAIL() << "a level of 4 entries was taken with a bound of 3";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(std::string(e.what()), "s3://bucket/lake/: more than 3 entries in one directory: refused");
+  }
+  // The production bound is the default one.
+  S3LevelListing unbounded("lake/", "s3://bucket/lake/");
+  std::vector<std::string> many;
+  for (int i = 0; i < 1000; ++i) many.push_back("lake/k" + std::to_string(i));
+  unbounded.add(page(many, {}));
+  EXPECT_EQ(unbounded.entries().size(), 1000u);
 }
 
 TEST(CollectionTree, LocalFolderIsLazyAndACorruptDatasetIsEio) {
