@@ -33,6 +33,9 @@ class IoError : public std::runtime_error {
 // Throws IoError for the current errno: "<what>: <strerror>".
 [[noreturn]] void throw_errno(const std::string& what);
 
+// A count as messages write it, in groups of three digits: "1,000,000".
+std::string count_text(unsigned long long n);
+
 // Runs f(), prefixing any error message with `context` (keeping the error
 // type), so the one line a user sees names the frame, chunk or block.
 template <class F>

@@ -56,9 +56,6 @@ bool is_safe_relative_name(const std::string& name) {
 
 namespace {
 
-// A directory listing stops here: a larger one is refused, not held.
-constexpr size_t kMaxListedEntries = 1'000'000;
-
 class LocalFileSource final : public ByteSource {
  public:
   explicit LocalFileSource(File file) : file_(std::move(file)), size_(file_.size()) {}
@@ -73,7 +70,7 @@ class LocalFileSource final : public ByteSource {
 
 class LocalDirectory final : public SourceDirectory {
  public:
-  explicit LocalDirectory(fs::path root) : root_(std::move(root)) {}
+  LocalDirectory(fs::path root, size_t max_entries) : root_(std::move(root)), max_entries_(max_entries) {}
   std::shared_ptr<const ByteSource> open(const std::string& relative) const override {
     check(relative);
     return open_local_file(root_ / relative);
@@ -108,8 +105,8 @@ class LocalDirectory final : public SourceDirectory {
       }
       const std::string name = e->d_name;
       if (name == "." || name == "..") continue;
-      if (out.size() >= kMaxListedEntries)
-        throw IoError(dir.string() + ": more than 1,000,000 entries: refused", EFBIG);
+      if (out.size() >= max_entries_)
+        throw IoError(dir.string() + ": more than " + count_text(max_entries_) + " entries: refused", EFBIG);
       struct stat st;
       if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since readdir
       ListedEntry entry;
@@ -136,7 +133,7 @@ class LocalDirectory final : public SourceDirectory {
   }
   std::shared_ptr<const SourceDirectory> subdirectory(const std::string& relative) const override {
     check(relative);
-    return open_local_directory(root_ / relative);
+    return open_local_directory(root_ / relative, max_entries_);
   }
   std::string name() const override { return root_.string(); }
 
@@ -146,6 +143,7 @@ class LocalDirectory final : public SourceDirectory {
       throw IoError(root_.string() + ": \"" + relative + "\" is not a name inside it", EINVAL);
   }
   fs::path root_;
+  size_t max_entries_;
 };
 
 class SliceSource final : public ByteSource {
@@ -224,11 +222,11 @@ std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, co
   return out;
 }
 
-std::shared_ptr<const SourceDirectory> open_local_directory(const fs::path& path) {
+std::shared_ptr<const SourceDirectory> open_local_directory(const fs::path& path, size_t max_entries) {
   std::error_code ec;
   if (!fs::is_directory(path, ec))
     throw IoError(path.string() + ": not a directory", ec ? ec.value() : ENOTDIR);
-  return std::make_shared<LocalDirectory>(path);
+  return std::make_shared<LocalDirectory>(path, max_entries);
 }
 
 std::shared_ptr<const ByteSource> slice_source(std::shared_ptr<const ByteSource> whole, int64_t offset,

@@ -102,8 +102,14 @@ std::shared_ptr<const ByteSource> open_local_file_beneath(const std::filesystem:
 // the entries directly below `dir` ("" the top), files and the directories
 // the deeper paths imply, sorted by name.
 std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, const std::string& dir);
-// A local directory. Throws IoError when it is not one.
-std::shared_ptr<const SourceDirectory> open_local_directory(const std::filesystem::path& path);
+// A directory of a local place lists at most this many entries (fifos, sockets
+// and devices, never listed, do not count): a larger one is refused
+// (list_entries throws IoError EFBIG naming it and the bound), not held.
+inline constexpr size_t kMaxLocalDirectoryEntries = 1'000'000;
+// A local directory. Throws IoError when it is not one. `max_entries` is
+// the bound of each directory's listing (below it too); tests lower it.
+std::shared_ptr<const SourceDirectory> open_local_directory(const std::filesystem::path& path,
+                                                          size_t max_entries = kMaxLocalDirectoryEntries);
 // Bytes [offset, offset + length) of `whole`; throws FormatError when they
 // are not all inside it.
 std::shared_ptr<const ByteSource> slice_source(std::shared_ptr<const ByteSource> whole, int64_t offset,

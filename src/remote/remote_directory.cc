@@ -2,7 +2,6 @@
 // prefix is listed with ListObjectsV2, a web server's directory by its index
 // page (web_index.h).
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -142,72 +141,30 @@ class RemoteDirectory final : public SourceDirectory {
     return names;
   }
 
-  // The bucket's URL (path-style or virtual-hosted) with the listing query,
-  // its parameters sorted and encoded as SigV4's canonical form wants them.
-  // One level of an S3 prefix: ListObjectsV2 with delimiter '/', paged.
-  // Objects are files (a zero-byte "directory marker" ending in '/' is the
-  // directory), common prefixes directories; a name both is the directory.
-  // Keys whose rest is not one safe name part ('..', '', NUL, "a//b") are left out.
+  // One level of an S3 prefix: ListObjectsV2 with delimiter '/', paged,
+  // folded by S3LevelListing (which leaves out keys that are no safe name).
   std::vector<ListedEntry> list_s3_level(const std::string& relative) const {
     std::string prefix = url_.key;
     if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
     if (!relative.empty()) prefix += relative + "/";
-    std::map<std::string, ListedEntry> found;
-    size_t skipped = 0;
-    auto single_part = [](const std::string& name) {
-      return !name.empty() && name.find('/') == std::string::npos && is_safe_relative_name(name);
-    };
+    const std::string place = relative.empty() ? url_.display() : url_.child(relative).as_directory().display();
+    S3LevelListing level(prefix, place);
     std::string token;
     for (int page = 0;; ++page) {
-      if (page >= kMaxListingPages) throw FormatError(url_.display() + ": the listing goes on past 2,000 pages");
+      if (page >= kMaxListingPages) throw FormatError(place + ": the listing goes on past 2,000 pages");
       const S3ListingPage got = list_page(prefix, true, token);
-      for (size_t i = 0; i < got.keys.size(); ++i) {
-        const std::string& key = got.keys[i];
-        if (!key.starts_with(prefix)) continue;
-        std::string rest = key.substr(prefix.size());
-        if (rest.empty()) continue;  // this directory's own marker
-        ListedEntry e;
-        if (rest.ends_with('/')) {  // a marker of a directory below (some servers list it as an object)
-          rest.pop_back();
-          e.type = ListedEntry::Type::directory;
-        } else {
-          e.size = i < got.sizes.size() ? got.sizes[i] : -1;
-        }
-        if (!single_part(rest)) {
-          ++skipped;
-          continue;
-        }
-        e.name = rest;
-        auto [it, made] = found.try_emplace(e.name, e);
-        if (!made && e.type == ListedEntry::Type::directory) it->second = e;
-      }
-      for (const std::string& p : got.prefixes) {
-        if (!p.starts_with(prefix)) continue;
-        std::string rest = p.substr(prefix.size());
-        if (rest.ends_with('/')) rest.pop_back();
-        if (!single_part(rest)) {
-          ++skipped;
-          continue;
-        }
-        ListedEntry e;
-        e.name = rest;
-        e.type = ListedEntry::Type::directory;
-        found[rest] = e;  // the directory wins over an object of the same name
-      }
-      if (found.size() > kMaxListedKeys)
-        throw FormatError(url_.display() + ": more than 1,000,000 entries in one directory: refused");
+      level.add(got);
       if (!got.truncated) break;
       token = got.continuation;
     }
-    if (skipped)
-      spdlog::warn("{}/{}: {} keys left out (names that cannot be file names: '..', '.', empty parts)",
-                   url_.display(), relative, skipped);
-    std::vector<ListedEntry> out;
-    out.reserve(found.size());
-    for (auto& [name, e] : found) out.push_back(std::move(e));
-    return out;
+    if (level.skipped())
+      spdlog::warn("{}: {} keys left out (names that cannot be file names: '..', '.', empty parts)", place,
+                   level.skipped());
+    return level.entries();
   }
 
+  // The bucket's URL (path-style or virtual-hosted) with the listing query,
+  // its parameters sorted and encoded as SigV4's canonical form wants them.
   S3ListingPage list_page(const std::string& prefix, bool delimited, const std::string& token) const {
     RemoteUrl bucket = url_;
     bucket.key.clear();

@@ -5,6 +5,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "error.h"
+
 namespace blosc2fs {
 
 namespace {
@@ -130,6 +132,57 @@ S3ListingPage parse_s3_listing(const std::string& xml) {
   if (state.url_encoded)
     for (std::string& prefix : state.page.prefixes) prefix = url_decode_key(prefix);
   return state.page;
+}
+
+S3LevelListing::S3LevelListing(std::string prefix, std::string place, size_t max_entries)
+    : prefix_(std::move(prefix)), place_(std::move(place)), max_entries_(max_entries) {}
+
+void S3LevelListing::add(const S3ListingPage& page) {
+  auto single_part = [](const std::string& name) {
+    return !name.empty() && name.find('/') == std::string::npos && is_safe_relative_name(name);
+  };
+  for (size_t i = 0; i < page.keys.size(); ++i) {
+    const std::string& key = page.keys[i];
+    if (!key.starts_with(prefix_)) continue;
+    std::string rest = key.substr(prefix_.size());
+    if (rest.empty()) continue;  // this directory's own marker
+    ListedEntry e;
+    if (rest.ends_with('/')) {  // a marker of a directory below (some servers list it as an object)
+      rest.pop_back();
+      e.type = ListedEntry::Type::directory;
+    } else {
+      e.size = i < page.sizes.size() ? page.sizes[i] : -1;
+    }
+    if (!single_part(rest)) {
+      ++skipped_;
+      continue;
+    }
+    e.name = rest;
+    auto [it, made] = found_.try_emplace(e.name, e);
+    if (!made && e.type == ListedEntry::Type::directory) it->second = e;
+  }
+  for (const std::string& p : page.prefixes) {
+    if (!p.starts_with(prefix_)) continue;
+    std::string rest = p.substr(prefix_.size());
+    if (rest.ends_with('/')) rest.pop_back();
+    if (!single_part(rest)) {
+      ++skipped_;
+      continue;
+    }
+    ListedEntry e;
+    e.name = rest;
+    e.type = ListedEntry::Type::directory;
+    found_[rest] = e;  // the directory wins over an object of the same name
+  }
+  if (found_.size() > max_entries_)
+    throw FormatError(place_ + ": more than " + count_text(max_entries_) + " entries in one directory: refused");
+}
+
+std::vector<ListedEntry> S3LevelListing::entries() const {
+  std::vector<ListedEntry> out;
+  out.reserve(found_.size());
+  for (const auto& [name, e] : found_) out.push_back(e);
+  return out;
 }
 
 }  // namespace blosc2fs

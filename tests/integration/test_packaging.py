@@ -2,9 +2,10 @@
 --binary (BUILD/src/fs/blosc2fs) with `cmake --build BUILD --target package`,
 checks its control data and files, unpacks it into a throwaway root, installs
 it on this machine with apt-get (CI runs as root on a throwaway machine),
-mounts a fixture through mount(8) and an fstab line, checks the systemd units
-with systemd-analyze verify, runs the service's ExecStart as systemd would
-(Type=notify), and removes the package again if it was not installed before."""
+mounts a fixture through mount(8) and an fstab line (a frame, and a folder as
+a collection), checks the systemd units with systemd-analyze verify, runs the
+service's ExecStart as systemd would (Type=notify; FRAME a file, a URL, a
+collection), and removes the package again if it was not installed before."""
 
 import gzip
 import json
@@ -189,6 +190,29 @@ def check_mounted_tree(h, mnt):
     check(read_file(os.path.join(mnt, "chunks", "00000000")) == want[:first], "chunks/00000000 differs")
     stats = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
     check("hits=" in stats and "budget=" in stats, f".blosc2fs-cache reads {stats!r}")
+
+
+def make_collection(h):
+    """A local folder holding the fixture one directory down and a README: a
+    collection (neither a sparse frame nor a .b2d store), as FRAME."""
+    root = os.path.join(h.workdir, "collection")
+    if not os.path.isdir(root):
+        os.makedirs(os.path.join(root, "runs"))
+        shutil.copyfile(h.frame(FIXTURE), os.path.join(root, "runs", FIXTURE))
+        with open(os.path.join(root, "README.txt"), "w") as f:
+            f.write("a collection\n")
+    return root
+
+
+def check_collection_tree(h, mnt):
+    """The collection's tree reads right through the mount: collection.json,
+    the README as itself, and the dataset's directory as the fixture's tree."""
+    info = json.loads(read_file(os.path.join(mnt, "collection.json")))
+    check_equal(info.get("type"), "local directory", "collection.json's type")
+    check("README.txt" in {e.get("path") for e in info.get("entries", [])},
+          f"collection.json does not list README.txt: {info.get('entries')}")
+    check_equal(read_file(os.path.join(mnt, "README.txt")), b"a collection\n", "README.txt")
+    check_mounted_tree(h, os.path.join(mnt, "runs", FIXTURE))
 
 
 # The tools these tests use, and the Debian package of each.
@@ -440,20 +464,22 @@ def test_mount_type(h, s):
     unmount_and_wait_daemon(h, mnt, [FUSERMOUNT, "-u"])
 
 
-def test_fstab_line(h, s):
+def test_fstab_line(h, s, collection=False):
     check(package_installed(), "the package is not installed (see install.apt)")
     h.require_fuse()
     if not os.path.exists(s.frame):
         shutil.copyfile(h.frame(FIXTURE), s.frame)
+    place = make_collection(h) if collection else s.frame
     mnt = h.new_dir()
     fstab = os.path.join(h.workdir, "fstab")
     with open(fstab, "w") as f:  # product.md's line, with this test's paths
-        f.write(f"{s.frame}  {mnt}  fuse.blosc2fs  ro,noauto,x-systemd.automount,nofail,_netdev  0 0\n")
+        f.write(f"{place}  {mnt}  fuse.blosc2fs  ro,noauto,x-systemd.automount,nofail,_netdev  0 0\n")
     run(["mount", "-T", fstab, mnt], timeout=60)
     check(os.path.ismount(mnt), f"mount -T {fstab} {mnt} returned 0 but nothing is mounted")
     register_mount(h, mnt)
     check_equal(mount_entry(mnt)[2], "fuse.blosc2fs", "type in /proc/mounts")
-    check_mounted_tree(h, mnt)
+    check_equal(mount_entry(mnt)[0], place, "source in /proc/mounts")
+    (check_collection_tree if collection else check_mounted_tree)(h, mnt)
     unmount_and_wait_daemon(h, mnt, ["umount"])  # as systemd stops a .mount unit
 
 
@@ -570,7 +596,19 @@ def test_service_with_url(h, s):
         run_service(h, f"{nginx.url}/{os.path.basename(s.frame)}", "", mnt, specifiers)
 
 
-def run_service(h, frame, options, mnt, specifiers):
+def test_service_with_collection(h, s):
+    """The unit with FRAME a local folder of datasets (a collection), with the
+    example configuration's options: READY=1, the tree, SIGTERM."""
+    check(package_installed(), "the package is not installed (see install.apt)")
+    h.require_fuse()
+    mnt = os.path.join(h.workdir, "service-collection-mnt")
+    instance = run(["systemd-escape", "--path", mnt]).stdout.strip()
+    specifiers = {"i": instance, "f": mnt, "I": mnt[1:]}
+    run_service(h, make_collection(h), example_options("mnt-x.conf", "OPTIONS"), mnt, specifiers,
+                check_collection_tree)
+
+
+def run_service(h, frame, options, mnt, specifiers, check_tree=check_mounted_tree):
     """ExecStartPre, ExecStart until READY=1, the tree, SIGTERM, STOPPING=1, ExecStopPost."""
     env = {"FRAME": frame, "OPTIONS": options}
     for command in [expand_exec(line, env, specifiers) for line in unit_lines("ExecStartPre")]:
@@ -601,7 +639,7 @@ def run_service(h, frame, options, mnt, specifiers):
                               f"{daemon.poll()}, mounted: {os.path.ismount(mnt)}, got {messages}): {log_text}")
         check(os.path.ismount(mnt), "READY=1 came before the mount was there")
         register_mount(h, mnt)
-        check_mounted_tree(h, mnt)
+        check_tree(h, mnt)
         daemon.send_signal(signal.SIGTERM)  # what systemctl stop does
         status = daemon.wait(timeout=30)
         h.mounts.pop(mnt, None)
@@ -653,10 +691,12 @@ def main():
     try:
         h.test("mount.type_fuse_blosc2fs", test_mount_type, h, s)
         h.test("mount.fstab_line", test_fstab_line, h, s)
+        h.test("mount.fstab_line_collection", test_fstab_line, h, s, True)
         h.test("mount.failures", test_mount_failures, h, s)
         h.test("systemd.verify", test_units_verify, h, s)
         h.test("systemd.service_emulated", test_service_emulated, h, s)
         h.test("systemd.service_with_url", test_service_with_url, h, s)
+        h.test("systemd.service_with_collection", test_service_with_collection, h, s)
     finally:
         h.test("install.remove", test_remove, h, s)
     h.finish()
