@@ -159,7 +159,6 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   auto file = std::make_unique<OpenFile>();
   file->ino = ino;
   file->writable = write;
-  const bool older_open = note_open(*file);
   if (truncate) {
     std::unique_lock<std::mutex> commit(commit_mutex_, std::defer_lock);
     if (chunk_file(n->kind)) commit.lock();
@@ -183,6 +182,8 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
     files_->preview(&drew_preview);
   }
   if (drew_preview) notes.attributes.push_back(ino);
+  // Last, so that a failed open leaves no record.
+  const bool older_open = note_open(*file);
   direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview || older_open;
   keep_cache = cache_still_valid(ino) && !truncate && !drew_preview && !older_open;
   return file;
