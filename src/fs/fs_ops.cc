@@ -363,7 +363,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fil
     size = std::min<size_t>(size, 64 << 20);
     // Chunk bytes go from the chunk cache straight into the kernel's copy.
     ReadPieces pieces;
-    c.volume.read_pieces(*file, offset, size, pieces);
+    c.volume.read_pieces(ino, *file, offset, size, pieces);
     const std::vector<ByteSpan>& spans = pieces.pieces();
     if (spans.size() > kMaxReplyPieces) {
       // Many tiny chunks: writev takes at most IOV_MAX pieces, and one copy is cheaper.

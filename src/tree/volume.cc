@@ -451,32 +451,31 @@ size_t Volume::read(uint64_t ino, int64_t offset, MutableByteSpan out) {
   file.ino = ino;
   file.version = version_;
   ReadPieces pieces;
-  read_pieces(file, offset, out.size(), pieces);
+  read_pieces(ino, file, offset, out.size(), pieces);
   return pieces.copy_to(out);
 }
 
-void Volume::check_version(const OpenFile& file, const std::optional<Node>& node) const {
+void Volume::check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const {
   const uint64_t now = version_;
   if (file.version == now) return;
   // Bytes made by this mount alone (the statistics, scratch files, a layer
   // being written) are not the frame's: they stay readable.
   if (node && (node->kind == NodeKind::cache_stats || node->kind == NodeKind::scratch)) return;
-  if (drafts_.count(file.ino)) return;
+  if (drafts_.count(ino)) return;
   if (stale_reported_.exchange(now) != now)
     spdlog::warn("{}: {} was opened before another program changed the frame: it reads EIO from now on (opened "
                  "again, it reads the new content)",
-                 path_.string(), node ? path_of_node(*node) : "inode " + std::to_string(file.ino));
+                 path_.string(), node ? path_of_node(*node) : "inode " + std::to_string(ino));
   throw FsError{EIO};
 }
 
-void Volume::read_pieces(const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) {
-  const uint64_t ino = file.ino;
+void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) {
   std::optional<Node> n = node(ino);
   if (!n) {
     // Gone with another program's change (array.npy of a frame that is no longer an array).
     if (file.version != version_) {
       std::shared_lock lock(state_mutex_);
-      check_version(file, std::nullopt);
+      check_version(ino, file, std::nullopt);
     }
     throw FsError{ENOENT};
   }
@@ -484,7 +483,7 @@ void Volume::read_pieces(const OpenFile& file, int64_t offset, size_t size, Read
   if (offset < 0) throw FsError{EINVAL};
   std::shared_lock lock(state_mutex_);
   // Under the lock a reload takes exclusively: no change is installed between the check and the read.
-  check_version(file, n);
+  check_version(ino, file, n);
   const bool draft = drafts_.count(ino) > 0;
   if (n->kind == NodeKind::data && !draft) {
     const size_t before = out.size();

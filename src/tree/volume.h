@@ -155,8 +155,10 @@ class MountTree {
   virtual std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
                                          KernelNotes& notes) = 0;
   virtual bool cache_still_valid(uint64_t ino) = 0;
-  // The bytes of `file` (its inode and the version it opened) at `offset`.
-  virtual void read_pieces(const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) = 0;
+  // The bytes of inode `ino` at `offset`, read through the open `file` (the
+  // version it opened on). `ino` is this tree's number: the handle's own
+  // field is the mount's, and a write through it renumbers it for a moment.
+  virtual void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) = 0;
   virtual void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) = 0;
   virtual void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) = 0;
   virtual void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) = 0;
@@ -207,10 +209,10 @@ class Volume : public MountTree {
   bool cache_still_valid(uint64_t ino);
   // The bytes shown now (a file opened for this read alone).
   size_t read(uint64_t ino, int64_t offset, MutableByteSpan out);
-  // The bytes of an open file, appended to `out`: chunk bytes as views of the
+  // The bytes of an open file of `ino`, appended to `out`: chunk bytes as views of the
   // chunk cache (no copy), everything else copied. EIO when another program's
   // change was loaded since the file was opened (see OpenFile::version).
-  void read_pieces(const OpenFile& file, int64_t offset, size_t size, ReadPieces& out);
+  void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out);
   void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);
   // close()/fsync(): commits what the file holds; throws FsError when it cannot.
   void flush(OpenFile& file, KernelNotes& notes, bool fsync = false);
@@ -271,7 +273,7 @@ class Volume : public MountTree {
   size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
   // Throws EIO (after one log line per change) when `file` was opened on an
   // earlier version of the frame's bytes than those shown now.
-  void check_version(const OpenFile& file, const std::optional<Node>& node) const;  // shared
+  void check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const;  // shared
   void prefetch_chunk(int64_t n);  // on the prefetcher's thread
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;

@@ -469,7 +469,7 @@ TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
   bool keep = false, direct = false;
   auto read_through = [&](const OpenFile& file, int64_t offset, size_t size) {
     ReadPieces pieces;
-    v->read_pieces(file, offset, size, pieces);
+    v->read_pieces(file.ino, file, offset, size, pieces);
     Bytes out(pieces.size());
     pieces.copy_to(out);
     return out;
