@@ -346,17 +346,24 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fi->direct_io = direct_io;
     fi->noflush = !file->writable;
     fi->fh = reinterpret_cast<uint64_t>(file.get());
-    if (fuse_reply_open(req, fi) == 0) file.release();
+    if (fuse_reply_open(req, fi) == 0) {
+      file.release();
+    } else {  // the opener is gone: no release will come
+      KernelNotes ignored;
+      c.volume.release(std::move(file), ignored);
+    }
   });
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info*) {
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi) {
   guarded(req, "read", ino, [&] {
     FsContext& c = context(req);
+    const OpenFile* file = handle(fi);
+    if (!file) throw FsError{EBADF};
     size = std::min<size_t>(size, 64 << 20);
     // Chunk bytes go from the chunk cache straight into the kernel's copy.
     ReadPieces pieces;
-    c.volume.read_pieces(ino, offset, size, pieces);
+    c.volume.read_pieces(ino, *file, offset, size, pieces);
     const std::vector<ByteSpan>& spans = pieces.pieces();
     if (spans.size() > kMaxReplyPieces) {
       // Many tiny chunks: writev takes at most IOV_MAX pieces, and one copy is cheaper.

@@ -648,8 +648,9 @@ bool CollectionTree::cache_still_valid(uint64_t ino) {
   return false;  // our directories change with the listing; they are cheap to list again
 }
 
-void CollectionTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) {
-  if (std::optional<Mapped> m = mapped(ino)) return child(m->slot)->read_pieces(m->local, offset, size, out);
+void CollectionTree::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size,
+                                 ReadPieces& out) {
+  if (std::optional<Mapped> m = mapped(ino)) return child(m->slot)->read_pieces(m->local, file, offset, size, out);
   if (std::optional<size_t> slot = item_of(ino)) {
     if (item(*slot).entry.type != CollectionEntry::Type::file) throw FsError{EISDIR};
     std::shared_ptr<const ByteSource> bytes = file_bytes(*slot);

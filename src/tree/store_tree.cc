@@ -546,7 +546,7 @@ bool StoreTree::cache_still_valid(uint64_t ino) {
   return volume(slot)->cache_still_valid(local);
 }
 
-void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) {
+void StoreTree::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   auto copy_text = [&](const std::string& text) {
     MutableByteSpan dst = out.add_copy(size);
@@ -565,7 +565,7 @@ void StoreTree::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPiece
     if (local != kRemoteJsonLocal) throw FsError{local == kRootIno ? EISDIR : ENOENT};
     return copy_text(remote_json(*leaf.store_leaf));
   }
-  volume(slot)->read_pieces(local, offset, size, out);
+  volume(slot)->read_pieces(local, file, offset, size, out);
 }
 
 bool StoreTree::key_child_named(uint64_t slot, uint64_t local, std::string_view name) const {

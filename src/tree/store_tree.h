@@ -62,7 +62,7 @@ class StoreTree : public MountTree {
   std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
                                  KernelNotes& notes) override;
   bool cache_still_valid(uint64_t ino) override;
-  void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) override;
+  void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) override;
   void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) override;
   void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) override;
   void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) override;

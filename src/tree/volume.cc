@@ -59,6 +59,11 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
 
 Volume::~Volume() = default;
 
+uint64_t Volume::new_version() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 bool Volume::closable() const {
   std::shared_lock lock(state_mutex_);
   // Every named inode is a layer's current name (no scratch file, no alias of a renamed one).
@@ -442,17 +447,43 @@ struct stat Volume::attributes(uint64_t ino) {
 // --- reads ---
 
 size_t Volume::read(uint64_t ino, int64_t offset, MutableByteSpan out) {
+  OpenFile file;
+  file.ino = ino;
+  file.version = version_;
   ReadPieces pieces;
-  read_pieces(ino, offset, out.size(), pieces);
+  read_pieces(ino, file, offset, out.size(), pieces);
   return pieces.copy_to(out);
 }
 
-void Volume::read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) {
+void Volume::check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const {
+  const uint64_t now = version_;
+  if (file.version == now) return;
+  // Bytes made by this mount alone (the statistics, scratch files, a layer
+  // being written) are not the frame's: they stay readable.
+  if (node && (node->kind == NodeKind::cache_stats || node->kind == NodeKind::scratch)) return;
+  if (drafts_.count(ino)) return;
+  if (stale_reported_.exchange(now) != now)
+    spdlog::warn("{}: {} was opened before another program changed the frame: it reads EIO from now on (opened "
+                 "again, it reads the new content)",
+                 path_.string(), node ? path_of_node(*node) : "inode " + std::to_string(ino));
+  throw FsError{EIO};
+}
+
+void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) {
   std::optional<Node> n = node(ino);
-  if (!n) throw FsError{ENOENT};
+  if (!n) {
+    // Gone with another program's change (array.npy of a frame that is no longer an array).
+    if (file.version != version_) {
+      std::shared_lock lock(state_mutex_);
+      check_version(ino, file, std::nullopt);
+    }
+    throw FsError{ENOENT};
+  }
   if (is_directory(n->kind)) throw FsError{EISDIR};
   if (offset < 0) throw FsError{EINVAL};
   std::shared_lock lock(state_mutex_);
+  // Under the lock a reload takes exclusively: no change is installed between the check and the read.
+  check_version(ino, file, n);
   const bool draft = drafts_.count(ino) > 0;
   if (n->kind == NodeKind::data && !draft) {
     const size_t before = out.size();

@@ -20,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -122,6 +123,10 @@ struct CommitOutcome {
 
 struct OpenFile {
   uint64_t ino = 0;
+  // The content of the frame the file was opened on (Volume::version_): once
+  // another program's change is loaded, the file reads EIO rather than go on
+  // with bytes of the new version (our own commits keep the version).
+  uint64_t version = 0;
   bool writable = false;
   // Written (or truncated) through this handle since its last flush. A flush
   // without it commits nothing: shells open, dup2 and close the original
@@ -150,7 +155,10 @@ class MountTree {
   virtual std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
                                          KernelNotes& notes) = 0;
   virtual bool cache_still_valid(uint64_t ino) = 0;
-  virtual void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out) = 0;
+  // The bytes of inode `ino` at `offset`, read through the open `file` (the
+  // version it opened on). `ino` is this tree's number: the handle's own
+  // field is the mount's, and a write through it renumbers it for a moment.
+  virtual void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) = 0;
   virtual void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) = 0;
   virtual void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) = 0;
   virtual void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) = 0;
@@ -192,15 +200,19 @@ class Volume : public MountTree {
 
   // --- files ---
   // `keep_cache`: the kernel may keep its cached pages (unchanged since the
-  // last open); `direct_io`: generated on every read (.blosc2fs-cache).
+  // last open); `direct_io`: generated on every read (.blosc2fs-cache), or a
+  // file still open on the content before another program's change (the new
+  // content must not enter the page cache that file reads through).
   std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io, KernelNotes& notes);
   // Whether the kernel's cached pages (or readdir listing) of `ino` are still
   // right since it was last opened; records this open.
   bool cache_still_valid(uint64_t ino);
+  // The bytes shown now (a file opened for this read alone).
   size_t read(uint64_t ino, int64_t offset, MutableByteSpan out);
-  // The same bytes, appended to `out`: chunk bytes as views of the chunk
-  // cache (no copy), everything else copied.
-  void read_pieces(uint64_t ino, int64_t offset, size_t size, ReadPieces& out);
+  // The bytes of an open file of `ino`, appended to `out`: chunk bytes as views of the
+  // chunk cache (no copy), everything else copied. EIO when another program's
+  // change was loaded since the file was opened (see OpenFile::version).
+  void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out);
   void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);
   // close()/fsync(): commits what the file holds; throws FsError when it cannot.
   void flush(OpenFile& file, KernelNotes& notes, bool fsync = false);
@@ -259,12 +271,20 @@ class Volume : public MountTree {
   std::optional<uint64_t> known_ino_of(const Node& node) const;              // shared
   int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
   size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
+  // Throws EIO (after one log line per change) when `file` was opened on an
+  // earlier version of the frame's bytes than those shown now.
+  void check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const;  // shared
   void prefetch_chunk(int64_t n);  // on the prefetcher's thread
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;
   bool hidden(NodeKind dir, const std::string& name) const { return hidden_.count({dir, name}) > 0; }
   static NodeKind dir_of(const Node& node);
   static std::string name_of(const Node& node);
+
+  // Records an open file and the version it opens on; whether a file of an
+  // older version of that inode is still open. Takes kernel_mutex_.
+  bool note_open(OpenFile& file);
+  void note_release(const OpenFile& file);
 
   // volume_write.cc (locks: "exclusive" = state lock held exclusively;
   // "commit" = commit mutex held, which every change of the overlay needs)
@@ -357,6 +377,17 @@ class Volume : public MountTree {
   uint64_t all_changed_at_ = 0;
   std::mutex refresh_mutex_;
   std::chrono::steady_clock::time_point last_refresh_check_{};
+  // Which content the frame's files show: set anew (from one counter of the
+  // process, so that no two Volumes share a number) when another program's
+  // change is loaded, under the state lock held exclusively; our own commits
+  // keep it. Files opened on an older one read EIO.
+  std::atomic<uint64_t> version_{new_version()};
+  static uint64_t new_version();
+  mutable std::atomic<uint64_t> stale_reported_{0};  // the version whose stale reads were logged
+  // Open files per inode and the version each opened on (kernel_mutex_):
+  // while one of an older version is open, new opens of that inode bypass
+  // the page cache, which the old one reads through.
+  std::unordered_map<uint64_t, std::map<uint64_t, int>> open_versions_;
 
   // Last: its thread uses the members above, so it stops first.
   Prefetcher prefetcher_{[this](int64_t n) { prefetch_chunk(n); }};

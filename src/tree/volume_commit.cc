@@ -430,7 +430,8 @@ void Volume::maybe_refresh(KernelNotes& notes) {
   ChunkChanges all;
   all.all = true;
   try {
-    install(all, notes);
+    // Files open now were opened on the old content: they read EIO from now on.
+    install(all, notes, [this] { version_ = new_version(); });
   } catch (const FsError&) {
     return;
   }

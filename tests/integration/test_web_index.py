@@ -1,8 +1,9 @@
 """Web directory indexes as listings (issue 29): sparse frames and .b2d stores on
 web servers mounted through the servers' own directory indexes (nginx's
 autoindex in HTML and in JSON, lighttpd's mod_dirlisting, Apache's
-mod_autoindex), equal byte for byte
-to their local mounts; python's http.server lists but answers no ranges, so its
+mod_autoindex, Caddy's file_server browse), equal byte for byte
+to their local mounts; the local collection test's folder behind nginx (HTML
+and JSON) and Caddy mounts as that collection; python's http.server lists but answers no ranges, so its
 datasets are refused with one line each; a server that gives no index is refused
 with one line naming the cause; hostile indexes (links out of the place,
 encoded slashes and dots, other hosts, loops, 2,000,000 entries, 65 MiB) never
@@ -18,7 +19,7 @@ import blosc2
 import numpy as np
 
 from harness import Harness, TestFailure, check, check_equal, read_file, wait_until
-from remote_servers import Apache, Lighttpd, Nginx, PlainHttpServer
+from remote_servers import Apache, Caddy, Lighttpd, Nginx, PlainHttpServer
 from test_collections import description, expect_eio, make_folder, same_as_single_mounts
 from test_remote import same_trees
 
@@ -371,7 +372,7 @@ def hostile_web_collection(h, root, nginx):
 
 
 def main():
-    h = Harness("web directory indexes: nginx (HTML, JSON), lighttpd, http.server", watchdog_seconds=600)
+    h = Harness("web directory indexes: nginx (HTML, JSON), lighttpd, Apache, Caddy, http.server", watchdog_seconds=600)
     h.require_fuse()
     root = h.new_dir("served")
     places = make_places(h, root)
@@ -406,7 +407,8 @@ def main():
         h.test("a collection behind http.server: listed, every dataset refused for ignoring Range",
                web_collection_without_ranges, h, lake, datasets, plain)
     for server_class, program, label in ((Lighttpd, "lighttpd", "lighttpd mod_dirlisting"),
-                                         (Apache, "apache2", "Apache mod_autoindex")):
+                                         (Apache, "apache2", "Apache mod_autoindex"),
+                                         (Caddy, "caddy", "Caddy file_server browse")):
         if not (shutil.which(program) or os.path.exists(f"/usr/sbin/{program}")):
             print(f"FAIL {label}: {program} is not installed (scripts/install-deps.sh installs it)", flush=True)
             h.failed += 1
@@ -414,6 +416,9 @@ def main():
         with server_class(root, h.workdir) as server:
             h.test(f"{label}: the same places read as their local mounts", other_server_lists_too, h, root,
                    places, server, label)
+            if server_class is Caddy:
+                h.test(f"a collection behind {label}: the local collection's tree", web_collection, h, lake,
+                       datasets, server, label)
     h.finish()
 
 

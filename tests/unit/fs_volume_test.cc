@@ -16,6 +16,7 @@
 #include "frame_editor_test_util.h"
 #include "fs_error.h"
 #include "msgpack.h"
+#include "read_pieces.h"
 
 namespace blosc2fs {
 namespace {
@@ -455,6 +456,51 @@ TEST_F(FsVolume, AnotherWriterIsNoticed) {
   ASSERT_TRUE(ino.has_value());
   EXPECT_EQ(text_of(read_all(*v, *ino)), "hi");
   EXPECT_FALSE(notes.empty());
+}
+
+// A file open across another program's change reads EIO, never bytes of the
+// new version; files opened after read the new version (uncached while an old
+// one is open); our own commits leave open files alone.
+TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
+  auto path = copy("sframe-zstd-f4.b2frame");
+  auto v = mount(path);
+  const uint64_t data = dir(*v, "data"), vl = dir(*v, "vlmeta");
+  KernelNotes notes;
+  bool keep = false, direct = false;
+  auto read_through = [&](const OpenFile& file, int64_t offset, size_t size) {
+    ReadPieces pieces;
+    v->read_pieces(file.ino, file, offset, size, pieces);
+    Bytes out(pieces.size());
+    pieces.copy_to(out);
+    return out;
+  };
+  std::unique_ptr<OpenFile> before = v->open(data, O_RDONLY, keep, direct, notes);
+  EXPECT_FALSE(direct);
+  const Bytes first = read_through(*before, 0, 100);
+  // Our own commit (a vlmeta written through the Volume) keeps the open file readable.
+  put(*v, vl, "ours", bytes_of("mine"));
+  EXPECT_EQ(read_through(*before, 0, 100), first);
+  {
+    FrameEditor other(path);
+    other.replace_chunk(0, Bytes(Frame::open(path)->read_chunk(0).size(), 0x5a));
+    other.commit();
+  }
+  v->maybe_refresh(notes);
+  EXPECT_EQ(errno_of([&] { read_through(*before, 0, 100); }), EIO);
+  EXPECT_EQ(errno_of([&] { read_through(*before, 100, 100); }), EIO);
+  // Opened now: the new content, past the page cache while the old file is open.
+  std::unique_ptr<OpenFile> after = v->open(data, O_RDONLY, keep, direct, notes);
+  EXPECT_TRUE(direct);
+  EXPECT_FALSE(keep);
+  const Bytes now = read_through(*after, 0, 100);
+  EXPECT_NE(now, first);
+  EXPECT_EQ(read_all(*v, data), read_through(*after, 0, size_t(v->attributes(data).st_size)));
+  v->release(std::move(before), notes);
+  std::unique_ptr<OpenFile> later = v->open(data, O_RDONLY, keep, direct, notes);
+  EXPECT_FALSE(direct);
+  EXPECT_EQ(read_through(*later, 0, 100), now);
+  v->release(std::move(after), notes);
+  v->release(std::move(later), notes);
 }
 
 }  // namespace
