@@ -228,6 +228,11 @@ class Frame {
   // allocation and zero-fill of a new vector. Returns cbytes.
   using ChunkBufferFn = std::function<uint8_t*(size_t cbytes)>;
   size_t read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const;
+  // The same, without the copy where the frame's source holds the stored
+  // bytes in memory already (a remote frame's fetched extent): then the
+  // answer views them; else it is empty and the bytes went to `buffer_for`'s
+  // memory as above.
+  HeldBytes read_raw_chunk_viewed(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
   // Where chunk n's stored bytes are, for a reader that fetches them piece by

@@ -217,7 +217,8 @@ int64_t Frame::Impl::data_offset_of(int64_t n) const {
   return start;
 }
 
-size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const {
+size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for,
+                                   HeldBytes* view) const {
   int64_t e = raw_entry(n);
   check_stored_entry(e);
   if (e < 0) {
@@ -229,6 +230,7 @@ size_t Frame::Impl::raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer
   Location loc = locate(e);
   ChunkHeader h = read_header_at(loc);
   const size_t cbytes = size_t(h.cbytes);
+  if (view && (*view = loc.file().view_at(loc.pos, cbytes, true))) return cbytes;
   loc.file().read_exact(loc.pos, MutableByteSpan(buffer_for(cbytes), cbytes), "chunk");
   return cbytes;
 }
@@ -372,6 +374,13 @@ Bytes Frame::read_raw_chunk(int64_t n) const {
 size_t Frame::read_raw_chunk_into(int64_t n, const ChunkBufferFn& buffer_for) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk_into(n, buffer_for); });
+}
+
+HeldBytes Frame::read_raw_chunk_viewed(int64_t n, const ChunkBufferFn& buffer_for) const {
+  impl_->check_chunk_number(n);
+  HeldBytes view;
+  with_error_context(impl_->chunk_context(n), [&] { return impl_->raw_chunk_into(n, buffer_for, &view); });
+  return view;
 }
 
 std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n) const {

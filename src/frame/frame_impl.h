@@ -104,7 +104,9 @@ struct Frame::Impl {
   mutable std::mutex prefetch_mutex;
   // The header of a stored (non-special) chunk, with its bounds checked.
   ChunkHeader stored_chunk_header(int64_t n) const;
-  size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for) const;
+  // With `view`: viewed in place where the source holds the bytes in memory
+  // (*view set, nothing written to buffer_for's memory).
+  size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for, HeldBytes* view = nullptr) const;
   Bytes raw_chunk(int64_t n) const;
   Bytes decoded_chunk(int64_t n) const;
   ChunkInfo info(int64_t n) const;

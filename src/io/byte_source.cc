@@ -166,6 +166,14 @@ class SliceSource final : public ByteSource {
     return whole_->prefetch(offset_ + offset, std::min(length, length_ - offset));
   }
   bool remote() const override { return whole_->remote(); }
+  bool held(int64_t offset, int64_t length) const override {
+    if (offset < 0 || offset >= length_) return true;
+    return whole_->held(offset_ + offset, std::min(length, length_ - offset));
+  }
+  HeldBytes view_at(int64_t offset, size_t length, bool fetch) const override {
+    if (offset < 0 || offset > length_ || int64_t(length) > length_ - offset) return {};
+    return whole_->view_at(offset_ + offset, length, fetch);
+  }
 
  private:
   std::shared_ptr<const ByteSource> whole_;

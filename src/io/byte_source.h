@@ -16,6 +16,15 @@ namespace blosc2fs {
 
 class File;
 
+// Bytes in memory that `holder` keeps alive; `held` is all the memory it
+// keeps (what a cache that keeps the holder is charged).
+struct HeldBytes {
+  std::shared_ptr<const void> holder;
+  ByteSpan bytes;
+  size_t held = 0;
+  explicit operator bool() const { return holder != nullptr; }
+};
+
 // One immutable run of bytes. Safe to read from several threads at once.
 class ByteSource {
  public:
@@ -47,6 +56,25 @@ class ByteSource {
   }
   // Whether reads cost a round trip (frames then read whole extents at once).
   virtual bool remote() const { return false; }
+  // Whether [offset, offset + length) reads without a request (a remote
+  // object's memory or disk cache holds it): a reader then reads it whole
+  // rather than piece by piece as it goes.
+  virtual bool held(int64_t offset, int64_t length) const {
+    (void)offset;
+    (void)length;
+    return true;
+  }
+  // [offset, offset + length) where the source holds them in one piece of
+  // memory already (a remote object's fetched extent), without a copy. Empty
+  // when they are not (then read_at copies them). With `fetch`, fetched first
+  // as read_at would; without, only what memory holds or a fetch already
+  // under way brings. Throws as read_at.
+  virtual HeldBytes view_at(int64_t offset, size_t length, bool fetch) const {
+    (void)offset;
+    (void)length;
+    (void)fetch;
+    return {};
+  }
 
   // Exactly out.size() bytes; a short source raises FormatError naming `what`.
   void read_exact(int64_t offset, MutableByteSpan out, const char* what = "data") const;

@@ -40,12 +40,12 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-uint32_t entry_crc(const std::string& key, int64_t block, ByteSpan data) {
+uint32_t entry_crc(const std::string& key, int64_t block, ByteSpan data, ByteSpan more = {}) {
   uint32_t crc = crc32c(0, ByteSpan(reinterpret_cast<const uint8_t*>(key.data()), key.size()));
   uint8_t position[8];
   store_le64(position, uint64_t(block));
   crc = crc32c(crc, position);
-  return crc32c(crc, data);
+  return crc32c(crc32c(crc, data), more);
 }
 
 // An fd closed on every path.
@@ -109,7 +109,7 @@ bool DiskCache::has(const std::string& object_key, int64_t block) const {
   return ::access(entry_path(object_key, block).c_str(), F_OK) == 0;
 }
 
-bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSpan out) {
+bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSpan out, MutableByteSpan rest) {
   const fs::path path = entry_path(object_key, block);
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) {
@@ -131,10 +131,11 @@ bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSp
   thread_local std::string key;
   key.resize(object_key.size());
   uint8_t beyond = 0;
-  iovec parts[4] = {{header, kHeaderSize}, {key.data(), key.size()}, {out.data(), out.size()}, {&beyond, 1}};
+  iovec parts[5] = {{header, kHeaderSize}, {key.data(), key.size()}, {out.data(), out.size()},
+                    {rest.data(), rest.size()}, {&beyond, 1}};
   ssize_t got;
   do {
-    got = ::preadv(fd.get(), parts, 4, 0);
+    got = ::preadv(fd.get(), parts, 5, 0);
   } while (got < 0 && errno == EINTR);
   if (got < ssize_t(kHeaderSize)) return miss(got < 0 ? "cannot read it" : "no entry header");
   if (std::memcmp(header, kFirstMagic, 8) == 0) {
@@ -150,10 +151,10 @@ bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSp
   const uint32_t crc = load_le32(header + 24);
   // Another object's block under the same name (a hash collision): not ours, not damaged.
   if (key_len != object_key.size() || stored_block != block) return miss(nullptr);
-  if (data_len != out.size()) return miss("wrong length");
+  if (data_len != out.size() + rest.size()) return miss("wrong length");
   if (uint64_t(got) != kHeaderSize + key_len + data_len) return miss("wrong file size");
   if (key != object_key) return miss(nullptr);
-  if (entry_crc(key, block, out) != crc) return miss("checksum mismatch");
+  if (entry_crc(key, block, out, rest) != crc) return miss("checksum mismatch");
   // Recently used: the eviction order is the entries' modification times.
   ::futimens(fd.get(), nullptr);
   ++hits_;

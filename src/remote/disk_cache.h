@@ -49,7 +49,11 @@ class DiskCache {
   // The same, read straight into `out` (exactly the block's size): true when
   // it holds the block, checked; false otherwise (`out` then holds anything).
   // One open and one preadv. Never throws.
-  bool read(const std::string& object_key, int64_t block, MutableByteSpan out);
+  bool read(const std::string& object_key, int64_t block, MutableByteSpan out) { return read(object_key, block, out, {}); }
+  // The same, the block's first out.size() bytes into `out` and the rest into
+  // `rest` (out.size() + rest.size() is the block's size): a reader that wants
+  // the block's head gets it in place, and its neighbour the tail.
+  bool read(const std::string& object_key, int64_t block, MutableByteSpan out, MutableByteSpan rest);
   // Whether an entry for the block is there (unchecked: reading it may still miss).
   bool has(const std::string& object_key, int64_t block) const;
   // Keeps `bytes` as block `block` of `object_key`, evicting what it must.

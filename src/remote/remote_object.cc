@@ -19,6 +19,10 @@ namespace {
 // The first request of an object fetches this much: a frame's header, a
 // small frame whole, the start of a zip.
 constexpr int64_t kOpenBytes = 64 << 10;
+// A read of a disk-cache block's head at least this long goes in place, the
+// block's tail to memory; a shorter one (a chunk header, a small random
+// read) reads the whole block into memory, where the reads after it find it.
+constexpr size_t kMinSplitRead = 64 << 10;
 // A multipart answer's headers and boundaries on top of the bytes asked for.
 constexpr int64_t kMultipartOverhead = 4096;
 // A read that misses fetches at least this much.
@@ -291,7 +295,7 @@ void RemoteObject::store_on_disk(DiskCache& disk, int64_t start, const Bytes& by
 
 std::string RemoteObject::disk_key() const { return url_.display() + "\n" + identity_.text(); }
 
-RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start) const {
+RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch) const {
   RangeCache& cache = client_->range_cache();
   for (;;) {
     std::shared_ptr<std::promise<Extent>> promise;
@@ -318,6 +322,7 @@ RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64
         }
         continue;
       }
+      if (!fetch) return nullptr;
       fetch_start = offset;
       fetch_end = std::min(size(), offset + std::max(want, kMinFetch));
       if (DiskCache* disk = client_->disk_cache()) {
@@ -376,10 +381,30 @@ size_t RemoteObject::read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan
   const int64_t b = DiskCache::kBlockSize;
   const int64_t block = at / b, block_start = block * b, block_end = std::min(size(), block_start + b);
   const size_t block_size = size_t(block_end - block_start);
-  if (at == block_start && out.size() >= block_size) {
+  const size_t head = size_t(at - block_start), tail = size_t(block_end - at);
+  if (head == 0 && out.size() >= block_size) {
     if (!disk.read(disk_key(), block, out.first(block_size))) return 0;
     client_->count_disk_cache_hit();
     return block_size;
+  }
+  if (head == 0 && out.size() >= kMinSplitRead) {
+    // A reader ending inside the block (a chunk's last bytes) takes its part
+    // in place; the rest stays in memory for the next chunk's reader.
+    Bytes rest = client_->body_pool().take(block_size - out.size());
+    rest.resize(block_size - out.size());
+    if (!disk.read(disk_key(), block, out, rest)) return 0;
+    client_->count_disk_cache_hit();
+    client_->range_cache().insert(cache_id_, at + int64_t(out.size()), client_->body_pool().adopt(std::move(rest)));
+    return out.size();
+  }
+  if (head > 0 && out.size() >= tail) {
+    // A reader starting inside the block and reading past its end (its
+    // head, which the checksum covers, was wanted before and left memory).
+    thread_local Bytes skipped;
+    skipped.resize(head);
+    if (!disk.read(disk_key(), block, skipped, out.first(tail))) return 0;
+    client_->count_disk_cache_hit();
+    return tail;
   }
   Bytes bytes = client_->body_pool().take(block_size);
   bytes.resize(block_size);
@@ -418,6 +443,37 @@ size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
     done += take;
   }
   return n;
+}
+
+bool RemoteObject::held(int64_t offset, int64_t length) const {
+  const int64_t b = DiskCache::kBlockSize, end = std::min(size(), offset + std::max<int64_t>(length, 0));
+  DiskCache* disk = client_->disk_cache();
+  for (int64_t at = std::max<int64_t>(offset, 0); at < end;) {
+    if (const int64_t memory = held_until(at); memory > at) {
+      at = memory;
+      continue;
+    }
+    if (!disk || !disk->has(disk_key(), at / b)) return false;
+    at = (at / b + 1) * b;
+  }
+  return true;
+}
+
+HeldBytes RemoteObject::view_at(int64_t offset, size_t length, bool fetch) const {
+  if (offset < 0 || length == 0 || offset > size() || int64_t(length) > size() - offset) return {};
+  int64_t start = 0;
+  Extent extent;
+  if (client_->disk_cache()) {
+    check_unchanged();
+    extent = client_->range_cache().find(cache_id_, offset, &start);
+    if (!extent) return {};
+    client_->count_cache_hit();
+  } else if (!(extent = extent_at(offset, int64_t(length), &start, fetch))) {
+    return {};
+  }
+  // An extent ending inside the range: read_at joins it with the next.
+  if (offset - start + int64_t(length) > int64_t(extent->size())) return {};
+  return {extent, ByteSpan(extent->data() + (offset - start), length), extent->capacity()};
 }
 
 void RemoteObject::will_read(int64_t offset, int64_t length) const {

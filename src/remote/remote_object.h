@@ -45,6 +45,11 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
 
   int64_t size() const override { return identity_.size; }
   size_t read_at(int64_t offset, MutableByteSpan out) const override;
+  bool held(int64_t offset, int64_t length) const override;
+  // A fetched extent holding the whole range: in memory, in flight, or (with
+  // `fetch`) fetched now. With a disk cache only one in memory: the disk's
+  // blocks are read straight into the reader's buffer.
+  HeldBytes view_at(int64_t offset, size_t length, bool fetch) const override;
   std::string name() const override { return url_.display(); }
   void will_read(int64_t offset, int64_t length) const override;
   bool prefetch(int64_t offset, int64_t length) const override;
@@ -71,14 +76,16 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   // fetch(), then kept on disk when the mount has a disk cache.
   Extent fetch_blocks(int64_t start, int64_t end) const;
   // Cached, in flight, or fetched now: the extent holding `offset`, reading up to `want`.
-  Extent extent_at(int64_t offset, int64_t want, int64_t* start) const;
+  // Without `fetch`: only one held or in flight (null when neither).
+  Extent extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch = true) const;
   // With a disk cache: where a fetch of the blocks from `start` (aligned) should
   // end, before `end`: at the first block after `start` the disk holds.
   int64_t missing_run_end(const DiskCache& disk, int64_t start, int64_t end) const;
-  // The disk cache's block holding `at`, read by the calling thread: a whole
-  // block wanted from its start goes straight into `out` (its size returned);
-  // a part of one is read whole into memory, where its neighbour's reader
-  // finds it (*extent, *start set, 0 returned). 0 and no extent: not on disk.
+  // The disk cache's block holding `at`, read by the calling thread: what
+  // `out` wants of it goes straight there (the count returned), a tail it
+  // does not want into memory for the next reader; a small part of one is
+  // read whole into memory, where its neighbours' readers find it (*extent,
+  // *start set, 0 returned). 0 and no extent: not on disk.
   size_t read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan out, Extent* extent, int64_t* start) const;
   // Throws when the object changed on the server.
   void check_unchanged() const;

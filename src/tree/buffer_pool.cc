@@ -1,5 +1,6 @@
 #include "buffer_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -23,6 +24,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   if (this != &other) {
     release();
     pool_ = std::move(other.pool_);
+    borrowed_ = std::move(other.borrowed_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     capacity_ = std::exchange(other.capacity_, 0);
@@ -30,8 +32,19 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   return *this;
 }
 
+PooledBuffer PooledBuffer::borrow(HeldBytes held) {
+  PooledBuffer b;
+  b.borrowed_ = std::move(held.holder);
+  b.data_ = const_cast<uint8_t*>(held.bytes.data());  // read only (mutable_bytes is not for it)
+  b.size_ = held.bytes.size();
+  b.capacity_ = std::max(held.held, held.bytes.size());
+  return b;
+}
+
 void PooledBuffer::release() {
-  if (data_) {
+  if (borrowed_) {
+    borrowed_.reset();
+  } else if (data_) {
     if (pool_) pool_->give_back(data_, capacity_);
     else std::free(data_);
   }

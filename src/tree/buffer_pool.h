@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 
+#include "byte_source.h"
 #include "bytes.h"
 
 namespace blosc2fs {
@@ -20,10 +21,13 @@ namespace blosc2fs {
 class BufferPool;
 
 // Uninitialised bytes of a fixed size; returns its memory to the pool it came
-// from when destroyed. Move-only.
+// from when destroyed. Move-only. Or, borrowed, bytes that another owner keeps
+// in memory (a remote extent), viewed without a copy: never written, kept
+// alive until released.
 class PooledBuffer {
  public:
   PooledBuffer() = default;
+  static PooledBuffer borrow(HeldBytes held);
   ~PooledBuffer() { release(); }
   PooledBuffer(PooledBuffer&& other) noexcept { *this = std::move(other); }
   PooledBuffer& operator=(PooledBuffer&& other) noexcept;
@@ -34,13 +38,18 @@ class PooledBuffer {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   ByteSpan bytes() const { return {data_, size_}; }
+  // Not for a borrowed buffer (its owner's bytes are immutable).
   MutableByteSpan mutable_bytes() const { return {data_, size_}; }
+  bool borrowed() const { return borrowed_ != nullptr; }
+  // The memory this buffer keeps: its size, or all its lender's memory.
+  size_t footprint() const { return borrowed_ ? capacity_ : size_; }
   // Gives the memory back now.
   void release();
 
  private:
   friend class BufferPool;
   std::shared_ptr<BufferPool> pool_;
+  std::shared_ptr<const void> borrowed_;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;

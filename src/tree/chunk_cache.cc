@@ -45,8 +45,10 @@ struct ChunkCache::Entry : CachedChunk {
   uint64_t charged = 0;
 };
 
-ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes)
-    : loader_(loader), budget_(budget_bytes), pool_(BufferPool::create(size_t(std::min(budget_bytes, kPoolBytes)))) {}
+ChunkCache::ChunkCache(ChunkLoader& loader, uint64_t budget_bytes, std::shared_ptr<BufferPool> pool)
+    : loader_(loader),
+      budget_(budget_bytes),
+      pool_(pool ? std::move(pool) : BufferPool::create(size_t(std::min(budget_bytes, kPoolBytes)))) {}
 
 ChunkCache::~ChunkCache() = default;
 
@@ -94,7 +96,7 @@ std::shared_ptr<ChunkCache::Entry> ChunkCache::acquire(int64_t n, std::unique_lo
       lock.unlock();  // the entry may die with this frame
       throw;
     }
-    charge(*entry, entry->stored.size());
+    charge(*entry, entry->stored.footprint());
     return entry;
   }
   lock = std::unique_lock(entry->mutex);
@@ -245,7 +247,7 @@ void ChunkCache::finish(Entry& entry) {
   entry.complete = true;
   entry.decoder.reset();
   entry.filler.reset();
-  const uint64_t stored = entry.stored.size();
+  const uint64_t stored = entry.stored.footprint();
   entry.stored.release();
   uncharge(entry, stored);
 }
@@ -309,7 +311,7 @@ size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   entry = acquire(n, lock, &wish);
   if (entry->complete && entry->stored.empty()) {  // dropped after decoding: load again
     entry->stored = loader_.load(n, *pool_);
-    charge(*entry, entry->stored.size());
+    charge(*entry, entry->stored.footprint());
   }
   // Copied under the lock: completing the chunk's decoding drops the stored bytes.
   const int64_t size = int64_t(entry->stored.size());

@@ -118,7 +118,8 @@ class ChunkCache {
   // Released buffers kept for reuse: at most this, and at most the budget.
   static constexpr uint64_t kPoolBytes = 64 << 20;
 
-  ChunkCache(ChunkLoader& loader, uint64_t budget_bytes);
+  // `pool`: where buffers are reused (null: a pool of its own).
+  ChunkCache(ChunkLoader& loader, uint64_t budget_bytes, std::shared_ptr<BufferPool> pool = nullptr);
   ~ChunkCache();
   ChunkCache(const ChunkCache&) = delete;
   ChunkCache& operator=(const ChunkCache&) = delete;

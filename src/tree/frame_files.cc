@@ -77,10 +77,12 @@ std::shared_ptr<const Frame> FrameChunkLoader::current() const {
 PooledBuffer FrameChunkLoader::load(int64_t n, BufferPool& pool) {
   try {
     PooledBuffer stored;
-    current()->read_raw_chunk_into(n, [&](size_t cbytes) {  // its errors name the chunk already
+    // A remote frame's chunk inside one fetched extent is decoded from there.
+    HeldBytes viewed = current()->read_raw_chunk_viewed(n, [&](size_t cbytes) {  // its errors name the chunk already
       stored = pool.take(cbytes);
       return stored.data();
     });
+    if (viewed) return PooledBuffer::borrow(std::move(viewed));
     return stored;
   } catch (const IoError& e) {
     // A sparse frame's chunk file that is gone: the frame is damaged, not the request.

@@ -143,6 +143,14 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
   if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
     return std::nullopt;
   LoadedChunk loaded;
+  // Fetched ahead (a sequential reader's prefetch): nothing to save, and
+  // decoded from where it arrived, without a copy.
+  if (HeldBytes held = place->source->view_at(place->pos, size_t(h.cbytes), false)) {
+    loaded.stored = PooledBuffer::borrow(std::move(held));
+    return loaded;
+  }
+  // On local disk (a disk cache): nothing to save either; read whole, in place.
+  if (place->source->held(place->pos, h.cbytes)) return std::nullopt;
   loaded.stored = pool.take(size_t(h.cbytes));
   auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), *place, loaded.stored.data());
   // The header, the block-start table and the dictionary's size field; then

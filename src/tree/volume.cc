@@ -33,7 +33,7 @@ std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n
 }  // namespace
 
 Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
-    : path_(frame_path), options_(std::move(options)), cache_(loader_, options_.cache_budget), overlay_(cache_) {
+    : path_(frame_path), options_(std::move(options)), cache_(loader_, options_.cache_budget, options_.buffer_pool), overlay_(cache_) {
   if (options_.frame_source) options_.writable = false;
   if (options_.writable) editor_ = std::make_unique<FrameEditor>(path_, 0, options_.edit);
   auto [frame, stamp] = open_committed_frame();

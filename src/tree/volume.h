@@ -66,6 +66,10 @@ struct VolumeOptions {
   // The tree shows the frame's owner, group and permissions (tree_access.h), but for these.
   AccessOverrides access;
   uint64_t cache_budget = 64 << 20;
+  // Where the chunk cache's buffers come back for reuse: shared by the leaves
+  // of a store (each with a small share of the budget, none of which could
+  // keep a chunk's buffer alone); null: the Volume's own.
+  std::shared_ptr<BufferPool> buffer_pool;
   // Size of the chunks data appends make in a frame without a fixed chunksize
   // (a new empty frame: -o create's chunksize=).
   int64_t preferred_chunksize = 1 << 20;

@@ -214,6 +214,34 @@ TEST(ChunkCache, StaysWithinTheBudget) {
   EXPECT_EQ(s.misses, 10u);
 }
 
+// Stored bytes viewed in a bigger buffer another owner keeps (a remote
+// extent): charged for all that buffer while held, let go when the chunk is complete.
+class LendingLoader : public FakeLoader {
+ public:
+  static constexpr size_t kLenderSize = 10 * size_t(kStoredSize);
+  std::weak_ptr<const Bytes> last_lender;
+
+  PooledBuffer load(int64_t n, BufferPool&) override {
+    auto lender = std::make_shared<Bytes>(kLenderSize, uint8_t(n));
+    last_lender = lender;
+    return PooledBuffer::borrow({lender, ByteSpan(lender->data() + 100, size_t(kStoredSize)), lender->size()});
+  }
+};
+
+TEST(ChunkCache, BorrowedStoredBytesAreChargedForAllTheyKeep) {
+  LendingLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::vector<uint8_t> buf(size_t(loader.nbytes / 4));
+  ASSERT_EQ(cache.read(0, 0, buf), buf.size());
+  expect_pattern(0, 0, buf);
+  EXPECT_FALSE(loader.last_lender.expired());
+  EXPECT_EQ(cache.stats().bytes, LendingLoader::kLenderSize + uint64_t(loader.nbytes));
+  buf.resize(size_t(loader.nbytes) - buf.size());
+  cache.read(0, loader.nbytes / 4, buf);  // the rest: complete, retired
+  EXPECT_TRUE(loader.last_lender.expired());
+  EXPECT_EQ(cache.stats().bytes, 0u);
+}
+
 TEST(ChunkCache, ChunksReadToTheEndAreRetired) {
   FakeLoader loader;
   ChunkCache cache(loader, 1 << 30);

@@ -156,6 +156,32 @@ TEST(DiskCache, BlocksAreReadStraightIntoTheCallersBuffer) {
   EXPECT_FALSE(cache.read(key, 3, out));
 }
 
+TEST(DiskCache, ABlockSplitBetweenTwoBuffersIsCheckedWhole) {
+  TempDir tmp;
+  DiskCache cache(tmp.path() / "c", 8 * kBlock);
+  const std::string key = "https://h/z.b2frame\n\"e\"";
+  const Bytes block = block_bytes(6);
+  cache.store(key, 1, block);
+  Bytes head(1000), tail(kBlock - 1000);
+  ASSERT_TRUE(cache.read(key, 1, head, tail));
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), block.begin()));
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), block.begin() + 1000));
+  // A damaged byte in the tail fails the check of the whole (and removes it).
+  auto files = entries(tmp.path() / "c");
+  ASSERT_EQ(files.size(), 1u);
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-5, std::ios::end);
+    f.put(char(0x5a ^ block[size_t(kBlock) - 5]));
+  }
+  EXPECT_FALSE(cache.read(key, 1, head, tail));
+  EXPECT_EQ(cache.counters().corrupt, 1u);
+  EXPECT_FALSE(cache.has(key, 1));
+  cache.store(key, 1, block);
+  Bytes short_tail(kBlock - 1001);
+  EXPECT_FALSE(cache.read(key, 1, head, short_tail));  // the parts must make the whole block
+}
+
 TEST(DiskCache, EntriesOfTheFirstFormatAreMissesRemovedNotDamage) {
   TempDir tmp;
   DiskCache cache(tmp.path() / "c", 8 * kBlock);
