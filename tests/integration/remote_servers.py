@@ -99,6 +99,14 @@ class _Server:
     def __exit__(self, *exc):
         self.stop()
 
+    def _place(self, root, workdir, name):
+        """A web server's root, its own folder under `workdir`, a free port and its access log."""
+        self.root = os.path.abspath(root)
+        self.workdir = os.path.join(workdir, name)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = free_ports(1)[0]
+        self.access_log = os.path.join(self.workdir, "access.log")
+
     def _launch(self, args, log, **kwargs):
         # setpriv --pdeathsig: the server dies with the test process even when
         # that is SIGKILLed (a ctest timeout), where atexit never runs.
@@ -144,11 +152,7 @@ class Nginx(_Server):
         """tls: (certificate, key) files; basic_auth: an htpasswd file; bearer: a token
         that requests must send as "Authorization: Bearer TOKEN"; autoindex: "html" or
         "json" lists directories (an index.html in one is served instead)."""
-        self.root = os.path.abspath(root)
-        self.workdir = os.path.join(workdir, "nginx" + (f"-autoindex-{autoindex}" if autoindex else ""))
-        os.makedirs(self.workdir, exist_ok=True)
-        self.port = free_ports(1)[0]
-        self.access_log = os.path.join(self.workdir, "access.log")
+        self._place(root, workdir, "nginx" + (f"-autoindex-{autoindex}" if autoindex else ""))
         ranges = f"max_ranges {max_ranges};" if max_ranges is not None else ""
         index = {None: "", "html": "autoindex on;", "json": "autoindex on; autoindex_format json;"}[autoindex]
         conf = os.path.join(self.workdir, "nginx.conf")
@@ -226,11 +230,7 @@ class Lighttpd(_Server):
     (mod_dirlisting) and an access log of request paths."""
 
     def __init__(self, root, workdir):
-        self.root = os.path.abspath(root)
-        self.workdir = os.path.join(workdir, "lighttpd")
-        os.makedirs(self.workdir, exist_ok=True)
-        self.port = free_ports(1)[0]
-        self.access_log = os.path.join(self.workdir, "access.log")
+        self._place(root, workdir, "lighttpd")
         conf = os.path.join(self.workdir, "lighttpd.conf")
         with open(conf, "w") as f:
             f.write(f"""server.document-root = "{self.root}"
@@ -266,11 +266,7 @@ class Apache(_Server):
     (FancyIndexing, HTMLTable) and an access log of request paths."""
 
     def __init__(self, root, workdir):
-        self.root = os.path.abspath(root)
-        self.workdir = os.path.join(workdir, "apache2")
-        os.makedirs(self.workdir, exist_ok=True)
-        self.port = free_ports(1)[0]
-        self.access_log = os.path.join(self.workdir, "access.log")
+        self._place(root, workdir, "apache2")
         modules = "/usr/lib/apache2/modules"
         conf = os.path.join(self.workdir, "apache2.conf")
         with open(conf, "w") as f:
@@ -319,11 +315,7 @@ class Caddy(_Server):
     storage, HOME and the XDG directories) stays in the test's folder."""
 
     def __init__(self, root, workdir):
-        self.root = os.path.abspath(root)
-        self.workdir = os.path.join(workdir, "caddy")
-        os.makedirs(self.workdir, exist_ok=True)
-        self.port = free_ports(1)[0]
-        self.access_log = os.path.join(self.workdir, "access.log")
+        self._place(root, workdir, "caddy")
         conf = os.path.join(self.workdir, "Caddyfile")
         with open(conf, "w") as f:
             f.write(f"""{{
