@@ -116,10 +116,22 @@ class _Server:
                                      start_new_session=True, **kwargs)
         _RUNNING.append(self)
 
-    def stop(self):
-        _stop_process(self.proc)
+    def _start(self, name, args, failure_log="stdout.log", **kwargs):
+        """Launches a web server placed by _place() and waits until its port answers;
+        a server that exits first fails with the end of `failure_log` (in its folder)."""
+        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
+        self._launch(args, self._log, **kwargs)
+        self.url = f"http://127.0.0.1:{self.port}"
+        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, name)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{name} exited: {open(os.path.join(self.workdir, failure_log)).read()[-2000:]}")
+
+    def stop(self, grace=10):
+        _stop_process(self.proc, grace=grace)
         if self in _RUNNING:
             _RUNNING.remove(self)
+        if getattr(self, "_log", None):
+            self._log.close()
 
 
 def _http_status(url, headers=None):
@@ -207,10 +219,9 @@ http {{
                                     "bytes": int(m[5])})
         return entries
 
-    def stop(self):
-        super().stop()
-        if getattr(self, "_log", None):
-            self._log.close()
+
+# `METHOD "PATH" STATUS`: how lighttpd's and apache2's access logs are configured here.
+QUOTED_REQUEST_LOG = r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)'
 
 
 def read_access_log(path, pattern):
@@ -244,21 +255,11 @@ dir-listing.activate = "enable"
 dir-listing.encoding = "utf-8"
 """)
         lighttpd = shutil.which("lighttpd") or "/usr/sbin/lighttpd"
-        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
-        self._launch([lighttpd, "-D", "-f", conf], self._log)
-        self.url = f"http://127.0.0.1:{self.port}"
-        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "lighttpd")
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"lighttpd exited: {open(os.path.join(self.workdir, 'stdout.log')).read()[-2000:]}")
+        self._start("lighttpd", [lighttpd, "-D", "-f", conf])
 
     def requests(self):
         """Every request so far: dicts of method, path (undecoded), status."""
-        return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
-
-    def stop(self):
-        super().stop()
-        if getattr(self, "_log", None):
-            self._log.close()
+        return read_access_log(self.access_log, QUOTED_REQUEST_LOG)
 
 
 class Apache(_Server):
@@ -290,21 +291,11 @@ DocumentRoot {self.root}
 </Directory>
 """)
         apache2 = shutil.which("apache2") or "/usr/sbin/apache2"
-        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
-        self._launch([apache2, "-f", conf, "-DFOREGROUND"], self._log)
-        self.url = f"http://127.0.0.1:{self.port}"
-        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "apache2")
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"apache2 exited: {open(os.path.join(self.workdir, 'error.log')).read()[-2000:]}")
+        self._start("apache2", [apache2, "-f", conf, "-DFOREGROUND"], failure_log="error.log")
 
     def requests(self):
         """Every request so far: dicts of method, path (decoded), status."""
-        return read_access_log(self.access_log, r'(?P<method>\S+) "(?P<path>[^"]*)" (?P<status>\d+)')
-
-    def stop(self):
-        super().stop()
-        if getattr(self, "_log", None):
-            self._log.close()
+        return read_access_log(self.access_log, QUOTED_REQUEST_LOG)
 
 
 class Caddy(_Server):
@@ -336,12 +327,7 @@ http://127.0.0.1:{self.port} {{
         caddy = shutil.which("caddy") or "/usr/bin/caddy"
         env = dict(os.environ, HOME=self.workdir, XDG_DATA_HOME=os.path.join(self.workdir, "data"),
                    XDG_CONFIG_HOME=os.path.join(self.workdir, "config"), XDG_CACHE_HOME=os.path.join(self.workdir, "cache"))
-        self._log = open(os.path.join(self.workdir, "stdout.log"), "w")
-        self._launch([caddy, "run", "--config", conf, "--adapter", "caddyfile"], self._log, cwd=self.workdir, env=env)
-        self.url = f"http://127.0.0.1:{self.port}"
-        _wait_for(lambda: _port_open(self.port) or self.proc.poll() is not None, START_PATIENCE, "caddy")
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"caddy exited: {open(os.path.join(self.workdir, 'stdout.log')).read()[-2000:]}")
+        self._start("caddy", [caddy, "run", "--config", conf, "--adapter", "caddyfile"], cwd=self.workdir, env=env)
 
     def requests(self):
         """Every request so far: dicts of method, path (undecoded, without the query), status."""
@@ -360,11 +346,6 @@ http://127.0.0.1:{self.port} {{
             pass
         return out
 
-    def stop(self):
-        super().stop()
-        if getattr(self, "_log", None):
-            self._log.close()
-
 
 class PlainHttpServer(_Server):
     """python -m http.server: answers every GET with 200 and the whole file."""
@@ -376,11 +357,6 @@ class PlainHttpServer(_Server):
                       "--directory", root], self._log)
         self.url = f"http://127.0.0.1:{self.port}"
         _wait_for(lambda: _http_status(self.url + "/") is not None, START_PATIENCE, "python -m http.server")
-
-    def stop(self):
-        super().stop()
-        if getattr(self, "_log", None):
-            self._log.close()
 
 
 class SeaweedS3(_Server):
@@ -459,11 +435,7 @@ class SeaweedS3(_Server):
 
     def stop(self):
         # SeaweedFS may take long to stop on SIGTERM: a short grace, then SIGKILL.
-        _stop_process(self.proc, grace=5)
-        if self in _RUNNING:
-            _RUNNING.remove(self)
-        if getattr(self, "_log", None):
-            self._log.close()
+        super().stop(grace=5)
 
 
 class FaultProxy:
