@@ -130,6 +130,21 @@ def write_hostile_store(root, place, host, port, extra_links=""):
     subprocess.run(["chmod", "-R", "a+rX", top], check=True)
 
 
+def honest_store_behind(h, root, nginx, path, what):
+    """Mounts nginx's `path` and checks it reads as the local py-dict.b2d; the paths nginx was asked for."""
+    local = h.mount(os.path.join(root, "py-dict.b2d"), ["-o", "ro"])
+    before = len(nginx.requests())
+    try:
+        remote = h.mount(nginx.url + path)
+        try:
+            same_trees(local, remote, what)
+        finally:
+            h.unmount(remote)
+    finally:
+        h.unmount(local)
+    return [q["path"] for q in nginx.requests()[before:]]
+
+
 def hostile_indexes(h, root, nginx):
     """Links out of the place are ignored: the store reads as the honest one, and the
     daemon asks nginx for nothing outside the place (its access log)."""
@@ -137,17 +152,7 @@ def hostile_indexes(h, root, nginx):
     shutil.copy(os.path.join(root, "py-dict.b2d", "big.b2nd"), os.path.join(root, "secret.b2nd"))
     os.chmod(os.path.join(root, "secret.b2nd"), 0o644)
     write_hostile_store(root, "evil.b2d", host, nginx.port)
-    local = h.mount(os.path.join(root, "py-dict.b2d"), ["-o", "ro"])
-    before = len(nginx.requests())
-    try:
-        remote = h.mount(f"{nginx.url}/evil.b2d")
-        try:
-            same_trees(local, remote, "a store behind hostile indexes")
-        finally:
-            h.unmount(remote)
-    finally:
-        h.unmount(local)
-    asked = [q["path"] for q in nginx.requests()[before:]]
+    asked = honest_store_behind(h, root, nginx, "/evil.b2d", "a store behind hostile indexes")
     outside = [p for p in asked if p != "/evil.b2d" and not p.startswith("/evil.b2d/")]
     check(not outside, f"asked for paths outside the place: {outside}")
     # nginx logs the index.html it served for a directory's URL.
@@ -168,17 +173,7 @@ def hostile_json_index(h, root, nginx):
         with open(os.path.join(base, "index.html"), "w") as f:
             f.write("[\n" + ",\n".join(entries) + "\n]\n")
     subprocess.run(["chmod", "-R", "a+rX", top], check=True)
-    local = h.mount(os.path.join(root, "py-dict.b2d"), ["-o", "ro"])
-    before = len(nginx.requests())
-    try:
-        remote = h.mount(f"{nginx.url}/evil-json.b2d/")
-        try:
-            same_trees(local, remote, "a store behind a hostile JSON index")
-        finally:
-            h.unmount(remote)
-    finally:
-        h.unmount(local)
-    asked = [q["path"] for q in nginx.requests()[before:]]
+    asked = honest_store_behind(h, root, nginx, "/evil-json.b2d/", "a store behind a hostile JSON index")
     outside = [p for p in asked if not p.startswith("/evil-json.b2d/")]
     check(not outside, f"asked for paths outside the place: {outside}")
 
