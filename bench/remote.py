@@ -280,11 +280,25 @@ def make_noisy_frame():
     return path
 
 
+def machine_busy():
+    """CPU seconds all cores of the machine have been busy so far (user, nice, system,
+    irq, softirq from /proc/stat): the daemon, cat and the servers alike."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(run):
+    """(seconds, machine CPU-s) that `run()` takes."""
+    busy, start = machine_busy(), time.monotonic()
+    run()
+    return time.monotonic() - start, machine_busy() - busy
+
+
 def timed_cat(paths):
-    """Seconds `cat` takes to read `paths` to /dev/null."""
-    start = time.monotonic()
-    subprocess.run(["cat"] + list(paths), stdout=subprocess.DEVNULL, check=True)
-    return time.monotonic() - start
+    """(seconds, machine CPU-s) of `cat` reading `paths` to /dev/null."""
+    return timed(lambda: subprocess.run(["cat"] + list(paths), stdout=subprocess.DEVNULL, check=True))
 
 
 def raw_files(mnt):
@@ -304,15 +318,15 @@ def daemon_cpu(mnt):
 
 
 def timed_mount_cat(frame, mnt, options=(), env=None, raw=False):
-    """A fresh mount of `frame`, `cat data` (or `cat raw/*`) timed; (seconds, counters, cpu)."""
+    """A fresh mount of `frame`, `cat data` (or `cat raw/*`) timed; (seconds, machine CPU-s, counters, cpu)."""
     mount(frame, mnt, options, env)
     try:
-        t = timed_cat(raw_files(mnt) if raw else [os.path.join(mnt, "data")])
+        t, busy = timed_cat(raw_files(mnt) if raw else [os.path.join(mnt, "data")])
         counters = source(mnt) if "://" in frame else None
         cpu = daemon_cpu(mnt)
     finally:
         unmount(mnt)
-    return t, counters, cpu
+    return t, busy, counters, cpu
 
 
 def loadavg():
@@ -344,43 +358,57 @@ def noisy_rows(nginx, frame, local_mnt, remote_mnt):
         timed_mount_cat(url, remote_mnt, cache_opts)  # fills the disk cache
         timed_mount_cat(s3_url, remote_mnt, s3_opts, env)  # SeaweedFS's first read
         log(f"noisy rows: load average {loadavg()} at start")
-        t = {k: [] for k in ("local", "nginx", "s3", "warm", "local_raw", "nginx_raw", "curl", "curl_s3")}
+        keys = ("local", "nginx", "s3", "warm", "local_raw", "nginx_raw", "curl", "curl_s3")
+        t, busy = {k: [] for k in keys}, {k: [] for k in keys}
+
+        def record(key, measured):
+            t[key].append(measured[0])
+            busy[key].append(measured[1])
+            return measured
+
         for _ in range(RUNS):
-            t["local"].append(timed_mount_cat(frame, local_mnt, ["-o", "ro"])[0])
-            sec, nginx_counters, nginx_cpu = timed_mount_cat(url, remote_mnt)
-            t["nginx"].append(sec)
-            sec, s3_counters, _ = timed_mount_cat(s3_url, remote_mnt, s3_opts, env)
-            t["s3"].append(sec)
-            sec, warm_counters, _ = timed_mount_cat(url, remote_mnt, cache_opts)
-            t["warm"].append(sec)
-            t["local_raw"].append(timed_mount_cat(frame, local_mnt, ["-o", "ro"], raw=True)[0])
-            t["nginx_raw"].append(timed_mount_cat(url, remote_mnt, raw=True)[0])
-            start = time.monotonic()
-            subprocess.run(["curl", "-sf", "-o", "/dev/null", url], check=True)
-            t["curl"].append(time.monotonic() - start)
-            start = time.monotonic()
-            weed.fetch_object("bench", name, "/dev/null")
-            t["curl_s3"].append(time.monotonic() - start)
-        log(f"noisy rows: load average {loadavg()} at the end; times {json.dumps(t)}")
+            record("local", timed_mount_cat(frame, local_mnt, ["-o", "ro"]))
+            _, _, nginx_counters, nginx_cpu = record("nginx", timed_mount_cat(url, remote_mnt))
+            _, _, s3_counters, _ = record("s3", timed_mount_cat(s3_url, remote_mnt, s3_opts, env))
+            _, _, warm_counters, _ = record("warm", timed_mount_cat(url, remote_mnt, cache_opts))
+            record("local_raw", timed_mount_cat(frame, local_mnt, ["-o", "ro"], raw=True))
+            record("nginx_raw", timed_mount_cat(url, remote_mnt, raw=True))
+            record("curl", timed(lambda: subprocess.run(["curl", "-sf", "-o", "/dev/null", url], check=True)))
+            record("curl_s3", timed(lambda: weed.fetch_object("bench", name, "/dev/null")))
+        log(f"noisy rows: load average {loadavg()} at the end; times {json.dumps(t)}; machine CPU-s {json.dumps(busy)}")
     m = {k: median(v) for k, v in t.items()}
+    cpu = {k: median(v) for k, v in busy.items()}
+    cores = os.cpu_count()
+
+    def used(key):
+        """Machine CPU-s of a row and how much of all cores that kept busy."""
+        share = median([b / (cores * s) for b, s in zip(busy[key], t[key])])
+        return f"machine busy {cpu[key]:.2f} CPU-s ({share:.0%} of {cores} cores)"
 
     def secs(key):
         lo, hi = min(t[key]), max(t[key])
         return f"{m[key]:.2f} s ({lo:.2f}–{hi:.2f})" if len(t[key]) > 1 else f"{m[key]:.2f} s"
 
     what = f"a {NOISY_MB} MB noisy float32 frame ({stored / 1e6:.0f} MB stored, {ratio:.2f} ×, 4 MB chunks)"
-    local = f"local mount of the same page-cached file {secs('local')}"
+    local = f"local mount of the same page-cached file {secs('local')}, {used('local')}"
     for key, label, target in (("nginx", "from loopback nginx", 0.85), ("s3", "from SeaweedFS S3 on loopback", 0.75),
                                ("warm", "remount with a warm `cache_dir`", 0.9)):
         r = m["local"] / m[key]
         extra = ""
-        if key == "nginx":
-            extra = (f"; {nginx_counters['requests']} requests, {nginx_counters['bytes_fetched'] / 1e6:.0f} MB; "
-                     f"daemon CPU {nginx_cpu[0]:.2f} user + {nginx_cpu[1]:.2f} system s")
-        elif key == "s3":
-            extra = f"; {s3_counters['requests']} requests, {s3_counters['bytes_fetched'] / 1e6:.0f} MB"
+        if key in ("nginx", "s3"):
+            counters, transfer = (nginx_counters, "curl") if key == "nginx" else (s3_counters, "curl_s3")
+            # Both reads keep the cores about equally busy, so their times go as the CPU
+            # they need: the target leaves the transfer what it says of the local mount's.
+            budget = cpu["local"] * (1 / target - 1)
+            extra = (f"; {counters['requests']} requests, {counters['bytes_fetched'] / 1e6:.0f} MB; {used(key)}, "
+                     f"{cpu[key] - cpu['local']:.2f} more than the local mount; `curl -o /dev/null` of the object "
+                     f"alone costs the machine {cpu[transfer]:.2f} CPU-s, and at the local mount's use of the cores "
+                     f"≥ {target} × leaves {budget:.2f} CPU-s for the transfer")
+            if key == "nginx":
+                extra += f"; daemon CPU {nginx_cpu[0]:.2f} user + {nginx_cpu[1]:.2f} system s"
         else:
-            extra = f"; {warm_counters['disk_cache_hits']} disk-cache hits, {warm_counters['requests']} requests"
+            extra = (f"; {warm_counters['disk_cache_hits']} disk-cache hits, {warm_counters['requests']} requests; "
+                     f"{used('warm')}")
         row(f"remote: cold `cat data` of {what}, {label} (s)", f"{secs(key)} ({r:.2f} ×){extra}", local,
             f"≥ {target} × the local mount", verdict(r >= target))
     r = m["local_raw"] / m["nginx_raw"]

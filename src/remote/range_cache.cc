@@ -5,6 +5,10 @@ namespace blosc2fs {
 namespace {
 // Extents overlapping a lookup are few: a frame's head and tail, chunk extents.
 constexpr int kLookBack = 4;
+
+// What an extent costs the budget: all the memory its buffer holds, which a
+// pooled buffer's tail or a vector's spare room make more than its bytes.
+uint64_t charge(const Bytes& bytes) { return bytes.capacity(); }
 }  // namespace
 
 uint64_t RangeCache::new_object() {
@@ -22,7 +26,7 @@ std::shared_ptr<const Bytes> RangeCache::lookup(uint64_t object, int64_t offset,
     if (it->first + int64_t(it->second.bytes->size()) > offset) {
       if (use) {
         lru_.splice(lru_.begin(), lru_, it->second.lru);
-        if (it->second.unread) unread_ -= it->second.bytes->size();
+        if (it->second.unread) unread_ -= charge(*it->second.bytes);
         it->second.unread = false;
       }
       *start = it->first;
@@ -47,8 +51,8 @@ bool RangeCache::evict_to(uint64_t limit, bool spare_unread) {
     auto& extents = objects_[object];
     auto e = extents.find(start);
     if (spare_unread && e->second.unread) continue;
-    used_ -= e->second.bytes->size();
-    if (e->second.unread) unread_ -= e->second.bytes->size();
+    used_ -= charge(*e->second.bytes);
+    if (e->second.unread) unread_ -= charge(*e->second.bytes);
     extents.erase(e);
     if (extents.empty()) objects_.erase(object);
     it = lru_.erase(it);
@@ -57,17 +61,39 @@ bool RangeCache::evict_to(uint64_t limit, bool spare_unread) {
 }
 
 void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved) {
+  keep(object, start, std::move(bytes), reserved, false);
+}
+
+void RangeCache::insert_until_read(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes) {
+  keep(object, start, std::move(bytes), 0, true);
+}
+
+void RangeCache::read_to_end(uint64_t object, int64_t start, const Bytes* bytes) {
+  std::lock_guard lock(mutex_);
+  auto o = objects_.find(object);
+  if (o == objects_.end()) return;
+  auto e = o->second.find(start);
+  if (e == o->second.end() || !e->second.until_read || e->second.bytes.get() != bytes) return;
+  used_ -= charge(*bytes);
+  if (e->second.unread) unread_ -= charge(*bytes);
+  lru_.erase(e->second.lru);
+  o->second.erase(e);
+  if (o->second.empty()) objects_.erase(o);
+}
+
+void RangeCache::keep(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved,
+                      bool until_read) {
   std::lock_guard lock(mutex_);
   reserved_ -= std::min(reserved_, reserved);
-  const uint64_t size = bytes->size();
-  if (size == 0 || size > budget_) return;
+  const uint64_t size = charge(*bytes);
+  if (bytes->empty() || size > budget_) return;
   auto& extents = objects_[object];
-  const int64_t end = start + int64_t(size);
+  const int64_t end = start + int64_t(bytes->size());
   // Extents inside the new one are no longer needed.
   for (auto it = extents.lower_bound(start); it != extents.end() && it->first < end;) {
     if (it->first + int64_t(it->second.bytes->size()) <= end) {
-      used_ -= it->second.bytes->size();
-      if (it->second.unread) unread_ -= it->second.bytes->size();
+      used_ -= charge(*it->second.bytes);
+      if (it->second.unread) unread_ -= charge(*it->second.bytes);
       lru_.erase(it->second.lru);
       it = extents.erase(it);
     } else {
@@ -80,7 +106,7 @@ void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const By
   if (!evict_to(budget_ - size, true)) evict_to(budget_ - size, false);
   auto& target = objects_[object];
   lru_.emplace_front(object, start);
-  target[start] = Extent{std::move(bytes), lru_.begin(), reserved > 0};
+  target[start] = Extent{std::move(bytes), lru_.begin(), reserved > 0, until_read};
   used_ += size;
   if (reserved > 0) unread_ += size;
 }
@@ -103,8 +129,8 @@ void RangeCache::forget_object(uint64_t object) {
   auto o = objects_.find(object);
   if (o == objects_.end()) return;
   for (auto& [start, extent] : o->second) {
-    used_ -= extent.bytes->size();
-    if (extent.unread) unread_ -= extent.bytes->size();
+    used_ -= charge(*extent.bytes);
+    if (extent.unread) unread_ -= charge(*extent.bytes);
     lru_.erase(extent.lru);
   }
   objects_.erase(o);

@@ -2,6 +2,7 @@
 // bounded as a whole: fetched extents, least recently used first out, plus
 // room reserved for extents being fetched ahead of readers (prefetch), so
 // that what a mount holds never exceeds its budget however many files are read.
+// An extent is charged all the memory its buffer holds (its capacity).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,12 @@ class RangeCache {
   // extent (`reserved` > 0) is kept until it is first found: making room for
   // more prefetch never evicts what a reader has not read yet.
   void insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved = 0);
+  // Keeps a block read from the disk cache until a reader has read it to its
+  // end: reading it again costs a pread, and a sequential reader's blocks
+  // give their buffers back at once instead of filling the budget first.
+  void insert_until_read(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes);
+  // A reader has read `bytes`, the extent at `start`, to its end.
+  void read_to_end(uint64_t object, int64_t start, const Bytes* bytes);
   // Room for `n` bytes to be prefetched, when the budget allows it after
   // evicting extents already read, and what is prefetched and not yet read
   // stays within half the budget (the other half serves readers); false
@@ -45,7 +52,9 @@ class RangeCache {
     std::shared_ptr<const Bytes> bytes;
     std::list<std::pair<uint64_t, int64_t>>::iterator lru;
     bool unread = false;  // prefetched, not yet found
+    bool until_read = false;  // leaves when read to its end
   };
+  void keep(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved, bool until_read);
   std::shared_ptr<const Bytes> lookup(uint64_t object, int64_t offset, int64_t* start, bool use);
   // Evicts least recently used extents (sparing unread ones when asked) until
   // what is held fits `limit`; whether it does. Under mutex_.

@@ -389,12 +389,15 @@ size_t RemoteObject::read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan
   }
   if (head == 0 && out.size() >= kMinSplitRead) {
     // A reader ending inside the block (a chunk's last bytes) takes its part
-    // in place; the rest stays in memory for the next chunk's reader.
-    Bytes rest = client_->body_pool().take(block_size - out.size());
+    // in place; the rest stays in memory for the next chunk's reader. Its
+    // buffer is a whole block's, so that it comes back to the pool (which
+    // keeps buffers of a block and more) instead of costing fresh pages again.
+    Bytes rest = client_->body_pool().take(block_size);
     rest.resize(block_size - out.size());
     if (!disk.read(disk_key(), block, out, rest)) return 0;
     client_->count_disk_cache_hit();
-    client_->range_cache().insert(cache_id_, at + int64_t(out.size()), client_->body_pool().adopt(std::move(rest)));
+    client_->range_cache().insert_until_read(cache_id_, at + int64_t(out.size()),
+                                             client_->body_pool().adopt(std::move(rest)));
     return out.size();
   }
   if (head > 0 && out.size() >= tail) {
@@ -411,7 +414,7 @@ size_t RemoteObject::read_from_disk(DiskCache& disk, int64_t at, MutableByteSpan
   if (!disk.read(disk_key(), block, bytes)) return 0;
   client_->count_disk_cache_hit();
   *extent = client_->body_pool().adopt(std::move(bytes));
-  client_->range_cache().insert(cache_id_, block_start, *extent);
+  client_->range_cache().insert_until_read(cache_id_, block_start, *extent);
   *start = block_start;
   return 0;
 }
@@ -440,6 +443,7 @@ size_t RemoteObject::read_at(int64_t offset, MutableByteSpan out) const {
     const size_t from = size_t(at - start);
     const size_t take = std::min(n - done, extent->size() - from);
     std::memcpy(out.data() + done, extent->data() + from, take);
+    if (from + take == extent->size()) client_->range_cache().read_to_end(cache_id_, start, extent.get());
     done += take;
   }
   return n;

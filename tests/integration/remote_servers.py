@@ -187,6 +187,7 @@ http {{
     listen 127.0.0.1:{self.port}{" ssl" if tls else ""};
     root {self.root};
     etag on;
+    sendfile on;
     {ranges}
     {index}
     {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""}

@@ -177,5 +177,37 @@ TEST(RangeCache, TheBudgetHoldsAndUnreadPrefetchIsKeptUntilRead) {
   EXPECT_EQ(cache.held(), 50u);
 }
 
+TEST(RangeCache, AnExtentIsChargedAllTheMemoryItsBufferHolds) {
+  RangeCache cache(150);
+  const uint64_t a = cache.new_object();
+  Bytes roomy;
+  roomy.reserve(100);
+  roomy.assign(10, uint8_t(7));
+  cache.insert(a, 0, std::make_shared<const Bytes>(std::move(roomy)));
+  EXPECT_EQ(cache.held(), 100u);
+  int64_t start = -1;
+  EXPECT_FALSE(cache.find(a, 10, &start));  // its bytes, not its room, are what it covers
+  cache.insert(a, 1000, bytes_of(60));      // 160 would exceed the budget: the first one goes
+  EXPECT_EQ(cache.held(), 60u);
+  EXPECT_FALSE(cache.find(a, 0, &start));
+}
+
+TEST(RangeCache, ABlockKeptUntilReadLeavesWhenReadToItsEnd) {
+  RangeCache cache(100);
+  const uint64_t a = cache.new_object();
+  const auto block = bytes_of(20), other = bytes_of(20), kept = bytes_of(20);
+  cache.insert_until_read(a, 0, block);
+  cache.insert(a, 20, kept);
+  int64_t start = -1;
+  ASSERT_EQ(cache.find(a, 5, &start), block);
+  cache.read_to_end(a, 0, other.get());  // not the extent held there: nothing leaves
+  cache.read_to_end(a, 20, kept.get());  // kept until evicted: stays
+  EXPECT_EQ(cache.held(), 40u);
+  cache.read_to_end(a, 0, block.get());
+  EXPECT_EQ(cache.held(), 20u);
+  EXPECT_FALSE(cache.find(a, 5, &start));
+  EXPECT_EQ(cache.find(a, 25, &start), kept);
+}
+
 }  // namespace
 }  // namespace blosc2fs
