@@ -477,6 +477,8 @@ HeldBytes RemoteObject::view_at(int64_t offset, size_t length, bool fetch) const
   }
   // An extent ending inside the range: read_at joins it with the next.
   if (offset - start + int64_t(length) > int64_t(extent->size())) return {};
+  if (offset - start + int64_t(length) == int64_t(extent->size()))
+    client_->range_cache().read_to_end(cache_id_, start, extent.get());
   return {extent, ByteSpan(extent->data() + (offset - start), length), extent->capacity()};
 }
 
