@@ -420,7 +420,7 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
   }
 
   if (!edits.metalayer_writes.empty()) {
-    // In place, after the switch: the one edit a torn write can mix (README).
+    // In place, after the switch: the one edit a torn write can mix (docs/writing.md, "Crash safety").
     std::vector<MetalayerSlot> slots = locate_metalayers(header);
     out.metalayer_first_step = out.steps.size();
     for (const auto& [name, content] : edits.metalayer_writes) {

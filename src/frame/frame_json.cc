@@ -107,7 +107,7 @@ Json metalayer_json(const Metalayer& m) {
       j["error"] = utf8(e.what());
     }
   }
-  // A proxy cache's source may hold an auth token (README "Kinds").
+  // A proxy cache's source may hold an auth token (docs/kinds.md).
   if (auto value = msgpack_to_json(m.content)) j["content"] = m.name == "proxy-source" ? redact_secrets(*value) : std::move(*value);
   else j["content"] = Json::object({{"hex", to_hex(m.content)}});
   return j;

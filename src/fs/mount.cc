@@ -465,7 +465,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
 
     writable = o.read_only != true;
     if (writable && layout != FrameLayout::current) {
-      // Also with an explicit -o rw, as for a frame this user may not write (README "Older layouts").
+      // Also with an explicit -o rw, as for a frame this user may not write (docs/older-layouts.md).
       writable = false;
       spdlog::warn("{} has the older {} layout, which c-blosc2 3.x cannot open: mounting read-only, every write "
                    "fails with EROFS",
@@ -498,7 +498,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
   ServedTree served;
   served.name = frame_path.string();
   served.writable = writable;
-  // A .b2z or .b2e is never edited in place (README "Stores"): its tree never changes.
+  // A .b2z or .b2e is never edited in place (docs/stores.md): its tree never changes.
   served.unchanging = store && store->store().format() != StoreFormat::b2d;
   served.volume = std::move(volume);
   served.store = std::move(store);

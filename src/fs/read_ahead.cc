@@ -73,7 +73,7 @@ void ReadAheadSetter::apply() noexcept {
     out << kib_ << "\n";
     out.flush();
     if (!out) {
-      // Not root: the kernel's 128 KiB stays (README: "Readahead").
+      // Not root: the kernel's 128 KiB stays (docs/performance.md, "Reading fast").
       spdlog::info("readahead left at the kernel's default: cannot write {} ({})", *file, std::strerror(errno));
       return;
     }

@@ -1,5 +1,5 @@
-// preview.png: an N-d array drawn as a small picture (README "preview.png",
-// docs/preview.md). Plain C++ over the b2nd layout; the bytes of the blocks
+// preview.png: an N-d array drawn as a small picture (docs/preview.md). Plain
+// C++ over the b2nd layout; the bytes of the blocks
 // come from a callback (the mount's chunk cache), so only the blocks holding a
 // drawn element are ever decoded.
 //

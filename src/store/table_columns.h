@@ -1,6 +1,6 @@
 // The column readers behind table.csv: each storage form python-blosc2 4.14.1
 // gives a CTable column, read a block of rows at a time as CSV field texts
-// (unquoted; nullopt for a null). See README "Stores", Tables, for the text of
+// (unquoted; nullopt for a null). See docs/stores.md, Tables, for the text of
 // each kind of value.
 //
 //   fixed     a 1-d N-d array (ints, floats, complex, bool, `<U`, `|S`,
@@ -94,7 +94,7 @@ std::unique_ptr<ColumnReader> make_items_reader(std::unique_ptr<ItemsColumn> ite
 std::unique_ptr<ColumnReader> make_dictionary_reader(std::unique_ptr<NdColumn> codes,
                                                      std::unique_ptr<ItemsColumn> values, int64_t null_code);
 
-// Text forms shared by the readers (README "Stores", Tables).
+// Text forms shared by the readers (docs/stores.md, Tables).
 std::string python_float_repr(double v, bool single);
 std::string python_bytes_repr(ByteSpan bytes);
 std::string numpy_datetime_text(int64_t value, const std::string& unit);

@@ -28,7 +28,7 @@ namespace blosc2fs {
 // switches it to the new frame after each commit (under its exclusive lock).
 class FrameChunkLoader : public ChunkLoader {
  public:
-  // `proxy`: a proxy cache's fetched chunks; the others decode as EIO (README "Kinds").
+  // `proxy`: a proxy cache's fetched chunks; the others decode as EIO (docs/kinds.md).
   void set_frame(std::shared_ptr<const Frame> frame, std::shared_ptr<const ProxyState> proxy = nullptr);
   PooledBuffer load(int64_t n, BufferPool& pool) override;
   std::unique_ptr<ChunkDecoder> decoder(int64_t n, ByteSpan stored) override;
@@ -81,7 +81,7 @@ class FrameFiles : public ChunkSource {
   const std::vector<LayerFile>& vlmetas() const { return vlmetas_; }
   const LayerFile* find_meta(std::string_view name) const;
   const LayerFile* find_vlmeta(std::string_view name) const;
-  // What python-blosc2 saved (README "Kinds").
+  // What python-blosc2 saved (docs/kinds.md).
   const FrameKind& kind() const { return kind_; }
   const std::shared_ptr<const ProxyState>& proxy() const { return proxy_; }
   // Older layouts: the usermeta blob, decompressed (nullptr when the frame has none).

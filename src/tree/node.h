@@ -20,7 +20,7 @@ enum class NodeKind : uint8_t {
   data,
   array_npy,
   cache_stats,  // .blosc2fs-cache
-  items_jsonl,  // items.jsonl: the items of an ObjectArray, BatchArray or ListArray (README "Kinds")
+  items_jsonl,  // items.jsonl: the items of an ObjectArray, BatchArray or ListArray (docs/kinds.md)
   usermeta,     // older layouts' usermeta blob, decompressed (read-only)
   preview_png,  // preview.png: the N-d array drawn (src/preview/), made on first open
   chunk,        // chunks/N: index = N

@@ -1,6 +1,6 @@
 // Big chunks of remote data loaded block by block: a small read of a chunk of
 // 1 MiB or more stored fetches its header and tables, then only the blocks it
-// touches, instead of the whole chunk (README "Remote data").
+// touches, instead of the whole chunk (docs/remote.md).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-"""What a frame is (README "Kinds"): frames that python-blosc2 makes here, at run
+"""What a frame is (docs/kinds.md): frames that python-blosc2 makes here, at run
 time, mount with frame.json naming their kind and decoding its metadata, and
 with the kind's own view, compared with what python-blosc2 reads from them:
 items.jsonl of ObjectArray, BatchArray and ListArray; array.npy of pack_tensor
@@ -336,7 +336,7 @@ def stores(h):
         ts["/g/k"] = np.arange(3)
     for path, kind in ((os.path.join(d, "x.b2e"), "embedstore"), (os.path.join(d, "x.b2d", "embed.b2e"), "dictstore"),
                        (os.path.join(d, "t.b2d", "embed.b2e"), "treestore")):
-        # An embed store mounts as a store (README "Stores"): store.json names its frame's kind.
+        # An embed store mounts as a store (docs/stores.md): store.json names its frame's kind.
         mnt = h.mount(path, ["-o", "ro"])
         store = json.loads(read_file(os.path.join(mnt, "store.json")))
         check_equal(store["kind"], kind, f"kind of {os.path.relpath(path, d)}")

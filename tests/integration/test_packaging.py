@@ -30,6 +30,20 @@ FIXTURE = "codec-lz4-shuffle-f4.b2frame"
 UNIT_DIR = "/lib/systemd/system"
 DOC_DIR = "/usr/share/doc/blosc2fs"
 EXAMPLES = ["data-x.mount", "data-x.automount", "mnt-x.conf"]
+
+
+def source_docs():
+    """Every regular file under the source tree's docs/ (the pages the README links, the
+    pictures they show), as paths relative to docs/: the package installs them all."""
+    top = os.path.join(SOURCE_ROOT, "docs")
+    found = []
+    for dirpath, _, names in os.walk(top):
+        found += [os.path.relpath(os.path.join(dirpath, n), top) for n in names
+                  if os.path.isfile(os.path.join(dirpath, n)) and not os.path.islink(os.path.join(dirpath, n))]
+    return sorted(found)
+
+
+DOCS = source_docs()
 # Every regular file of the package, and its mode.
 PACKAGE_FILES = {
     "usr/bin/blosc2fs": 0o755,
@@ -38,6 +52,7 @@ PACKAGE_FILES = {
     "usr/share/doc/blosc2fs/README.md": 0o644,
     "usr/share/doc/blosc2fs/copyright": 0o644,
     **{f"usr/share/doc/blosc2fs/examples/{name}": 0o644 for name in EXAMPLES},
+    **{f"usr/share/doc/blosc2fs/docs/{name}": 0o644 for name in DOCS},
 }
 ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C.UTF-8")
 # Another apt or dpkg (unattended-upgrades, a second test run) may hold dpkg's
@@ -362,6 +377,23 @@ def test_extracted_root(h, s):
     same = [("usr/share/doc/blosc2fs/README.md", "README.md"), ("usr/share/doc/blosc2fs/copyright", "packaging/copyright"),
             ("lib/systemd/system/blosc2fs@.service", "systemd/blosc2fs@.service")]
     same += [(f"usr/share/doc/blosc2fs/examples/{n}", f"systemd/{n}") for n in EXAMPLES]
+    same += [(f"usr/share/doc/blosc2fs/docs/{n}", f"docs/{n}") for n in DOCS]
+    check("python.md" in DOCS and "preview-demo.png" in DOCS, f"docs/ of the source tree holds {DOCS}")
+    # The relative links of the README (docs/x.md, docs/preview-demo.png) and of every page
+    # (x.md, ../README.md) resolve in the installed copy.
+    doc_root = os.path.join(s.root, "usr/share/doc/blosc2fs")
+    pages = ["README.md"] + [f"docs/{n}" for n in DOCS if n.endswith(".md")]
+    linked = set()
+    for page in pages:
+        text = read_file(os.path.join(doc_root, page)).decode()
+        for target in re.findall(r"\]\(([^)#\s]+)", text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https://, mailto:
+                continue
+            path = os.path.normpath(os.path.join(os.path.dirname(page), target))
+            linked.add(path)
+            check(os.path.isfile(os.path.join(doc_root, path)),
+                  f"the installed {page} links {target}, which the package does not hold")
+    check({"docs/preview-demo.png", "docs/python.md", "README.md"} <= linked, f"the pages link {sorted(linked)}")
     for packaged, source in same:
         check(read_file(os.path.join(s.root, packaged)) == read_file(os.path.join(SOURCE_ROOT, source)),
               f"{packaged} differs from {source}")

@@ -200,7 +200,7 @@ def check_leaf_entry(path, entry, ds, embed):
     elif isinstance(value, blosc2.BatchArray):
         check_equal(entry["kind"], "batcharray", f"{path} {key} kind")
     elif "kind" in sc.vlmeta and sc.vlmeta["kind"] == "ctable":
-        check_equal(entry["kind"], "ctable", f"{path} {key} kind")  # a CTable's part (README "Kinds")
+        check_equal(entry["kind"], "ctable", f"{path} {key} kind")  # a CTable's part (docs/kinds.md)
     else:
         check_equal(entry["kind"], "schunk", f"{path} {key} kind")
     chunks, attrs = content(value)

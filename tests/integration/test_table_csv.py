@@ -5,7 +5,7 @@ fixed-width strings and bytes, utf8 (offsets + bytes), vlstring and vlbytes
 dictionary-encoded strings, timestamps, ndarray cells, nested column names,
 mask and sentinel nulls, deleted rows; as .b2d and .b2z, at the root and as a
 subtree of a TreeStore. Each line parsed with Python's csv module equals the
-row python-blosc2 returns, with README's conversions (Stores, Tables). A large
+row python-blosc2 returns, with docs/stores.md's conversions (Tables). A large
 utf8/vlstring table gives its first lines without being read whole."""
 
 import csv
@@ -28,7 +28,7 @@ JSON_KINDS = {"list", "struct", "object", "ndarray"}
 
 
 def cell_text(v):
-    """README's text of a value python-blosc2 returns (not for JSON_KINDS)."""
+    """docs/stores.md's text of a value python-blosc2 returns (not for JSON_KINDS)."""
     if v is None:
         return ""
     if isinstance(v, (bool, np.bool_)):

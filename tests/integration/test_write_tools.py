@@ -361,7 +361,7 @@ def short_chunk_tools(h, frame):
     expect_blosc2_reads(frame, mid, "after dd and cp")
 
     # >> data: a whole chunk and a bit more; the bit is a second short chunk, so
-    # the frame becomes one of variable chunks (README "Short chunks anywhere").
+    # the frame becomes one of variable chunks (docs/writing.md, "Short chunks anywhere").
     mnt = h.mount(frame)
     extra = bytes((i * 31 + 7) % 251 for i in range(chunksize + 100))
     sh(f"cat {source_file(h, 'extra', extra)} >> data", cwd=mnt)

@@ -1,4 +1,4 @@
-// What a frame is (README "Kinds"): detection from metalayers and vlmeta as
+// What a frame is (docs/kinds.md): detection from metalayers and vlmeta as
 // python-blosc2 writes them, the decoded details, the views (items, tensor,
 // proxy fetched chunks) and secret redaction.
 #include "kind.h"

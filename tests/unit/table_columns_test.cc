@@ -1,6 +1,6 @@
 // The column readers behind table.csv (src/store/table_columns.*): each storage
 // form python-blosc2 4.14.1 gives a CTable column, the text of each kind of value
-// (README "Stores", Tables), and hostile leaves: clear FormatErrors, no crash, no
+// (docs/stores.md, Tables), and hostile leaves: clear FormatErrors, no crash, no
 // allocation beyond what the leaf holds.
 #include "table_columns.h"
 
