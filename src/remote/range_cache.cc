@@ -51,13 +51,17 @@ bool RangeCache::evict_to(uint64_t limit, bool spare_unread) {
     auto& extents = objects_[object];
     auto e = extents.find(start);
     if (spare_unread && e->second.unread) continue;
-    used_ -= charge(*e->second.bytes);
-    if (e->second.unread) unread_ -= charge(*e->second.bytes);
+    discount(e->second);
     extents.erase(e);
     if (extents.empty()) objects_.erase(object);
     it = lru_.erase(it);
   }
   return used_ + reserved_ <= limit;
+}
+
+void RangeCache::discount(const Extent& extent) {
+  used_ -= charge(*extent.bytes);
+  if (extent.unread) unread_ -= charge(*extent.bytes);
 }
 
 void RangeCache::insert(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved) {
@@ -74,8 +78,7 @@ void RangeCache::read_to_end(uint64_t object, int64_t start, const Bytes* bytes)
   if (o == objects_.end()) return;
   auto e = o->second.find(start);
   if (e == o->second.end() || !e->second.until_read || e->second.bytes.get() != bytes) return;
-  used_ -= charge(*bytes);
-  if (e->second.unread) unread_ -= charge(*bytes);
+  discount(e->second);
   lru_.erase(e->second.lru);
   o->second.erase(e);
   if (o->second.empty()) objects_.erase(o);
@@ -92,8 +95,7 @@ void RangeCache::keep(uint64_t object, int64_t start, std::shared_ptr<const Byte
   // Extents inside the new one are no longer needed.
   for (auto it = extents.lower_bound(start); it != extents.end() && it->first < end;) {
     if (it->first + int64_t(it->second.bytes->size()) <= end) {
-      used_ -= charge(*it->second.bytes);
-      if (it->second.unread) unread_ -= charge(*it->second.bytes);
+      discount(it->second);
       lru_.erase(it->second.lru);
       it = extents.erase(it);
     } else {
@@ -129,8 +131,7 @@ void RangeCache::forget_object(uint64_t object) {
   auto o = objects_.find(object);
   if (o == objects_.end()) return;
   for (auto& [start, extent] : o->second) {
-    used_ -= charge(*extent.bytes);
-    if (extent.unread) unread_ -= charge(*extent.bytes);
+    discount(extent);
     lru_.erase(extent.lru);
   }
   objects_.erase(o);

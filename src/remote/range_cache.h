@@ -55,6 +55,8 @@ class RangeCache {
     bool until_read = false;  // leaves when read to its end
   };
   void keep(uint64_t object, int64_t start, std::shared_ptr<const Bytes> bytes, uint64_t reserved, bool until_read);
+  // Takes what `extent` is charged off the totals. Under mutex_.
+  void discount(const Extent& extent);
   std::shared_ptr<const Bytes> lookup(uint64_t object, int64_t offset, int64_t* start, bool use);
   // Evicts least recently used extents (sparing unread ones when asked) until
   // what is held fits `limit`; whether it does. Under mutex_.
