@@ -49,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)index_tsv_rows(*frame, 0, 64);
     (void)index_tsv_rows(*frame, frame->nchunks() - 64, 64);
     // The kind's views: items of the first chunks, a proxy's fetched column.
+    // Both item layouts on every frame (more than the mount, which shows the
+    // kind's own), decoded with the mount's bounds: a chunk is decoded into
+    // the size the frame gives it (Frame::decode_chunk), never its own claim.
     const FrameKind kind = detect_frame_kind(*frame);
     if (kind.proxy) (void)index_tsv_rows(*frame, 0, 64, &*kind.proxy);
     for (ItemsLayout layout : {ItemsLayout::one_per_chunk, ItemsLayout::block_arrays}) {

@@ -235,6 +235,10 @@ class Frame {
   HeldBytes read_raw_chunk_viewed(int64_t n, const ChunkBufferFn& buffer_for) const;
   // Decompressed chunk n (chunk_nbytes(n) bytes).
   Bytes read_chunk(int64_t n) const;
+  // Chunk n decoded from `view` of its stored bytes (read_raw_chunk), for a
+  // caller that also walks the view's blocks: read_chunk's size checks, so the
+  // chunk's own header never sizes an allocation the frame does not allow.
+  Bytes decode_chunk(int64_t n, const ChunkView& view) const;
   // Where chunk n's stored bytes are, for a reader that fetches them piece by
   // piece (a big chunk of remote data): its source, the position of its first
   // byte there and its validated header. nullopt for a special index entry.

@@ -246,10 +246,17 @@ Bytes Frame::Impl::raw_chunk(int64_t n) const {
 
 Bytes Frame::Impl::decoded_chunk(int64_t n) const {
   Bytes raw = raw_chunk(n);
-  ChunkView view(raw, decode_rules);
+  return decode_viewed(n, ChunkView(raw, decode_rules));
+}
+
+// A chunk's own header may claim up to 2 GiB; only the frame's checked sizes
+// may size the buffer it decodes into.
+Bytes Frame::Impl::decode_viewed(int64_t n, const ChunkView& view) const {
   if (fixed_chunksize() && view.nbytes() != fixed_chunk_nbytes(n))
     throw FormatError("holds " + num(view.nbytes()) + " bytes where the frame's chunksize implies " +
                       num(fixed_chunk_nbytes(n)));
+  if (!fixed_chunksize() && view.nbytes() != nbytes_of(n))
+    throw FormatError("holds " + num(view.nbytes()) + " bytes where the frame's index implies " + num(nbytes_of(n)));
   if (view.nbytes() > header.nbytes)
     throw FormatError("claims " + num(view.nbytes()) + " bytes, more than the whole frame's " + num(header.nbytes));
   Bytes out(size_t(view.nbytes()));
@@ -399,6 +406,11 @@ std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n) cons
 Bytes Frame::read_chunk(int64_t n) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&] { return impl_->decoded_chunk(n); });
+}
+
+Bytes Frame::decode_chunk(int64_t n, const ChunkView& view) const {
+  impl_->check_chunk_number(n);
+  return with_error_context(impl_->chunk_context(n), [&] { return impl_->decode_viewed(n, view); });
 }
 
 }  // namespace blosc2fs

@@ -203,7 +203,12 @@ struct FrameEditor::Impl {
 
   // Stores zeros/NaN/uninit chunks the way c-blosc2 reads back everywhere:
   // special index entries with a fixed chunksize, repeat-value chunks with a
-  // variable one (never a physical zeros/nan/uninit chunk, bug B3).
+  // variable one (never a physical zeros/nan/uninit chunk, bug B3). Zeros that
+  // are not a whole number of the frame's items become an ordinary chunk:
+  // c-blosc2 3.3.5 cannot open a frame whose first chunk is a special entry
+  // or a repeat-value chunk of such a size, nor decode one elsewhere
+  // (python-blosc2's own `append_data(bytes(122))` at typesize 4 leaves a
+  // frame it cannot open; the model test found the mount doing the same).
   StagedChunk finalize(Bytes stored, int32_t nbytes, int32_t chunksize_after) const {
     StagedChunk c;
     c.nbytes = nbytes;
@@ -214,6 +219,13 @@ struct FrameEditor::Impl {
       return c;
     }
     const int32_t ts = frame->header().typesize;
+    const bool whole_items = ts > 0 && nbytes % ts == 0;
+    if (!whole_items && kind != Special::nan) {
+      CompressParams params = frame_compress_params();
+      params.detect_specials = false;
+      c.stored = encode_chunk(Bytes(size_t(nbytes), 0), params);
+      return c;
+    }
     if (chunksize_after > 0 && (kind != Special::nan || (h.typesize == ts && (ts == 4 || ts == 8)))) {
       c.entry_special = kind;
       return c;

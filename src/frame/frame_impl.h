@@ -109,6 +109,7 @@ struct Frame::Impl {
   size_t raw_chunk_into(int64_t n, const Frame::ChunkBufferFn& buffer_for, HeldBytes* view = nullptr) const;
   Bytes raw_chunk(int64_t n) const;
   Bytes decoded_chunk(int64_t n) const;
+  Bytes decode_viewed(int64_t n, const ChunkView& view) const;
   ChunkInfo info(int64_t n) const;
   std::string chunk_context(int64_t n) const;
 };

@@ -525,7 +525,7 @@ std::vector<Json> chunk_items(const Frame& frame, ItemsLayout layout, int64_t n)
   };
   const Bytes stored = frame.read_raw_chunk(n);
   ChunkView view(stored, frame.decode_rules());
-  const Bytes decoded = view.decode();
+  const Bytes decoded = frame.decode_chunk(n, view);
   if (layout == ItemsLayout::one_per_chunk) {
     items.push_back(value(decoded, "the chunk"));
     return items;

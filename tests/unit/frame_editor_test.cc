@@ -259,6 +259,25 @@ TEST(FrameEditor, ZeroChunksOfVariableFramesAreRepeatValueChunks) {
   EXPECT_EQ(f->header().version(), 3);
 }
 
+// c-blosc2 3.3.5 cannot open a frame whose first chunk is a zeros entry (or a
+// repeat-value chunk) of a size that is not a whole number of items, nor
+// decode such a chunk elsewhere: those zeros are stored as ordinary chunks.
+TEST(FrameEditor, ZerosThatAreNotWholeItemsAreOrdinaryChunks) {
+  TempDir tmp;
+  fs::path p = copy_fixture(tmp, "mutated-cframe-i4.b2frame");
+  ASSERT_EQ(Frame::open(p)->header().typesize, 4);
+  FrameContent want = read_content(p);
+  FrameEditor ed(p);
+  ed.truncate_chunks(0);
+  ed.append_chunk(Bytes(122, 0));
+  ed.commit();
+  auto f = Frame::open(p);
+  ASSERT_EQ(f->nchunks(), 1);
+  EXPECT_EQ(f->index_entry(0).special, Special::none);
+  EXPECT_EQ(f->chunk_info(0).special, Special::none);
+  EXPECT_EQ(f->read_chunk(0), Bytes(122, 0));
+}
+
 TEST(FrameEditor, SpecialFramesKeepTheirEntries) {
   TempDir tmp;
   fs::path p = copy_fixture(tmp, "fill-special-zeros-f8.b2frame");

@@ -1,0 +1,603 @@
+"""Random sequences of file operations through a real mount, checked against a
+model after every step (the pattern of mountpoint-s3's reference tests).
+
+Each sequence comes from one seed: a frame that python-blosc2 writes (contiguous,
+sparse, a b2nd array, a leaf of a .b2d store, a dataset of a local folder
+collection), mounted writable, then steps drawn from: vlmeta/ writes, appends,
+truncations, renames (over existing names too) and removals, editor saves
+through scratch names, attrs/ JSON (invalid text too), chunks/N overwrites in
+place, appends and removals (of a middle chunk too), raw/N.chunk replacements,
+data writes anywhere (past the end too), truncations and extensions, data
+written through a shared memory map, files kept open across other steps, fsync,
+remounts, SIGKILL of the daemon and remount, and another writer (python-blosc2
+under .b2lock) changing the frame between steps. After every step the mount's
+files must equal the model (fs_model.py), python-blosc2 must read the committed
+frame as the model says, and a refused operation must fail with the errno the
+documentation names for it.
+
+A failure prints the seed and the shortest failing sequence found by removing
+steps (each candidate replayed on a fresh frame).
+
+The seeds: BLOSC2FS_MODEL_SEEDS ("1-40", "7", "1,5,9-12"; default: the fixed CI
+set below), BLOSC2FS_MODEL_STEPS steps per sequence (default 24). scripts/model.sh
+runs long explorations outside CI."""
+
+import errno
+import json
+import mmap
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, wait_until  # noqa: E402
+from fs_model import FrameModel, Layer  # noqa: E402
+
+import blosc2  # noqa: E402
+import msgpack  # noqa: E402
+import numpy as np  # noqa: E402
+
+CI_SEEDS = "1-40"
+KINDS = ("contiguous", "sparse", "b2nd", "store-leaf", "collection")
+SCRATCH_NAMES = (".{}.swp", "{}~", "sedAb12Cd")
+# How long a change made by another writer may take to show: the mount checks
+# the frame once a second and on lookups (docs/writing.md, "Other writers").
+OTHER_WRITER_PATIENCE = 15
+
+
+def parse_seeds(text):
+    seeds = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            a, b = part.split("-")
+            seeds.extend(range(int(a), int(b) + 1))
+        elif part:
+            seeds.append(int(part))
+    return seeds
+
+
+# --- making the frames ------------------------------------------------------
+
+def make_frame(kind, seed, directory):
+    """Writes the sequence's frame with python-blosc2; returns (frame path that
+    blosc2fs mounts, path python-blosc2 opens, subpath of the frame's tree in the
+    mount, chunksize, fixed geometry)."""
+    rng = random.Random(seed * 7919)
+    cparams = {"codec": rng.choice([blosc2.Codec.ZSTD, blosc2.Codec.LZ4, blosc2.Codec.BLOSCLZ]),
+               "clevel": rng.choice([1, 5]), "typesize": 4}
+    vlmeta = {"name": "model", "n": rng.randrange(1000), "blob": bytes(rng.randrange(256) for _ in range(9))}
+    if kind in ("contiguous", "sparse", "collection"):
+        chunksize = rng.choice([1024, 4096, 6000])
+        nbytes = rng.randrange(1, 5 * chunksize)
+        data = bytes(rng.randrange(256) for _ in range(nbytes))
+        if kind == "collection":
+            folder = os.path.join(directory, "place")
+            os.makedirs(folder)
+            path = os.path.join(folder, "run1.b2frame")
+            # A neighbour the sequence never touches.
+            blosc2.SChunk(chunksize=512, data=b"x" * 700, urlpath=os.path.join(folder, "other.b2frame"),
+                          mode="w", cparams=cparams)
+            mount_target, subpath = folder, "run1.b2frame"
+        else:
+            path = os.path.join(directory, "f.b2frame")
+            mount_target, subpath = path, ""
+        schunk = blosc2.SChunk(chunksize=chunksize, data=data, urlpath=path, mode="w",
+                               contiguous=kind != "sparse", cparams=cparams)
+        for k, v in vlmeta.items():
+            schunk.vlmeta[k] = v
+        return mount_target, path, subpath, chunksize, False
+    shape = (rng.randrange(5, 40), rng.randrange(3, 30))
+    chunks = (rng.randrange(2, 16), rng.randrange(2, 16))
+    blocks = (rng.randrange(1, chunks[0] + 1), rng.randrange(1, chunks[1] + 1))
+    array = np.arange(shape[0] * shape[1], dtype=np.int32).reshape(shape) * 3
+    if kind == "b2nd":
+        path = os.path.join(directory, "a.b2nd")
+        arr = blosc2.asarray(array, urlpath=path, mode="w", chunks=chunks, blocks=blocks, cparams=cparams)
+        for k, v in vlmeta.items():
+            arr.schunk.vlmeta[k] = v
+        chunksize = arr.schunk.chunksize
+        return path, path, "", chunksize, True
+    # store-leaf: a .b2d DictStore whose leaf is a frame file of its own.
+    store = os.path.join(directory, "s.b2d")
+    with blosc2.DictStore(store, mode="w", threshold=0) as ds:
+        ds["/leaf"] = array
+        ds["/small"] = np.arange(3, dtype=np.int8)
+    path = os.path.join(store, "leaf.b2nd")
+    arr = blosc2.open(path, mode="a")
+    for k, v in vlmeta.items():
+        arr.schunk.vlmeta[k] = v
+    chunksize = arr.schunk.chunksize
+    del arr
+    return store, path, "leaf", chunksize, True
+
+
+class Blosc2Frame:
+    """A frame opened by python-blosc2. An NDArray owns its SChunk: the array
+    object must outlive every use of the schunk (python-blosc2 frees the
+    schunk's memory with the array)."""
+
+    def __init__(self, path):
+        self.obj = blosc2.open(path, mode="r")
+        self.schunk = self.obj.schunk if hasattr(self.obj, "schunk") else self.obj
+
+
+# --- generating steps -------------------------------------------------------
+
+def random_bytes(rng, n):
+    return bytes(rng.randrange(256) for _ in range(n))
+
+
+def layer_name(rng, model):
+    names = list(model.vlmeta)
+    if names and rng.random() < 0.6:
+        return rng.choice(names)
+    if rng.random() < 0.05:
+        return "n" * 32  # too long
+    return rng.choice(["x", "y", "note", "k%d" % rng.randrange(20), "longer_name_%d" % rng.randrange(5)])
+
+
+def json_text(rng):
+    choices = ['{"a": 1, "b": [1, 2, 3]}', '"text"', "3.5", "[true, false, null]", '{"nested": {"x": "y"}}',
+               "-17", '{"a": 1,', "not json", "[1, 2"]
+    return rng.choice(choices)
+
+
+def next_step(rng, model, kind, kept):
+    """One operation as a tuple, drawn against the model's current state."""
+    nchunks = len(model.chunks)
+    size = len(model.data)
+    r = rng.random()
+    if r < 0.10:
+        return ("vlmeta_write", layer_name(rng, model), random_bytes(rng, rng.randrange(1, 200)))
+    if r < 0.15:
+        return ("vlmeta_append", layer_name(rng, model), random_bytes(rng, rng.randrange(1, 50)))
+    if r < 0.19:
+        name = layer_name(rng, model)
+        return ("vlmeta_truncate", name, rng.randrange(1, 40))
+    if r < 0.24:
+        return ("vlmeta_rename", layer_name(rng, model), layer_name(rng, model))
+    if r < 0.27:
+        return ("vlmeta_unlink", layer_name(rng, model))
+    if r < 0.32:
+        return ("editor_save", layer_name(rng, model), random_bytes(rng, rng.randrange(1, 100)))
+    if r < 0.38:
+        return ("attrs_write", layer_name(rng, model), json_text(rng))
+    if r < 0.48 and nchunks:
+        n = rng.randrange(nchunks + (1 if rng.random() < 0.1 else 0))
+        length = len(model.chunks[n]) if n < nchunks else 1
+        offset = rng.randrange(max(1, length))
+        return ("chunk_pwrite", n, offset, random_bytes(rng, rng.randrange(1, max(2, length - offset + 1))))
+    if r < 0.52:
+        return ("chunk_append", nchunks, random_bytes(rng, model.chunksize))
+    if r < 0.55 and nchunks:
+        return ("chunk_remove", rng.randrange(nchunks))
+    if r < 0.59 and nchunks:
+        return ("raw_copy", rng.randrange(nchunks), rng.randrange(nchunks))
+    if r < 0.70:
+        offset = rng.randrange(size + 1) if size else 0
+        if rng.random() < 0.1:
+            offset = size + rng.randrange(1, 3000)
+        return ("data_pwrite", offset, random_bytes(rng, rng.randrange(1, 3 * model.chunksize)))
+    if r < 0.75 and size:
+        offset = rng.randrange(size)
+        return ("data_mmap_write", offset, random_bytes(rng, rng.randrange(1, max(2, min(5000, size - offset)))))
+    if r < 0.80:
+        return ("data_truncate", rng.randrange(0, size + model.chunksize + 1))
+    if r < 0.83:
+        return ("keep_open", rng.randrange(2))
+    if r < 0.86 and kept:
+        return ("read_kept", rng.choice(sorted(kept)))
+    if r < 0.88 and kept:
+        return ("close_kept", rng.choice(sorted(kept)))
+    if r < 0.91:
+        return ("remount",)
+    if r < 0.93:
+        return ("kill_remount",)
+    if r < 0.97:
+        return ("other_writer_vlmeta", rng.choice(["ow", "x", "n"]), {"from": "python-blosc2", "i": rng.randrange(99)})
+    return ("other_writer_append", random_bytes(rng, model.chunksize))
+
+
+def describe(op):
+    parts = []
+    for a in op[1:]:
+        parts.append(f"<{len(a)} bytes>" if isinstance(a, bytes) else repr(a))
+    return f"{op[0]}({', '.join(parts)})"
+
+
+# --- running one sequence ---------------------------------------------------
+
+class StepFailure(Exception):
+    pass
+
+
+class Sequence:
+    """One seed's frame, mount and model; run(ops) performs and checks them."""
+
+    def __init__(self, h, kind, seed, fsync_every=False):
+        self.h, self.kind, self.seed = h, kind, seed
+        self.directory = h.new_dir("seq")
+        (self.target, self.frame, self.subpath, chunksize,
+         fixed) = make_frame(kind, seed, self.directory)
+        opened = Blosc2Frame(self.frame)
+        schunk = opened.schunk
+        chunks = [schunk.decompress_chunk(i) for i in range(schunk.nchunks)]
+        layers = {name: Layer(value=schunk.vlmeta[name], is_value=True) for name in schunk.vlmeta.keys()}
+        self.model = FrameModel(chunksize, chunks, layers, fixed)
+        self.mnt = None
+        self.kept = {}  # slot -> (fd, version): files held open across steps
+        self.other_changes = 0  # how many times another writer changed the frame
+        self.mount()
+
+    # paths
+    def path(self, *parts):
+        return os.path.join(self.mnt, self.subpath, *parts) if self.subpath else os.path.join(self.mnt, *parts)
+
+    def mount(self):
+        self.mnt = self.h.mount(self.target, ["-o", "rw"], mountpoint=self.mnt)
+
+    def unmount(self):
+        self.close_kept_all()
+        if self.mnt:
+            self.h.unmount(self.mnt)
+
+    def close_kept_all(self):
+        for fd, _ in self.kept.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.kept.clear()
+
+    # performing
+    def perform(self, op):
+        kind = op[0]
+        getattr(self, "do_" + kind)(*op[1:])
+
+    @staticmethod
+    def write_whole(path, raw, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC, fsync=False):
+        fd = os.open(path, flags, 0o644)
+        try:
+            view = memoryview(raw)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def do_vlmeta_write(self, name, raw):
+        self.write_whole(self.path("vlmeta", name), raw)
+
+    def do_vlmeta_append(self, name, raw):
+        self.write_whole(self.path("vlmeta", name), raw, os.O_WRONLY | os.O_APPEND)
+
+    def do_vlmeta_truncate(self, name, length):
+        os.truncate(self.path("vlmeta", name), length)
+
+    def do_vlmeta_rename(self, old, new):
+        os.rename(self.path("vlmeta", old), self.path("vlmeta", new))
+
+    def do_vlmeta_unlink(self, name):
+        os.unlink(self.path("vlmeta", name))
+
+    def do_editor_save(self, name, raw):
+        pattern = SCRATCH_NAMES[len(name) % len(SCRATCH_NAMES)]
+        scratch = self.path("vlmeta", pattern.format(name))
+        self.write_whole(scratch, raw, fsync=True)
+        try:
+            os.rename(scratch, self.path("vlmeta", name))
+        except OSError:
+            os.unlink(scratch)  # as the editors do when they cannot save
+            raise
+
+    def do_attrs_write(self, name, text):
+        self.write_whole(self.path("attrs", name), text.encode())
+
+    def do_chunk_pwrite(self, n, offset, raw):
+        fd = os.open(self.path("chunks", "%08d" % n), os.O_WRONLY)
+        try:
+            os.pwrite(fd, raw, offset)
+        finally:
+            os.close(fd)
+
+    def do_chunk_append(self, n, raw):
+        self.write_whole(self.path("chunks", "%08d" % n), raw)
+
+    def do_chunk_remove(self, n):
+        os.unlink(self.path("chunks", "%08d" % n))
+
+    def do_raw_copy(self, src, dst):
+        with open(self.path("raw", "%08d.chunk" % src), "rb") as f:
+            raw = f.read()
+        self.write_whole(self.path("raw", "%08d.chunk" % dst), raw)
+
+    def do_data_pwrite(self, offset, raw):
+        fd = os.open(self.path("data"), os.O_WRONLY)
+        try:
+            os.pwrite(fd, raw, offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def do_data_mmap_write(self, offset, raw):
+        fd = os.open(self.path("data"), os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as m:
+                m[offset:offset + len(raw)] = raw
+                m.flush()
+        finally:
+            os.close(fd)
+
+    def do_data_truncate(self, length):
+        os.truncate(self.path("data"), length)
+
+    def do_keep_open(self, slot):
+        if slot in self.kept:
+            os.close(self.kept.pop(slot)[0])
+        self.kept[slot] = (os.open(self.path("data"), os.O_RDONLY), self.other_changes)
+
+    def do_read_kept(self, slot):
+        fd, _ = self.kept[slot]
+        want = self.model.data
+        try:
+            got = os.pread(fd, len(want) + 100, 0)
+        except OSError as e:
+            if e.errno == errno.EIO and self.kept_saw_other(slot):
+                return  # opened before another writer's change: EIO is the documented answer
+            raise
+        # The kernel keeps one size per file; an old handle reads what the
+        # file holds now (the mount's own commits leave its open files alone).
+        if got != want:
+            raise StepFailure(f"kept file {slot} read {len(got)} bytes that differ from the model's "
+                              f"{len(want)} (first difference at {first_difference(got, want)})")
+
+    def kept_saw_other(self, slot):
+        return self.kept[slot][1] != self.other_changes
+
+    def do_close_kept(self, slot):
+        os.close(self.kept.pop(slot)[0])
+
+    def do_remount(self):
+        self.unmount()
+        self.mount()
+
+    def do_kill_remount(self):
+        pid = daemon_pid(self.mnt)
+        self.close_kept_all()
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
+        subprocess.run([FUSERMOUNT, "-u", "-z", self.mnt], capture_output=True, timeout=PATIENCE)
+        wait_until(lambda: not os.path.ismount(self.mnt))
+        self.h.mounts.pop(self.mnt, None)
+        self.mount()
+
+    def other_writer(self, code):
+        env = dict(os.environ, BLOSC_LOCKING="1")
+        r = subprocess.run([sys.executable, "-c", code, self.frame], capture_output=True, text=True,
+                           timeout=PATIENCE, env=env)
+        if r.returncode != 0:
+            raise StepFailure(f"the other writer (python-blosc2) failed: {r.stderr.strip()[-400:]}")
+        self.other_changes += 1
+
+    def do_other_writer_vlmeta(self, name, value):
+        self.other_writer(
+            "import blosc2, sys, json\n"
+            "o = blosc2.open(sys.argv[1], mode='a')\n"
+            "s = o.schunk if hasattr(o, 'schunk') else o\n"
+            f"s.vlmeta[{name!r}] = json.loads({json.dumps(json.dumps(value))})\n")
+
+    def do_other_writer_append(self, raw):
+        self.other_writer(
+            "import blosc2, sys\n"
+            "s = blosc2.open(sys.argv[1], mode='a')\n"
+            f"s.append_data(bytes.fromhex({raw.hex()!r}))\n")
+
+    # checking
+    def check_mount(self):
+        m = self.model
+        want_names = sorted(m.vlmeta)
+        got_names = sorted(n for n in os.listdir(self.path("vlmeta")))
+        if got_names != want_names:
+            raise StepFailure(f"vlmeta/ lists {got_names}, the model {want_names}")
+        for name in want_names:
+            with open(self.path("vlmeta", name), "rb") as f:
+                shown = f.read()
+            if not m.layer_matches(name, shown):
+                raise StepFailure(f"vlmeta/{name} holds {shown[:60]!r}..., the model {m.vlmeta[name]}")
+            layer = m.vlmeta[name]
+            if layer.is_value and json_only(layer.value):
+                with open(self.path("attrs", name), "rb") as f:
+                    text = f.read()
+                if json.loads(text) != layer.value:
+                    raise StepFailure(f"attrs/{name} holds {text[:80]!r}, the model {layer.value!r}")
+        names = sorted(os.listdir(self.path("chunks")))
+        want = ["%08d" % i for i in range(len(m.chunks))]
+        if names != want:
+            raise StepFailure(f"chunks/ lists {len(names)} names, the model {len(want)} chunks")
+        for i, chunk in enumerate(m.chunks):
+            with open(self.path("chunks", "%08d" % i), "rb") as f:
+                got = f.read()
+            if got != chunk:
+                raise StepFailure(f"chunks/{i:08d}: {len(got)} bytes that differ from the model's {len(chunk)} "
+                                  f"(first difference at {first_difference(got, chunk)})")
+        with open(self.path("data"), "rb") as f:
+            data = f.read()
+        if data != m.data:
+            raise StepFailure(f"data: {len(data)} bytes that differ from the model's {len(m.data)} "
+                              f"(first difference at {first_difference(data, m.data)})")
+        with open(self.path("frame.json")) as f:
+            info = json.load(f)
+        if info.get("nchunks") != len(m.chunks) or info.get("nbytes") != len(m.data):
+            raise StepFailure(f"frame.json says {info.get('nchunks')} chunks, {info.get('nbytes')} bytes; "
+                              f"the model {len(m.chunks)}, {len(m.data)}")
+        if m.fixed_geometry:
+            got = np.load(self.path("array.npy"))
+            want = blosc2.open(self.frame, mode="r")[:]
+            if not np.array_equal(got, want):
+                raise StepFailure("array.npy differs from python-blosc2's [:]")
+
+    def check_python_blosc2(self):
+        m = self.model
+        opened = Blosc2Frame(self.frame)
+        schunk = opened.schunk
+        if schunk.nchunks != len(m.chunks):
+            raise StepFailure(f"python-blosc2 reads {schunk.nchunks} chunks, the model holds {len(m.chunks)}")
+        for i, chunk in enumerate(m.chunks):
+            got = schunk.decompress_chunk(i)
+            if got != chunk:
+                raise StepFailure(f"python-blosc2 reads chunk {i} as {len(got)} bytes that differ from the "
+                                  f"model's {len(chunk)}")
+        names = sorted(schunk.vlmeta.keys())
+        if names != sorted(m.vlmeta):
+            raise StepFailure(f"python-blosc2 lists vlmeta {names}, the model {sorted(m.vlmeta)}")
+        for name, layer in m.vlmeta.items():
+            if layer.is_value:
+                got = schunk.vlmeta[name]
+                if got != layer.value:
+                    raise StepFailure(f"python-blosc2 reads vlmeta {name!r} as {got!r}, the model {layer.value!r}")
+
+    def step(self, op):
+        """Performs op; fails unless its outcome is the model's."""
+        before = self.model.copy()
+        expected = self.model.apply(op)
+        if expected == "skip":
+            self.model = before
+            return False
+        if op[0] in ("read_kept", "close_kept") and op[1] not in self.kept:
+            return False
+        if op[0] == "data_mmap_write" and any(self.kept_saw_other(slot) for slot in self.kept):
+            # While a file opened before another writer's change stays open, new
+            # opens of it are uncached (docs/writing.md), and uncached files
+            # cannot be memory-mapped.
+            self.model = before
+            expected = errno.ENODEV
+        try:
+            self.perform(op)
+            got = None
+        except OSError as e:
+            got = e.errno
+        if got != expected:
+            self.model = before if got is not None else self.model
+            name = lambda e: "success" if e is None else errno.errorcode.get(e, str(e))  # noqa: E731
+            raise StepFailure(f"{describe(op)}: {name(got)} where the model expects {name(expected)}")
+        if expected is not None:
+            self.model = before
+        if op[0].startswith("other_writer"):
+            # The mount notices within about a second: poll until it shows the change.
+            deadline = time.monotonic() + OTHER_WRITER_PATIENCE
+            while True:
+                try:
+                    self.check_mount()
+                    break
+                except (StepFailure, OSError, ValueError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        else:
+            self.check_mount()
+        self.check_python_blosc2()
+        return True
+
+
+def json_only(value):
+    """Whether a value holds nothing but JSON types (attrs/ shows it as that JSON)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and json_only(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(json_only(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def kind_of(seed):
+    return KINDS[seed % len(KINDS)]
+
+
+def run_ops(h, seed, ops):
+    """Replays ops on a fresh frame of the seed; returns (index, message) of the
+    first failing step, or None."""
+    seq = Sequence(h, kind_of(seed), seed)
+    try:
+        for i, op in enumerate(ops):
+            try:
+                seq.step(op)
+            except Exception as e:  # noqa: BLE001 - any failure of a step counts
+                return i, f"{describe(op)}: {type(e).__name__}: {e}"
+        return None
+    finally:
+        seq.unmount()
+
+
+def shrink(h, seed, ops, budget=60):
+    """The shortest failing prefix, then steps removed one at a time while it
+    still fails (at most `budget` replays)."""
+    found = run_ops(h, seed, ops)
+    if found is None:
+        return ops, None
+    ops = ops[:found[0] + 1]
+    failure = found
+    i = len(ops) - 2
+    while i >= 0 and budget > 0:
+        candidate = ops[:i] + ops[i + 1:]
+        budget -= 1
+        result = run_ops(h, seed, candidate)
+        if result is not None:
+            ops, failure = candidate[:result[0] + 1], result
+            i = min(i, len(ops) - 1)
+        i -= 1
+    return ops, failure
+
+
+def run_seed(h, seed, steps):
+    rng = random.Random(seed)
+    seq = Sequence(h, kind_of(seed), seed)
+    ops = []
+    try:
+        seq.check_mount()
+        seq.check_python_blosc2()
+        for _ in range(steps):
+            op = next_step(rng, seq.model, seq.kind, seq.kept)
+            ops.append(op)
+            seq.step(op)
+    except Exception as e:  # noqa: BLE001 - any failure of a step counts
+        seq.unmount()
+        message = f"{describe(ops[-1]) if ops else 'the first check'}: {type(e).__name__}: {e}"
+        shortest, failure = shrink(h, seed, ops)
+        lines = [f"seed {seed} ({kind_of(seed)}), step {len(ops)}: {message}"]
+        if failure is None:
+            lines.append("  the sequence did not fail again when replayed (flaky?); its steps:")
+            shortest = ops
+        else:
+            lines.append(f"  shortest failing sequence ({len(shortest)} steps; fails with {failure[1]}):")
+        lines += [f"    {describe(op)}" for op in shortest]
+        lines.append(f"  replay: BLOSC2FS_MODEL_SEEDS={seed} scripts/model.sh")
+        raise TestFailure("\n".join(lines))
+    finally:
+        seq.unmount()
+
+
+def main():
+    h = Harness("random operation sequences against a model", watchdog_seconds=600)
+    h.require_fuse()
+    seeds = parse_seeds(os.environ.get("BLOSC2FS_MODEL_SEEDS", CI_SEEDS))
+    steps = int(os.environ.get("BLOSC2FS_MODEL_STEPS", "24"))
+    for seed in seeds:
+        h.test(f"model sequence seed {seed} ({kind_of(seed)}, {steps} steps)", run_seed, h, seed, steps)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
