@@ -116,6 +116,15 @@ void send_later(FsContext& c, KernelNotes notes, uint64_t self = 0) {
   c.notifier.send(std::move(notes), KernelNotifier::Wait::none);
 }
 
+// Notes of a change the caller must see once the request returns (a rename
+// onto a layer changes frame.json's size, a truncation of data chunks/N's):
+// waits for the inode invalidations, which take no lock a request holds, not
+// for the name invalidations (a rename or unlink holds its directories' locks).
+void send_waiting_for_inodes(FsContext& c, KernelNotes notes, uint64_t self = 0) {
+  if (self) std::erase(notes.inodes, self);
+  c.notifier.send(std::move(notes), KernelNotifier::Wait::inodes);
+}
+
 void refresh(FsContext& c) {
   KernelNotes notes;
   c.volume.maybe_refresh(notes);
@@ -200,7 +209,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
       send_later(c, std::move(notes), ino);
       throw;
     }
-    send_later(c, std::move(notes), ino);
+    send_waiting_for_inodes(c, std::move(notes), ino);
     fuse_reply_attr(req, &st, c.timeout);
   });
 }
@@ -478,7 +487,7 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
       send_later(c, std::move(notes));
       throw;
     }
-    send_later(c, std::move(notes));
+    send_waiting_for_inodes(c, std::move(notes));
     fuse_reply_err(req, 0);
   });
 }
@@ -494,7 +503,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
       send_later(c, std::move(notes));
       throw;
     }
-    send_later(c, std::move(notes));
+    send_waiting_for_inodes(c, std::move(notes));
     fuse_reply_err(req, 0);
   });
 }
