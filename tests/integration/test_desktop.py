@@ -276,8 +276,8 @@ def thumbnails_follow_the_preview_rules(h):
 
 
 def thumbnails_of_every_input(h):
-    """Stores (their first array leaf in key order), a sparse frame (the folder and its
-    index file), a URL (nginx) and a fixture of c-blosc2's."""
+    """Stores (.b2z, .b2e, .b2d: their first array leaf in key order), a sparse frame (the
+    folder and its index file), a URL (nginx) and a fixture of c-blosc2's."""
     t = Thumbnailer(h)
     b2z, b2e = store_files(h)
     # /a/complex has no picture: the first array leaf is /b/image.
@@ -286,6 +286,12 @@ def thumbnails_of_every_input(h):
     check_thumbnail(t, b2z, image, 128, ".b2z, first array leaf /b/image")
     estore = blosc2.EmbedStore(urlpath=b2e, mode="r")
     check_thumbnail(t, b2e, estore["/field"][:], 128, ".b2e, first array leaf /field")
+    b2d = os.path.join(h.new_dir("b2d"), "s.b2d")
+    big = (np.arange(200 * 300, dtype=np.float32).reshape(200, 300) % 97) * 0.5
+    with blosc2.DictStore(b2d, mode="w", threshold=100) as s:
+        s["/a"] = np.arange(10, dtype=np.complex64)
+        s["/big"] = big  # over the threshold: a frame file of its own in the folder
+    check_thumbnail(t, b2d, big, 128, ".b2d, first array leaf /big")
     sparse = h.frame("b2nd-4d-i2-sframe.b2nd")
     a = blosc2.open(sparse, mode="r")[:]
     check_thumbnail(t, sparse, a, 128, "a sparse frame's folder")
