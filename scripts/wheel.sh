@@ -59,5 +59,19 @@ name=$(basename "${repaired[0]}")
 rm -f "$out"/blosc2fs-*.whl
 mv "${repaired[0]}" "$out/$name"
 auditwheel show "$out/$name"
-echo "wheel: $out/$name, $(stat -c %s "$out/$name") bytes ($(du -h "$out/$name" | cut -f1)), $(
-  "$tools/bin/python" -c 'import sys, zipfile; print(len(zipfile.ZipFile(sys.argv[1]).namelist()))' "$out/$name") files"
+# The size, what takes most of it, and the bound (issue 41: ICU's data once made half of it).
+"$tools/bin/python" - "$out/$name" <<'PY'
+import os, sys, zipfile
+path = sys.argv[1]
+members = zipfile.ZipFile(path).infolist()
+size = os.path.getsize(path)
+print(f"wheel: {path}, {size} bytes ({size / 1e6:.1f} MB), {len(members)} files, "
+      f"{sum(m.file_size for m in members) / 1e6:.1f} MB installed; the largest, compressed (installed):")
+for m in sorted(members, key=lambda m: -m.compress_size)[:6]:
+    print(f"  {m.compress_size / 1e6:5.2f} MB ({m.file_size / 1e6:5.2f} MB)  {m.filename}")
+PY
+size=$(stat -c %s "$out/$name")
+if ((size >= 12000000)); then
+  echo "wheel.sh: the wheel is $size bytes, over the 12 MB bound: see what is big above" >&2
+  exit 1
+fi

@@ -1,11 +1,12 @@
 // blosc2fs: mount a Blosc2 frame as a directory of files.
 //
 // Exit statuses (for the README and for scripts around mount/systemd):
-//   0  success: mounted and later unmounted cleanly; or -h, -V, --info done
+//   0  success: mounted and later unmounted cleanly; or -h, -V, --info, --thumbnail done
 //   1  usage: bad command line, unknown or invalid -o option
 //   2  FRAME is missing or cannot be opened (or created, with -o create)
 //   3  FRAME is not a Blosc2 frame, or is corrupt beyond its header and index
 //   4  MOUNTPOINT is unusable: missing, not a directory, not accessible
+//      (--thumbnail: OUTPUT cannot be written)
 //   5  the FUSE mount failed (/dev/fuse missing, no permission, fusermount3)
 //   6  internal error (out of memory, the FUSE loop failed, a bug)
 //   7  a URL's server could not be reached or kept failing: a retry may work

@@ -32,6 +32,7 @@
 #include "store.h"
 #include "store_tree.h"
 #include "thread_name.h"
+#include "thumbnail.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -593,6 +594,8 @@ int run(const Options& o) {
       return kExitOk;
     case Options::Action::info:
       return run_info(o);
+    case Options::Action::thumbnail:
+      return run_thumbnail(o);
     case Options::Action::mount:
       break;
   }

@@ -385,6 +385,18 @@ Options parse_command_line(int argc, const char* const* argv) {
       } else {
         o.frame = arg.substr(7);
       }
+    } else if (arg == "--thumbnail") {
+      // The freedesktop thumbnailer's Exec line: blosc2fs --thumbnail %i %o %s.
+      o.action = Options::Action::thumbnail;
+      if (i + 3 >= argc) throw UsageError("--thumbnail needs FRAME OUTPUT SIZE");
+      o.frame = argv[++i];
+      o.thumbnail_output = argv[++i];
+      const std::string size = argv[++i];
+      int64_t pixels = 0;
+      auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), pixels);
+      if (ec != std::errc() || end != size.data() + size.size() || pixels < 1)
+        throw UsageError("--thumbnail: SIZE '" + size + "' is not a number of pixels (1 or more)");
+      o.thumbnail_size = pixels;
     } else if (arg == "-o" || (arg.starts_with("-o") && arg.size() > 2)) {
       std::string list;
       if (arg == "-o") {
@@ -407,8 +419,10 @@ Options parse_command_line(int argc, const char* const* argv) {
       throw UsageError("unknown option '" + arg + "'");
     }
   }
-  if (o.action == Options::Action::info) {
-    if (!positional.empty()) throw UsageError("--info takes one FRAME and no MOUNTPOINT");
+  if (o.action == Options::Action::info || o.action == Options::Action::thumbnail) {
+    if (!positional.empty())
+      throw UsageError(o.action == Options::Action::info ? "--info takes one FRAME and no MOUNTPOINT"
+                                                         : "--thumbnail takes FRAME OUTPUT SIZE and no MOUNTPOINT");
     check_remote_options(o);
     return o;
   }
@@ -424,6 +438,7 @@ Options parse_command_line(int argc, const char* const* argv) {
 std::string usage_text(const std::string& program) {
   return "usage: " + program + R"( [OPTIONS] FRAME MOUNTPOINT
        )" + program + R"( --info FRAME
+       )" + program + R"( --thumbnail FRAME OUTPUT SIZE
 
 Mounts a Blosc2 frame (a .b2frame/.b2nd file, or a sparse-frame directory), a
 python-blosc2 store (.b2d, .b2z, .b2e), local or at a URL, on MOUNTPOINT and shows it as files: frame.json, index.tsv, data, chunks/, raw/,
@@ -438,6 +453,10 @@ general options:
   -h, --help             this text
   -V, --version          the version
   --info FRAME           print FRAME's frame.json and exit
+  --thumbnail FRAME OUTPUT SIZE
+                         write the preview.png of FRAME's array (a store's first
+                         array leaf) as a PNG of at most SIZE pixels a side to
+                         OUTPUT, without mounting (the desktop's thumbnailer)
 
 blosc2fs options:
   -o ro                  read-only: every write fails with EROFS

@@ -55,11 +55,14 @@ struct CreateOptions {
 };
 
 struct Options {
-  enum class Action { mount, help, version, info };
+  enum class Action { mount, help, version, info, thumbnail };
   Action action = Action::mount;
 
   std::filesystem::path frame;
   std::filesystem::path mountpoint;
+  // --thumbnail FRAME OUTPUT SIZE (thumbnail.h).
+  std::filesystem::path thumbnail_output;
+  int64_t thumbnail_size = 0;
 
   bool foreground = false;
   bool debug = false;

@@ -209,8 +209,8 @@ PreviewImage render_plot(const PreviewPlan& plan, const NdLayout& layout, const 
   image.pixels.assign(size_t(w * plan.height), 255);
   for (int64_t j = 0; j < w; ++j) {
     if (col_lo[size_t(j)] > col_hi[size_t(j)]) continue;  // nothing finite: left white
-    const int64_t top = plan.height - 1 - level_of(plan.dtype, col_hi[size_t(j)], range);
-    const int64_t bottom = plan.height - 1 - level_of(plan.dtype, col_lo[size_t(j)], range);
+    const int64_t top = plot_row(level_of(plan.dtype, col_hi[size_t(j)], range), plan.height);
+    const int64_t bottom = plot_row(level_of(plan.dtype, col_lo[size_t(j)], range), plan.height);
     for (int64_t r = top; r <= bottom; ++r) image.pixels[size_t(r * w + j)] = 0;
   }
   image.description = describe(plan, range);
@@ -332,11 +332,13 @@ std::string PreviewPlan::slice_text() const {
   return s + "]";
 }
 
-int64_t preview_side(int64_t side, int64_t long_side) {
-  if (long_side <= kPreviewLongSide) return side;
-  const Wide num = Wide(2) * Wide(uint64_t(side)) * Wide(kPreviewLongSide) + Wide(uint64_t(long_side));
+int64_t preview_side(int64_t side, int64_t long_side, int64_t limit) {
+  if (long_side <= limit) return side;
+  const Wide num = Wide(2) * Wide(uint64_t(side)) * Wide(uint64_t(limit)) + Wide(uint64_t(long_side));
   return std::max<int64_t>(1, int64_t(num / (Wide(2) * Wide(uint64_t(long_side)))));
 }
+
+int64_t plot_row(uint8_t level, int64_t height) { return height - 1 - int64_t(level) * height / 256; }
 
 int64_t nearest_index(int64_t i, int64_t picture, int64_t source) {
   // floor((i + 0.5) * source / picture) = floor((2i + 1) * source / (2 * picture))
@@ -359,8 +361,10 @@ uint8_t preview_level(double v, double lo, double hi) {
   return uint8_t(x);
 }
 
-std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const std::optional<PreviewDtype>& dtype) {
+std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const std::optional<PreviewDtype>& dtype,
+                                        int64_t limit) {
   if (!dtype || shape.empty()) return std::nullopt;
+  limit = std::clamp<int64_t>(limit, 1, kPreviewLongSide);
   for (int64_t s : shape)
     if (s <= 0) return std::nullopt;
   PreviewPlan plan;
@@ -372,8 +376,8 @@ std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const
     plan.rows = 1;
     plan.cols = shape[0];
     plan.samples = std::min(shape[0], kPreviewPlotSamples);
-    plan.width = std::min(plan.samples, kPreviewLongSide);
-    plan.height = kPreviewPlotHeight;
+    plan.width = std::min(plan.samples, limit);
+    plan.height = std::min(kPreviewPlotHeight, limit);
     return plan;
   }
   const bool integer =
@@ -389,8 +393,8 @@ std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const
     plan.cols = shape[nd - 1];
   }
   const int64_t long_side = std::max(plan.rows, plan.cols);
-  plan.height = preview_side(plan.rows, long_side);
-  plan.width = preview_side(plan.cols, long_side);
+  plan.height = preview_side(plan.rows, long_side, limit);
+  plan.width = preview_side(plan.cols, long_side, limit);
   return plan;
 }
 

@@ -8,9 +8,10 @@
 //     dtype: the RGB(A) image of the last three dimensions; ndim >= 2: the
 //     grayscale image of the last two; leading dimensions at index 0.
 //     ndim 1: a plot of 256 rows, one column per group of samples.
-//   - size: H x W becomes h x w, the long side L = max(H, W) at most 1024:
-//     when L > 1024, h = max(1, floor((2 * H * 1024 + L) / (2 * L))) (H * 1024 / L
-//     rounded half up), and w alike; never enlarged.
+//   - size: H x W becomes h x w, the long side L = max(H, W) at most S
+//     (1024 for preview.png; a thumbnail's size, at most 1024, for
+//     blosc2fs --thumbnail): when L > S, h = max(1, floor((2 * H * S + L) / (2 * L)))
+//     (H * S / L rounded half up), and w alike; never enlarged.
 //   - pixel (i, j) is the element at row floor((i + 0.5) * H / h), column
 //     floor((j + 0.5) * W / w).
 //   - values: uint8 as they are, bool 0 / 255, every other dtype
@@ -18,9 +19,10 @@
 //     NumPy's), lo and hi the smallest and largest finite drawn values (0 when
 //     hi == lo); NaN and infinities transparent (the image then has alpha).
 //   - plot: N elements, M = min(N, 16 Mi) samples, sample k the element
-//     floor(k * N / M); w = min(M, 1024) columns, sample k in column
-//     floor(k * w / M); each column black from the row of its largest finite
-//     value's level y to its smallest's (row 255 - y), white elsewhere.
+//     floor(k * N / M); w = min(M, S) columns, sample k in column
+//     floor(k * w / M); p = min(256, S) rows; each column black from the row of
+//     its largest finite value's level y to its smallest's (row
+//     p - 1 - floor(y * p / 256): 255 - y for preview.png), white elsewhere.
 #pragma once
 
 #include <cstdint>
@@ -74,12 +76,15 @@ struct PreviewPlan {
   std::string slice_text() const;
 };
 
-// The plan for an array of `shape` and `dtype`; nullopt when there is nothing
-// to draw (0-d, no elements, a dtype preview_dtype refuses).
-std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const std::optional<PreviewDtype>& dtype);
+// The plan for an array of `shape` and `dtype` whose picture's long side is at
+// most `limit` pixels (clamped to 1 .. kPreviewLongSide); nullopt when there is
+// nothing to draw (0-d, no elements, a dtype preview_dtype refuses).
+std::optional<PreviewPlan> plan_preview(const std::vector<int64_t>& shape, const std::optional<PreviewDtype>& dtype,
+                                        int64_t limit = kPreviewLongSide);
 
 // The rules above, one function each (the unit tests check them).
-int64_t preview_side(int64_t side, int64_t long_side);            // h of H when L = long_side
+int64_t preview_side(int64_t side, int64_t long_side, int64_t limit = kPreviewLongSide);  // h of H when L = long_side
+int64_t plot_row(uint8_t level, int64_t height);                   // height - 1 - floor(level * height / 256)
 int64_t nearest_index(int64_t i, int64_t picture, int64_t source);  // floor((i + 0.5) * source / picture)
 int64_t plot_sample_index(int64_t k, int64_t samples, int64_t n);   // floor(k * n / samples)
 int64_t plot_column(int64_t k, int64_t samples, int64_t width);     // floor(k * width / samples)

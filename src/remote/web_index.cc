@@ -1,19 +1,15 @@
 #include "web_index.h"
 
-#include <libxml/HTMLparser.h>
-#include <libxml/parser.h>
-
 #include <algorithm>
 #include <cctype>
-#include <climits>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "html_links.h"
 
 namespace blosc2fs {
 
@@ -199,79 +195,21 @@ class Entries {
   std::map<std::string, ListedEntry::Type> by_name_;
 };
 
-// --- HTML: libxml2's HTML parser, SAX only (no document tree is built) ---
+// --- HTML: the hrefs of its <a> start tags (html_links.cc) ---
 
-struct HtmlState {
-  const PageUrl* page = nullptr;
-  Entries* entries = nullptr;
-  htmlParserCtxtPtr parser = nullptr;
+void parse_html(std::string_view body, const PageUrl& page, Entries& entries) {
   bool too_many = false;
-  bool too_deep = false;
-};
-
-void on_start_element(void* user, const xmlChar* name, const xmlChar** attributes) {
-  auto* s = static_cast<HtmlState*>(user);
-  if (s->parser->nameNr > kMaxIndexNesting) {
-    s->too_deep = true;
-    xmlStopParser(s->parser);
-    return;
-  }
-  // The parser gives element and attribute names in lower case.
-  if (std::strcmp(reinterpret_cast<const char*>(name), "a") != 0 || attributes == nullptr) return;
-  for (size_t i = 0; attributes[i] != nullptr; i += 2) {
-    if (std::strcmp(reinterpret_cast<const char*>(attributes[i]), "href") != 0) continue;
-    // The first href counts, as in a browser; entities are already decoded.
-    if (attributes[i + 1] == nullptr) return;
-    if (auto entry = entry_of_link(reinterpret_cast<const char*>(attributes[i + 1]), *s->page)) {
-      if (!s->entries->add(std::move(*entry))) {
-        s->too_many = true;
-        xmlStopParser(s->parser);
+  for_each_anchor_href(body, [&](std::optional<std::string> href) {
+    if (!href) return true;  // a reference we cannot read as a browser would: not a name of ours
+    if (auto entry = entry_of_link(*href, page)) {
+      if (!entries.add(std::move(*entry))) {
+        too_many = true;
+        return false;
       }
     }
-    return;
-  }
-}
-
-// The parser's complaints about a malformed page are not ours to print.
-void ignore_message(void*, const char*, ...) {}
-void ignore_error(void*, xmlErrorPtr) {}
-
-void parse_html(std::string_view body, const std::string& url, const PageUrl& page, Entries& entries) {
-  static std::once_flag init;
-  std::call_once(init, [] { xmlInitParser(); });
-  if (body.empty()) return;  // lists nothing (and libxml2 makes no context for it)
-  static_assert(kMaxIndexPageBytes <= size_t(INT_MAX), "libxml2 takes the page's length as an int");
-  htmlSAXHandler sax;
-  std::memset(&sax, 0, sizeof sax);
-  sax.startElement = on_start_element;
-  sax.warning = ignore_message;
-  sax.error = ignore_message;
-  sax.fatalError = ignore_message;
-  sax.serror = ignore_error;
-  sax.initialized = XML_SAX2_MAGIC;
-  HtmlState state;
-  state.page = &page;
-  state.entries = &entries;
-  // A memory context with our handler in place of the default one for the
-  // parse (as htmlSAXParseDoc does), restored before the context is freed.
-  std::unique_ptr<htmlParserCtxt, void (*)(htmlParserCtxtPtr)> parser(
-      htmlCreateMemoryParserCtxt(body.data(), int(body.size())), htmlFreeParserCtxt);
-  if (!parser) throw FormatError(url + ": libxml2 cannot start parsing the directory index");
-  // No network, no implied DOCTYPE fetch; HTML knows no entities but its own.
-  htmlCtxtUseOptions(parser.get(), HTML_PARSE_NONET | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                                       HTML_PARSE_NOBLANKS | HTML_PARSE_COMPACT);
-  htmlSAXHandlerPtr own = parser->sax;
-  parser->sax = &sax;
-  parser->userData = &state;
-  state.parser = parser.get();
-  htmlParseDocument(parser.get());
-  parser->sax = own;
-  parser->userData = parser.get();
-  if (parser->myDoc) xmlFreeDoc(parser->myDoc);
-  parser->myDoc = nullptr;
-  if (state.too_many) entries.refuse_count();
-  if (state.too_deep)
-    throw FormatError(url + ": a directory index page nesting elements more than 4096 deep: refused");
+    return true;
+  });
+  if (too_many) entries.refuse_count();
 }
 
 // --- JSON: nginx's autoindex_format json, Caddy's browse JSON ---
@@ -390,7 +328,7 @@ std::vector<ListedEntry> parse_web_index(std::string_view body, const std::strin
   const PageUrl page = parse_page_url(page_url);
   Entries entries(page_url);
   if (web_index_format(body, content_type) == WebIndexFormat::json) parse_json(body, page_url, entries);
-  else parse_html(body, page_url, page, entries);
+  else parse_html(body, page, entries);
   return entries.take();
 }
 

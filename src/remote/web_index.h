@@ -1,7 +1,7 @@
 // A web server's directory index page read as a listing: the HTML that nginx
 // (autoindex), Apache (mod_autoindex), lighttpd (mod_dirlisting), Caddy
-// (file_server browse) and python's http.server send, parsed with libxml2's
-// HTML parser, and the JSON of nginx's autoindex_format json and Caddy's
+// (file_server browse) and python's http.server send, read by our own
+// tokenizer of HTML's tags (html_links.h), and the JSON of nginx's autoindex_format json and Caddy's
 // browse. Pure: bytes and the page's URL in, entries out; the page is
 // untrusted, so only links to names directly below the page's directory count.
 #pragma once
@@ -18,8 +18,6 @@ namespace blosc2fs {
 // Bounds of one index page: a longer page or more entries is refused.
 inline constexpr size_t kMaxIndexPageBytes = size_t(64) << 20;
 inline constexpr size_t kMaxIndexEntries = 1'000'000;
-// Elements nested deeper than this (never in a real index) refuse the page.
-inline constexpr int kMaxIndexNesting = 4096;
 
 enum class WebIndexFormat { html, json };
 

@@ -53,7 +53,13 @@ PACKAGE_FILES = {
     "usr/share/doc/blosc2fs/copyright": 0o644,
     **{f"usr/share/doc/blosc2fs/examples/{name}": 0o644 for name in EXAMPLES},
     **{f"usr/share/doc/blosc2fs/docs/{name}": 0o644 for name in DOCS},
+    # The desktop's view of Blosc2 files (docs/desktop.md).
+    "usr/share/mime/packages/blosc2fs.xml": 0o644,
+    "usr/share/thumbnailers/blosc2.thumbnailer": 0o644,
 }
+# What shared-mime-info's trigger makes of the XML: one file per type.
+MIME_TYPES = ["application/x-blosc2-frame", "application/x-blosc2-b2nd", "application/x-blosc2-sparse-frame",
+              "application/x-blosc2-embed-store", "application/x-blosc2-zip-store"]
 ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C.UTF-8")
 # Another apt or dpkg (unattended-upgrades, a second test run) may hold dpkg's
 # locks: apt-get waits this long for them instead of failing at once.
@@ -292,6 +298,8 @@ def test_control(h, s):
         check(pkg in depends or provides & depends,
               f"{lib} comes from {pkg}, which Depends does not name: {fields.get('Depends')}")
     print(f"  Depends: {fields['Depends']}", flush=True)
+    check("shared-mime-info" in depends_names(fields.get("Recommends", "")),
+          f"Recommends lacks shared-mime-info (its trigger registers the MIME types): {fields.get('Recommends')}")
 
 
 def test_contents(h, s):
@@ -694,6 +702,40 @@ def run_service(h, frame, options, mnt, specifiers, check_tree=check_mounted_tre
         check(not os.path.ismount(mnt), "ExecStopPost left the mount behind")
 
 
+def test_desktop_files(h, s):
+    """The MIME XML and the thumbnailer as installed: shared-mime-info's trigger has run
+    update-mime-database (the system's database knows the types), GLib names the type of a
+    renamed b2nd by its magic, and the installed .thumbnailer's Exec line makes a PNG."""
+    for path in ("usr/share/mime/packages/blosc2fs.xml", "usr/share/thumbnailers/blosc2.thumbnailer"):
+        check(read_file("/" + path) == read_file(os.path.join(SOURCE_ROOT, "packaging", "desktop",
+                                                              os.path.basename(path))),
+              f"/{path} is not the source tree's file")
+    for mime in MIME_TYPES:
+        check(os.path.exists(f"/usr/share/mime/{mime}.xml"),
+              f"/usr/share/mime/{mime}.xml is missing: shared-mime-info's trigger did not register the types")
+    work = os.path.join(h.workdir, "desktop")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    renamed = os.path.join(work, "array.bin")
+    shutil.copyfile(h.frame("b2nd-3d-f8.b2nd"), renamed)
+    env = dict(ENV, XDG_DATA_HOME=os.path.join(work, "no-data-home"), XDG_DATA_DIRS="/usr/share")
+    r = run(["gio", "info", "-a", "standard::content-type", renamed], env=env)
+    check("standard::content-type: application/x-blosc2-b2nd" in r.stdout,
+          f"gio info of a renamed b2nd with the system's database: {r.stdout.strip()}")
+    exec_line = None
+    with open("/usr/share/thumbnailers/blosc2.thumbnailer") as f:
+        for line in f:
+            if line.startswith("Exec="):
+                exec_line = line[len("Exec="):].strip()
+    check(exec_line is not None, "the installed .thumbnailer has no Exec line")
+    out = os.path.join(work, "thumb.png")
+    fields = {"%i": renamed, "%o": out, "%s": "128"}
+    argv = [fields.get(word, word) for word in exec_line.split()]
+    run(argv, env=dict(ENV, PATH="/usr/bin:/bin"))
+    png = read_file(out)
+    check(png[:8] == b"\x89PNG\r\n\x1a\n", f"{exec_line}: the output is not a PNG")
+
+
 def test_remove(h, s):
     if s.was_installed:
         print("  blosc2fs was installed before this test: left installed (now this build's package)",
@@ -705,6 +747,10 @@ def test_remove(h, s):
     check(not package_installed(), "blosc2fs is still installed")
     for path in PACKAGE_FILES:
         check(not os.path.exists("/" + path), f"/{path} is still there after apt-get purge")
+    # shared-mime-info's trigger ran again: the types are gone from the system's database.
+    for mime in MIME_TYPES:
+        check(not os.path.exists(f"/usr/share/mime/{mime}.xml"),
+              f"/usr/share/mime/{mime}.xml is still there after apt-get purge")
 
 
 def main():
@@ -721,6 +767,7 @@ def main():
     h.test("package.maintainer_scripts", test_maintainer_scripts, h, s)
     h.test("install.apt", test_install, h, s)
     try:
+        h.test("desktop.mime_and_thumbnailer", test_desktop_files, h, s)
         h.test("mount.type_fuse_blosc2fs", test_mount_type, h, s)
         h.test("mount.fstab_line", test_fstab_line, h, s)
         h.test("mount.fstab_line_collection", test_fstab_line, h, s, True)

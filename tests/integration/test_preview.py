@@ -25,8 +25,8 @@ rng = np.random.default_rng(20261127)
 
 # --- the rules, in NumPy ---
 
-def side(s, long_side):
-    return s if long_side <= LONG_SIDE else max(1, (2 * s * LONG_SIDE + long_side) // (2 * long_side))
+def side(s, long_side, limit=LONG_SIDE):
+    return s if long_side <= limit else max(1, (2 * s * limit + long_side) // (2 * long_side))
 
 
 def nearest(n, source):
@@ -58,30 +58,33 @@ def levels_of(values, dtype, lo, hi):
     return scaled(values.astype(np.float64), lo, hi)
 
 
-def expected(a):
-    """(PNG mode, pixels) of the preview of array a by the rules of docs/preview.md."""
+def expected(a, limit=LONG_SIDE):
+    """(PNG mode, pixels) of the preview of array a by the rules of docs/preview.md, the
+    picture's long side at most `limit` (1024: preview.png; less: a thumbnail)."""
     dt = a.dtype
+    limit = max(1, min(limit, LONG_SIDE))
     if a.ndim == 1:
         n = a.shape[0]
         m = min(n, PLOT_SAMPLES)
         s = a[(np.arange(m, dtype=np.int64) * n) // m].astype(np.float64)
-        w = min(m, LONG_SIDE)
+        w = min(m, limit)
+        height = min(PLOT_HEIGHT, limit)
         col = (np.arange(m, dtype=np.int64) * w) // m
         starts = np.searchsorted(col, np.arange(w))
         finite, lo, hi = finite_range(s)
         cmin = np.minimum.reduceat(np.where(finite, s, np.inf), starts)
         cmax = np.maximum.reduceat(np.where(finite, s, -np.inf), starts)
-        img = np.full((PLOT_HEIGHT, w), 255, np.uint8)
+        img = np.full((height, w), 255, np.uint8)
         for j in np.nonzero(cmin <= cmax)[0]:
-            top = PLOT_HEIGHT - 1 - int(levels_of(np.array([cmax[j]]), dt, lo, hi)[0])
-            bottom = PLOT_HEIGHT - 1 - int(levels_of(np.array([cmin[j]]), dt, lo, hi)[0])
+            top = height - 1 - int(levels_of(np.array([cmax[j]]), dt, lo, hi)[0]) * height // PLOT_HEIGHT
+            bottom = height - 1 - int(levels_of(np.array([cmin[j]]), dt, lo, hi)[0]) * height // PLOT_HEIGHT
             img[top:bottom + 1, j] = 0
         return "L", img
     color = a.ndim >= 3 and dt.kind in "iu" and a.shape[-1] in (3, 4)
     img = a[(0,) * (a.ndim - (3 if color else 2))]
     rows, cols = img.shape[0], img.shape[1]
     long_side = max(rows, cols)
-    h, w = side(rows, long_side), side(cols, long_side)
+    h, w = side(rows, long_side, limit), side(cols, long_side, limit)
     sample = img[np.ix_(nearest(h, rows), nearest(w, cols))]
     mode = ("RGB" if a.shape[-1] == 3 else "RGBA") if color else "L"
     if dt == np.uint8 or dt == np.bool_:

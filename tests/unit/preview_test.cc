@@ -125,6 +125,36 @@ TEST(Preview, Plans) {
   EXPECT_GT(preview_png_size_bound(*rgb), 1024 * 512 * 3);
 }
 
+TEST(Preview, PlansOfAThumbnailSize) {
+  auto f8 = preview_dtype("<f8", 8), u1 = preview_dtype("|u1", 1);
+  EXPECT_EQ(preview_side(900, 1500, 128), 77);   // 76.8
+  EXPECT_EQ(preview_side(1500, 1500, 128), 128);
+  EXPECT_EQ(preview_side(100, 128, 128), 100);   // never enlarged
+  EXPECT_EQ(preview_side(3, 300, 128), 1);       // 1.28
+  auto rgb = plan_preview({7, 2000, 1000, 3}, u1, 256);
+  ASSERT_TRUE(rgb);
+  EXPECT_EQ(rgb->height, 256);
+  EXPECT_EQ(rgb->width, 128);
+  auto small = plan_preview({50, 40}, f8, 256);  // smaller than the size: as it is
+  EXPECT_EQ(small->height, 50);
+  EXPECT_EQ(small->width, 40);
+  auto plot = plan_preview({100000}, f8, 128);
+  EXPECT_EQ(plot->width, 128);
+  EXPECT_EQ(plot->height, 128);
+  EXPECT_EQ(plot->samples, 100000);
+  auto big = plan_preview({5000, 5000}, f8, 1 << 20);  // past 1024: 1024
+  EXPECT_EQ(big->height, 1024);
+  auto tiny = plan_preview({5000, 5000}, f8, 0);  // below 1: 1
+  EXPECT_EQ(tiny->height, 1);
+  // Levels go to rows of a plot p rows high: row p - 1 - floor(y * p / 256).
+  EXPECT_EQ(plot_row(0, 256), 255);
+  EXPECT_EQ(plot_row(255, 256), 0);
+  EXPECT_EQ(plot_row(0, 128), 127);
+  EXPECT_EQ(plot_row(255, 128), 0);
+  EXPECT_EQ(plot_row(128, 128), 63);
+  EXPECT_EQ(plot_row(255, 1), 0);
+}
+
 // An N-d array in memory, cut into chunks and blocks as b2nd does: the chunk
 // bytes are made through NdLayout::read itself (which element of which chunk
 // each C-order position reads), so these tests need no geometry of their own.
