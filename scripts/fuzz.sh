@@ -19,7 +19,7 @@ if ((${#targets[@]} == 0)); then
            volume_data_fuzz store_index_fuzz plugin_codec_fuzz web_index_fuzz)
 fi
 "$root/scripts/install-deps.sh"
-CXX=${CXX:-clang++} "$root/tests/run_sanitizer_build.sh" "$root" "$sanitize" "$fixtures" >/dev/null
+CXX=${CXX:-clang++} "$root/tests/run_sanitizer_build.sh" "$root" "$sanitize" "$fixtures" "${targets[@]}" >/dev/null
 
 seeds_of() {  # the same starting inputs as the CI runs (tests/CMakeLists.txt)
   case $1 in
