@@ -20,6 +20,7 @@
 
 #include "caterva2.h"
 #include "collection_open.h"
+#include "dynamic_plugins.h"
 #include "exit_status.h"
 #include "frame.h"
 #include "notifier.h"
@@ -308,7 +309,43 @@ int run_store_info(const Options& o, const fs::path& path) {
   }
 }
 
+// How long the Python lookup of one plugin may take (it imports the package).
+constexpr std::chrono::seconds kPluginLookupTimeout{10};
+
+bool has_allow_other(const Options& o) {
+  for (const std::string& opt : o.fuse_options)
+    if (opt == "allow_other" || opt == "allow_root") return true;
+  return false;
+}
+
+// Loads the plugin libraries of the codecs c-blosc2 loads at run time, once, before
+// anything is read (dynamic_plugins.h). A -o plugin_path that does not load fails
+// the mount; a plugin that is not installed leaves its codec EIO, said once when
+// a chunk of it is met.
+// --info (quiet) logs nothing: its stdout is frame.json.
+void load_plugins(const Options& o, bool quiet = false) {
+  if (!quiet) set_missing_plugin_reporter([](const std::string& line) { spdlog::warn("{}", line); });
+  DynamicPluginSetup setup;
+  try {
+    setup = load_dynamic_plugins(o.plugin_paths, "python3", kPluginLookupTimeout);
+  } catch (const PluginLoadError& e) {
+    throw Failure{kExitUsage, std::string("plugin_path: ") + e.what()};
+  }
+  if (quiet) return;
+  // Other users' reads run this library's code: say which it is where they are served.
+  const auto level = has_allow_other(o) ? spdlog::level::warn : spdlog::level::info;
+  for (const std::string& line : setup.loaded) spdlog::log(level, "loaded the plugin of {}", line);
+  for (const std::string& line : setup.refused) spdlog::warn("plugin not loaded: {}", line);
+  for (const std::string& line : setup.notes) spdlog::debug("no plugin: {}", line);
+}
+
 int run_info(const Options& o) {
+  try {
+    load_plugins(o, true);
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "blosc2fs: %s\n", f.why.c_str());
+    return f.status;
+  }
   if (is_remote_url(o.frame.string())) return run_remote_info(o);
   if (is_local_collection(fs::absolute(o.frame))) {
     try {
@@ -575,6 +612,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
 
 int mount_and_serve(const Options& o) {
   init_logging(o.log_level, false);
+  load_plugins(o);
   const uint64_t cache_budget = o.cache_size.value_or(default_cache_size());
   ServedTree served = is_remote_url(o.frame.string()) ? open_remote_tree(o, cache_budget)
                                                       : open_local_tree(o, cache_budget);

@@ -250,9 +250,9 @@ class Harness:
             os.chmod(dst, 0o644)
         return dst
 
-    def info(self, frame):
+    def info(self, frame, env=None):
         """The frame as the project's own reader describes it (blosc2fs --info)."""
-        r = self.run(["--info", frame])
+        r = self.run(["--info", frame], env=env)
         if r.returncode != 0:
             raise TestFailure(f"blosc2fs --info {frame} failed with status {r.returncode}: {r.stderr.strip()}")
         return json.loads(r.stdout)
@@ -292,17 +292,17 @@ class Harness:
             self.failed += 1
             self.finish()
 
-    def mount(self, frame, options=(), mountpoint=None, timeout=60):
+    def mount(self, frame, options=(), mountpoint=None, timeout=60, env=None):
         """Mounts frame; returns the mount point. The binary returns once mounted.
         Frames inside the fixtures are always mounted read-only (-o ro last, so
         it wins): mounts are read-write by default and the tests run as root,
         who may write anything. Tests that write copy the frame first
-        (copy_fixture)."""
+        (copy_fixture). env: the daemon's environment (default: this process's)."""
         mnt = mountpoint or self.new_dir()
         options = list(options)
         if any(os.path.abspath(frame).startswith(root + os.sep) for root in (self.fixtures, self.fixtures_extra)):
             options += ["-o", "ro"]
-        r = self.run(options + [frame, mnt], timeout=timeout)
+        r = self.run(options + [frame, mnt], timeout=timeout, env=env)
         if r.returncode != 0:
             raise TestFailure(f"mount of {frame} failed with status {r.returncode}: {r.stderr.strip()}")
         if not os.path.ismount(mnt):
