@@ -337,32 +337,29 @@ def openzl_library_that_is_no_plugin_is_refused(h, entry):
 
 
 def garbage_openzl_chunks_read_eio(h, entries, name):
-    """A chunk claiming codec 38 whose streams are garbage, written as raw/N.chunk into
-    a copy: with the plugin loaded, reading it is EIO with one line, and the mount
-    keeps serving the other chunks."""
+    """A chunk claiming codec 38 whose streams are garbage (OpenZL's magic, then noise),
+    written into a copy's file: with the plugin loaded, reading it is EIO with one
+    line, and the mount keeps serving the other chunks."""
     path = copy_frame(h, entries, name)
     reference = blosc2.open(path, mode="r")
-    good = reference.schunk.get_chunk(0)
-    header = chunk_header(good)
-    nbytes, blocksize = header["nbytes"], header["blocksize"]
-    nblocks = -(-nbytes // blocksize)
     rng = np.random.default_rng(38)
-    chunk = bytearray(good[:32])
-    chunk[2] = (chunk[2] & 0x1D) | (6 << 5) | 0x10  # compformat 6 (a plugin), not memcpyed, one stream per block
-    chunk[22] = 38
-    streams = bytearray()
-    starts = []
-    for b in range(nblocks):
-        starts.append(32 + 4 * nblocks + len(streams))
-        garbage = bytes(b"\xd7\xa5\xb1\xd7") + rng.integers(0, 256, 40 + 13 * b, dtype=np.uint8).tobytes()
-        streams += len(garbage).to_bytes(4, "little") + garbage
-    chunk += b"".join(s.to_bytes(4, "little") for s in starts) + streams
-    chunk[12:16] = len(chunk).to_bytes(4, "little")
+    # Chunk 1's streams keep their sizes and OpenZL's magic; the rest becomes noise, in
+    # place in the file (raw/N.chunk and python-blosc2 both refuse to store it).
+    stored = bytes(reference.schunk.get_chunk(1))
     del reference
-    mounted = LoggedMount(h, path, ("-o", "rw"), env=plugin_env())
+    garbled = bytearray(stored)
+    h1 = chunk_header(stored)
+    for b in range(-(-h1["nbytes"] // h1["blocksize"])):
+        start = int.from_bytes(stored[32 + 4 * b:36 + 4 * b], "little")
+        csize = int.from_bytes(stored[start:start + 4], "little")
+        garbled[start + 8:start + 4 + csize] = rng.integers(0, 256, csize - 4, dtype=np.uint8).tobytes()
+    frame_bytes = open(path, "rb").read()
+    check_equal(frame_bytes.count(stored), 1, f"{name}: chunk 1's bytes in the frame file")
+    with open(path, "r+b") as f:
+        f.seek(frame_bytes.index(stored))
+        f.write(bytes(garbled))
+    mounted = LoggedMount(h, path, env=plugin_env())
     try:
-        check_equal(write_errno(os.path.join(mounted.mnt, "raw", "00000001.chunk"), [bytes(chunk)]), ("ok", 0),
-                    f"{name}: writing a garbage OpenZL chunk as raw/00000001.chunk")
         try:
             read_file(os.path.join(mounted.mnt, "chunks", "00000001"))
             raise TestFailure(f"{name}: a garbage OpenZL chunk read")
@@ -562,14 +559,17 @@ def data_writes_are_refused(h, entries, name, env=None):
     original = open(path, "rb").read()
     opened = blosc2.open(path, mode="r")  # kept open: its schunk lives as long as it does
     before = opened.schunk.get_chunk(0)  # as stored: this process may have no decoder of it
+    nchunks, chunksize = opened.schunk.nchunks, opened.schunk.chunksize
     del opened
+    payload = (bytes(range(256)) * (chunksize // 256 + 1))[:chunksize]  # a whole chunk: no size rule is hit
     mnt = h.mount(path, env=env)
     try:
         writes = {"chunks/00000000": (os.path.join(mnt, "chunks", "00000000"), os.O_WRONLY | os.O_TRUNC),
                   "data": (os.path.join(mnt, "data"), os.O_WRONLY),
-                  "chunks/00000001 (an append)": (os.path.join(mnt, "chunks", "00000001"), os.O_WRONLY | os.O_CREAT)}
+                  f"chunks/{nchunks:08d} (an append)": (os.path.join(mnt, "chunks", f"{nchunks:08d}"),
+                                                         os.O_WRONLY | os.O_CREAT)}
         for what, (target, flags) in writes.items():
-            stage, err = write_errno(target, [bytes(range(256)) * 12], flags)
+            stage, err = write_errno(target, [payload], flags)
             check(err == errno.EOPNOTSUPP, f"{label}: writing {what} gave {errno.errorcode.get(err, err)} at {stage}, "
                                            f"want EOPNOTSUPP")
     finally:
