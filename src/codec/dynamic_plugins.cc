@@ -226,8 +226,9 @@ std::optional<fs::path> find_plugin_with_python(const std::string& name, const s
   };
   if (!valid_plugin_name(name)) return fail("'" + name + "' is not a plugin name");
   const std::string module = "blosc2_" + name;
-  const std::string script =
-      "import sys, " + module + " as p; sys.stdout.write(str(p.get_libpath()))";
+  // find_spec first: a Python without the package answers without importing anything.
+  const std::string script = "import importlib.util, sys\nif importlib.util.find_spec('" + module +
+                             "') is None: sys.exit(3)\nimport " + module + " as p\nsys.stdout.write(str(p.get_libpath()))";
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
   Fd read_end{out_pipe[0]}, write_end{out_pipe[1]};
@@ -274,8 +275,10 @@ std::optional<fs::path> find_plugin_with_python(const std::string& name, const s
   }
   if (timed_out)
     return fail(python + " did not answer where " + module + " is within " + str(timeout.count()) + " ms");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    return fail(python + " has no " + module + " (pip install blosc2-" + name + ")");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return fail(python + " cannot import " + module + " (is it installed? pip install blosc2-" + name + ")");
+    return fail(python + " cannot import " + module + " or call its get_libpath()");
   if (output.size() > kMaxLookupOutput || output.empty() || output.find('\0') != std::string::npos ||
       output.find('\n') != std::string::npos)
     return fail(python + ": " + module + ".get_libpath() gave no single path");

@@ -206,6 +206,13 @@ class Harness:
             sys.exit(1)
         shutil.rmtree(self.workdir, ignore_errors=True)
         os.makedirs(self.workdir, exist_ok=True)
+        # The daemon asks the python3 on its PATH for codec plugins (docs/codecs.md): in
+        # the tests that is Debian's, which has none, whatever this machine's PATH finds
+        # first (and found fast). Tests of plugins pass their own env.
+        bin_dir = os.path.join(self.workdir, "daemon-bin")
+        os.makedirs(bin_dir)
+        os.symlink("/usr/bin/python3", os.path.join(bin_dir, "python3"))
+        self.daemon_env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
 
     # --- paths ---
 
@@ -272,7 +279,10 @@ class Harness:
     # --- running the binary ---
 
     def run(self, args, timeout=60, **kwargs):
-        """Runs the binary with args; returns CompletedProcess (text)."""
+        """Runs the binary with args; returns CompletedProcess (text). env: the
+        daemon's environment (default: daemon_env)."""
+        if kwargs.get("env") is None:
+            kwargs["env"] = self.daemon_env
         return subprocess.run([self.binary] + list(args), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
@@ -297,7 +307,7 @@ class Harness:
         Frames inside the fixtures are always mounted read-only (-o ro last, so
         it wins): mounts are read-write by default and the tests run as root,
         who may write anything. Tests that write copy the frame first
-        (copy_fixture). env: the daemon's environment (default: this process's)."""
+        (copy_fixture). env: the daemon's environment (default: daemon_env)."""
         mnt = mountpoint or self.new_dir()
         options = list(options)
         if any(os.path.abspath(frame).startswith(root + os.sep) for root in (self.fixtures, self.fixtures_extra)):

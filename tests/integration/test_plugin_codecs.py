@@ -57,17 +57,12 @@ def plugin_env():
 
 
 def no_plugin_env(h):
-    """A PATH whose python3 is Debian's, which has no blosc2_openzl (checked)."""
-    bin_dir = h.new_dir("no-plugin-bin")
-    link = os.path.join(bin_dir, "python3")
-    if not os.path.exists(link):
-        os.symlink("/usr/bin/python3", link)
-    env = dict(os.environ)
-    env["PATH"] = bin_dir + os.pathsep + "/usr/bin:/bin"
-    r = subprocess.run(["python3", "-c", "import blosc2_openzl"], env=env, capture_output=True,
+    """The daemons' default environment (harness.py), whose python3 is Debian's, which
+    has no blosc2_openzl (checked)."""
+    r = subprocess.run(["python3", "-c", "import blosc2_openzl"], env=h.daemon_env, capture_output=True,
                        stdin=subprocess.DEVNULL, timeout=60)
     check(r.returncode != 0, "/usr/bin/python3 imports blosc2_openzl: no Python without the plugin to test with")
-    return env
+    return h.daemon_env
 
 
 OPENZL_LIBRARY = "libblosc2_openzl.so"
@@ -221,7 +216,7 @@ class LoggedMount:
         self.log_path = self.mnt + ".log"
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen([h.binary, "-f", *options, path, self.mnt], stdout=subprocess.DEVNULL,
-                                         stderr=log, stdin=subprocess.DEVNULL, env=env)
+                                         stderr=log, stdin=subprocess.DEVNULL, env=env or h.daemon_env)
         deadline = time.monotonic() + PATIENCE
         while not os.path.ismount(self.mnt) and time.monotonic() < deadline and self.proc.poll() is None:
             time.sleep(0.05)
