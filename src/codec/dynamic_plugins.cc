@@ -169,7 +169,7 @@ void DynamicCodec::decode(uint8_t meta, int32_t typesize, ByteSpan in, MutableBy
                           const uint8_t* chunk) const {
   if (in.size() > size_t(INT32_MAX) || out.size() > size_t(INT32_MAX))
     throw FormatError("codec " + name_ + ": stream too large for the plugin interface");
-  std::memset(out.data(), 0, out.size());
+  if (!out.empty()) std::memset(out.data(), 0, out.size());
   plugin_abi::DParams dparams{};
   dparams.nthreads = 1;
   dparams.typesize = typesize;
