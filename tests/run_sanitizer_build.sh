@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds the clang ASan+UBSan+libFuzzer variant of the tree.
 set -euo pipefail
-src=$1 dir=$2 fixtures=$3
+# test_python: the outer build's test venv python (dynamic_plugins_test asks it for
+# the OpenZL plugin); the nested build has no venv of its own.
+src=$1 dir=$2 fixtures=$3 test_python=${4:-}
 cmake -S "$src" -B "$dir" -DCMAKE_CXX_COMPILER="${CXX:-clang++}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DBLOSC2FS_SANITIZE=ON -DBLOSC2FS_FUZZ=ON -DBLOSC2FS_FIXTURES="$fixtures" >/dev/null
+  -DBLOSC2FS_SANITIZE=ON -DBLOSC2FS_FUZZ=ON -DBLOSC2FS_FIXTURES="$fixtures" \
+  ${test_python:+-DBLOSC2FS_TEST_PYTHON="$test_python"} >/dev/null
 cmake --build "$dir" -j"$(nproc)"

@@ -93,7 +93,7 @@ std::vector<uint8_t> self_test_block() {
   return block;
 }
 
-// Closes a pipe end and reaps a child on every path.
+// A pipe end, closed on every path.
 struct Fd {
   int fd = -1;
   ~Fd() {
