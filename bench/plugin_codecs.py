@@ -13,12 +13,22 @@ thread, so that `codec_bench --frame` can be timed on the same chunks.
         ratio, mbps (best pass, wall clock), cpu_mbps (that pass's process CPU
         time, which counts any thread a plugin starts), nthreads, nchunks
 
+    python plugin_codecs.py openzl BLOSC2FS WORKDIR [MB] [RUNS]
+        the OpenZL row (issue #38): writes WORKDIR/openzl-sh-bd-zstd-MB.b2nd (float32,
+        OpenZL profile SH_BD_ZSTD, python-blosc2's default chunks and blocks) unless it
+        exists, then RUNS times in turn: python-blosc2's `[:]` in this process (default
+        threads) and `cat data` through a fresh mount (the daemon loads blosc2-openzl's
+        library, found through this python's bin directory on its PATH). Prints
+        key=value: mb, ratio, mount_mbps, python_mbps (medians), ratio_x, and all runs.
+
 Run with the test venv's python (scripts/test-venv.sh), which has the pinned
-python-blosc2 and the J2K/HTJ2K plugins (AGPL-3: they only write and decode the
-benchmark's data here, nothing links them).
+python-blosc2 and the J2K/HTJ2K/OpenZL plugins (AGPL-3: they only write and decode
+the benchmark's data here, nothing links them).
 """
 
 import os
+import statistics
+import subprocess
 import sys
 import time
 
@@ -156,6 +166,45 @@ def time_decoding(name, frame, reps):
           f"nthreads={schunk.dparams.nthreads} nchunks={schunk.nchunks}")
 
 
+def openzl_row(binary, workdir, mb, runs):
+    import blosc2_openzl  # noqa: F401  (loaded here, c-blosc2's dlopen by name finds it)
+
+    os.makedirs(workdir, exist_ok=True)
+    frame = os.path.join(workdir, f"openzl-sh-bd-zstd-{mb}.b2nd")
+    if not os.path.exists(frame):
+        data = signal((mb * 2**20 // 4 // 32768, 32768))
+        tmp = frame + ".tmp.b2nd"
+        blosc2.asarray(data, urlpath=tmp, mode="w",
+                       cparams=blosc2.CParams(codec=C.OPENZL, codec_meta=6, filters=[], splitmode=S.NEVER_SPLIT))
+        del data
+        os.replace(tmp, frame)
+    array = blosc2.open(frame, mode="r")
+    nbytes = array.schunk.nbytes
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    mnt = os.path.join(workdir, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    mount_mbps, python_mbps = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        whole = array[:]
+        python_mbps.append(nbytes / 1e6 / (time.perf_counter() - t0))
+        del whole
+        r = subprocess.run([binary, "-o", "ro", frame, mnt], env=env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            sys.exit(f"mounting {frame} failed: {r.stderr.strip()}")
+        try:
+            t0 = time.perf_counter()
+            subprocess.run(["cat", os.path.join(mnt, "data")], stdout=subprocess.DEVNULL, check=True, timeout=600)
+            mount_mbps.append(nbytes / 1e6 / (time.perf_counter() - t0))
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt], check=True, timeout=120)
+    m, p = statistics.median(mount_mbps), statistics.median(python_mbps)
+    print(f"mb={nbytes / 1e6:.1f} ratio={array.schunk.cratio:.2f} chunks={'x'.join(map(str, array.chunks))} "
+          f"blocks={'x'.join(map(str, array.blocks))} "
+          f"mount_mbps={m:.0f} python_mbps={p:.0f} ratio_x={m / p:.2f} "
+          f"mount_runs={','.join(f'{x:.0f}' for x in mount_mbps)} python_runs={','.join(f'{x:.0f}' for x in python_mbps)}")
+
+
 def main(argv):
     command, args = (argv[1], argv[2:]) if len(argv) > 1 else ("", [])
     if command == "list" and not args:
@@ -165,6 +214,8 @@ def main(argv):
         make_files(*args)
     elif command == "time" and len(args) in (2, 3):
         time_decoding(args[0], args[1], int(args[2]) if len(args) == 3 else 3)
+    elif command == "openzl" and len(args) in (2, 3, 4):
+        openzl_row(args[0], args[1], int(args[2]) if len(args) > 2 else 512, int(args[3]) if len(args) > 3 else 3)
     else:
         sys.exit(__doc__)
 

@@ -24,7 +24,9 @@
 #   disk cache, `cat raw/*` and curl's whole-object fetch, each against the
 #   local mount of the same file in the same rounds.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
-#   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU.
+#   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU;
+#   and `cat data` of a 512 MB OpenZL (SH_BD_ZSTD) float32 frame through a mount
+#   (the blosc2-openzl plugin loaded by the daemon) against python-blosc2's [:].
 # --no-build: use the binaries already in BUILD_DIR as they are.
 # --prepare: make the data sets, then stop.
 # --read-ahead KB: the kernel's readahead of every FUSE mount, blosc2fs
@@ -847,6 +849,26 @@ codec_rows() {
 }
 python_blosc2_version() { "$CODECS_PY" -c 'import blosc2; print(blosc2.__version__)'; }
 
+# OpenZL (38), a codec the daemon decodes through the plugin's own library: the whole
+# path, `cat data` of a fresh mount per run against python-blosc2's [:] (its threads).
+openzl_row() {
+  local what="cat data of a 512 MB float32 OpenZL SH_BD_ZSTD frame through the mount (MB/s)"
+  if [[ -z $CODECS_PY ]] || ! "$CODECS_PY" -c 'import blosc2_openzl' 2>/dev/null; then
+    row "OpenZL: $what" "n/a (no python with blosc2-openzl: scripts/test-venv.sh)" "—" "—" "≥ 0.5 × python-blosc2" "n/a"
+    return
+  fi
+  log "OpenZL: cat data through the mount and python-blosc2's [:]"
+  wait_quiet
+  local out m p
+  out=$("$CODECS_PY" "$ROOT/bench/plugin_codecs.py" openzl "$BLOSC2FS" "$SCRATCH/openzl" 512 "$RUNS") ||
+    die "bench/plugin_codecs.py openzl failed"
+  m=$(kv mount_mbps "$out") p=$(kv python_mbps "$out")
+  row "OpenZL: $what; $(kv mb "$out") MB, ratio $(kv ratio "$out"), chunks $(kv chunks "$out")" \
+    "$m (runs $(kv mount_runs "$out"); $(kv ratio_x "$out") ×)" \
+    "python-blosc2 $(python_blosc2_version) [:] $p (runs $(kv python_runs "$out"))" \
+    "—" "≥ 0.5 × python-blosc2 ($(fmt "$(awk -v x="$p" 'BEGIN{print 0.5*x}')"))" "$(verdict "$m >= 0.5 * $p")"
+}
+
 # --- run and print -----------------------------------------------------------------------------
 
 if wants reads; then for s in "${SET_ORDER[@]}"; do seq_reads "$s"; done; fi
@@ -856,7 +878,7 @@ wants mount && mount_many
 wants cp && copy_in
 wants vlmeta && vlmeta_edit
 if wants store; then store_rows b2d; store_rows b2z; fi
-wants codecs && codec_rows
+if wants codecs; then codec_rows; openzl_row; fi
 if wants remote; then
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
     log "remote rows (bench/remote.py)"

@@ -1,12 +1,21 @@
 // Feeds arbitrary bytes to the plugin decoders (NDLZ, ZFP, the JPEG 2000 family,
-// NDCELL/NDMEAN), and to whole chunks decoded with a block geometry. The first
-// bytes choose the decoder and its parameters; the rest is the stream. Output
-// sizes stay small: the decoders must cap every allocation by them.
+// NDCELL/NDMEAN, and the OpenZL plugin library when one is installed), and to whole
+// chunks decoded with a block geometry. The first bytes choose the decoder and its
+// parameters; the rest is the stream. Output sizes stay small: the decoders must
+// cap every allocation by them. The OpenZL library is the one a mount would load:
+// BLOSC2FS_FUZZ_OPENZL=LIB, else the blosc2_openzl package of the python3 on PATH;
+// found or not is said once on stderr. Crashes inside it are its own.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "chunk_codec.h"
+#include "dynamic_plugins.h"
 #include "error.h"
 #include "jpeg2000.h"
 #include "ndcell.h"
@@ -37,7 +46,27 @@ int64_t output_size(const BlockGeometry& g, const uint8_t* p) {
   return size > kMaxOut ? kMaxOut : size;
 }
 
+constexpr uint8_t kCodecOpenzl = 38;
+
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  std::optional<std::filesystem::path> library;
+  std::string why;
+  if (const char* given = std::getenv("BLOSC2FS_FUZZ_OPENZL")) library = std::filesystem::path(given);
+  else library = find_plugin_with_python("openzl", "python3", std::chrono::seconds(30), &why);
+  if (!library) {
+    std::fprintf(stderr, "plugin_codec_fuzz: no OpenZL plugin (%s): OpenZL chunks read EIO\n", why.c_str());
+    return 0;
+  }
+  try {
+    install_dynamic_codec(DynamicCodec::load(kCodecOpenzl, "openzl", *library));
+    std::fprintf(stderr, "plugin_codec_fuzz: OpenZL plugin %s loaded\n", library->c_str());
+  } catch (const PluginLoadError& e) {
+    std::fprintf(stderr, "plugin_codec_fuzz: %s\n", e.what());
+  }
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < kPrefix) return 0;
@@ -46,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const BlockGeometry g = geometry_from(p);
   std::vector<uint8_t> out(size_t(output_size(g, p)));
   try {
-    switch (p[0] % 5) {
+    switch (p[0] % 6) {
       case 0:
         out.resize(size_t(p[13]) * size_t(p[14] | 1));
         ndlz_decode(stream, out, (p[1] & 1) ? 8 : 4);
@@ -69,6 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           ndcell_decode(in, out, p[13], g);
         break;
       }
+      case 5:  // after the chunk case (4), so that the older seeds keep their meaning
+        if (const DynamicCodec* openzl = dynamic_codec(kCodecOpenzl))
+          openzl->decode(p[13], g.typesize, stream, out, data);
+        break;
       default: {
         DecodeRules rules;
         rules.geometry = g;

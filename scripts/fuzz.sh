@@ -19,7 +19,7 @@ if ((${#targets[@]} == 0)); then
            volume_data_fuzz store_index_fuzz plugin_codec_fuzz web_index_fuzz)
 fi
 "$root/scripts/install-deps.sh"
-CXX=${CXX:-clang++} "$root/tests/run_sanitizer_build.sh" "$root" "$sanitize" "$fixtures" "${targets[@]}" >/dev/null
+CXX=${CXX:-clang++} "$root/tests/run_sanitizer_build.sh" "$root" "$sanitize" "$fixtures" "$build/venv/bin/python" "${targets[@]}" >/dev/null
 
 seeds_of() {  # the same starting inputs as the CI runs (tests/CMakeLists.txt)
   case $1 in
@@ -34,6 +34,7 @@ seeds_of() {  # the same starting inputs as the CI runs (tests/CMakeLists.txt)
 }
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+export PATH=$build/venv/bin:$PATH  # plugin_codec_fuzz finds the OpenZL plugin as a mount does
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 report=()
 for target in "${targets[@]}"; do

@@ -5,7 +5,7 @@ statuses are exactly those of the blosc2fs program."""
 import os
 import sys
 
-from ._daemon import binary
+from ._daemon import binary, daemon_environment
 from ._errors import MountError
 
 
@@ -15,7 +15,7 @@ def main() -> None:
     except MountError as e:
         print(e, file=sys.stderr)
         sys.exit(6)
-    os.execv(program, ["blosc2fs"] + sys.argv[1:])
+    os.execve(program, ["blosc2fs"] + sys.argv[1:], daemon_environment())
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from pathlib import Path
-from typing import List, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional, Union
 
 from ._errors import MountError
 
@@ -28,6 +29,17 @@ def binary() -> str:
     if not os.access(path, os.X_OK):
         raise MountError(f"blosc2fs: the daemon {path} is missing from this installation: reinstall the wheel")
     return str(path)
+
+
+def daemon_environment(base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The daemon's environment: this one, with this interpreter's bin directory first
+    on PATH. The daemon finds a codec plugin loaded at run time (OpenZL) by asking the
+    python3 on its PATH for the blosc2_NAME package, as c-blosc2 does: so a plugin
+    pip-installed beside this package is found (docs/codecs.md)."""
+    env = dict(os.environ if base is None else base)
+    bin_dir = os.path.dirname(sys.executable)
+    env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")
+    return env
 
 
 def _escaped(text: str) -> str:

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Set, Type
 
-from ._daemon import OptionValue, PathLike, StderrLines, binary, logger, option_arguments
+from ._daemon import (OptionValue, PathLike, StderrLines, binary, daemon_environment, logger,
+                      option_arguments)
 from ._errors import MountError, UnmountFailed, error_for_status
 
 _MNT_DETACH = 2  # <sys/mount.h>
@@ -94,7 +95,7 @@ class Mount:
         self._notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         address = os.path.join(self._notify_dir, "notify")
         self._notify.bind(address)
-        env = dict(os.environ, NOTIFY_SOCKET=address)
+        env = dict(daemon_environment(), NOTIFY_SOCKET=address)
         args = [binary(), "-f"] + option_args + ["--", self.frame, os.fspath(self.path)]
         # A session of its own: a Ctrl-C meant for Python ends the with block,
         # which unmounts cleanly, instead of reaching the daemon as well.
@@ -293,7 +294,8 @@ def mount(frame: PathLike, mountpoint: Optional[PathLike] = None, *, read_only: 
 def info(frame: PathLike, *, options: Optional[Mapping[str, OptionValue]] = None) -> Dict[str, Any]:
     """frame.json of `frame` as a dict, without mounting (`blosc2fs --info`)."""
     args = [binary()] + option_arguments(None, options) + ["--info", os.fspath(frame)]
-    r = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=daemon_environment())
     lines = StderrLines()
     for line in r.stderr.split(b"\n"):
         lines.feed(line)

@@ -6,6 +6,7 @@
 
 #include "chunk_codec.h"
 #include "codec_registry.h"
+#include "dynamic_plugins.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -91,10 +92,13 @@ struct ChunkView::Impl {
   // why none can when that is so. Streams that need no codec (zeros, runs, raw)
   // decode either way, as c-blosc2 decodes them before it looks for the codec.
   const CodecInfo* plugin = nullptr;
+  const DynamicCodec* runtime_plugin = nullptr;  // the plugin's library, for codecs loaded at run time
   std::string undecodable;
 
-  // Decodes one compressed stream (csize != its decoded size n) into dst.
-  void decode_stream(const ChunkHeader& h, const uint8_t* src, size_t csize, uint8_t* dst, size_t n) const;
+  // Decodes one compressed stream (csize != its decoded size n) into dst; `chunk`
+  // is the chunk's first byte (c-blosc2 hands it to plugin decoders).
+  void decode_stream(const ChunkHeader& h, const uint8_t* chunk, const uint8_t* src, size_t csize, uint8_t* dst,
+                     size_t n) const;
 
   void decode_regular_block(const ChunkView& view, int32_t j, uint8_t* out, const uint8_t* reference) const;
   void decode_vl_block(const ChunkView& view, int32_t j, uint8_t* out) const;
@@ -160,9 +164,13 @@ static void check_codec(const ChunkHeader& h) {
     throw UnsupportedError("chunk: instrumented chunk (codec timings, not data) is not supported");
 }
 
-void ChunkView::Impl::decode_stream(const ChunkHeader& h, const uint8_t* src, size_t csize, uint8_t* dst,
-                                    size_t n) const {
+void ChunkView::Impl::decode_stream(const ChunkHeader& h, const uint8_t* chunk, const uint8_t* src, size_t csize,
+                                    uint8_t* dst, size_t n) const {
   if (!undecodable.empty()) throw UnsupportedError(undecodable);
+  if (runtime_plugin) {
+    runtime_plugin->decode(h.compcode_meta, h.typesize, ByteSpan(src, csize), MutableByteSpan(dst, n), chunk);
+    return;
+  }
   if (plugin) {
     plugin->decode(plugin->id, h.compcode_meta, ByteSpan(src, csize), MutableByteSpan(dst, n), geometry);
     return;
@@ -256,7 +264,12 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
   } else {
     check_codec(h);
     m->undecodable = chunk_codec_unsupported_reason(h);
-    if (m->undecodable.empty() && h.compformat() == uint8_t(ChunkCompformat::user)) m->plugin = chunk_codec(h);
+    if (m->undecodable.empty() && h.compformat() == uint8_t(ChunkCompformat::user)) {
+      m->plugin = chunk_codec(h);
+      if (m->plugin->runtime_plugin) m->runtime_plugin = dynamic_codec(m->plugin->id);
+    } else if (const CodecInfo* c = chunk_codec(h); c && c->runtime_plugin && !m->undecodable.empty()) {
+      report_missing_plugin(*c);
+    }
     m->init_filters(h);
     if (h.vlblocks()) {
       m->layout = Layout::vlblocks;
@@ -417,7 +430,7 @@ void ChunkView::Impl::decode_regular_block(const ChunkView& view, int32_t j, uin
         fail(str(csize) + " compressed bytes run past cbytes (" + str(int64_t(limit - pos)) + " left)");
       if (size_t(csize) != neblock) {
         try {
-          decode_stream(h, chunk + pos, size_t(csize), dst, neblock);
+          decode_stream(h, chunk, chunk + pos, size_t(csize), dst, neblock);
         } catch (const UnsupportedError& e) {
           throw UnsupportedError("chunk: block " + str(j) + " stream " + str(int64_t(s)) + ": " + e.what());
         } catch (const FormatError& e) {
@@ -450,7 +463,7 @@ void ChunkView::Impl::decode_vl_block(const ChunkView& view, int32_t j, uint8_t*
   const uint8_t* input = data;
   if (csize != bsize) {
     try {
-      decode_stream(h, src, csize, data, bsize);
+      decode_stream(h, view.chunk_.data(), src, csize, data, bsize);
     } catch (const UnsupportedError& e) {
       throw UnsupportedError("chunk: VL block " + str(j) + ": " + e.what());
     } catch (const FormatError& e) {

@@ -21,6 +21,7 @@
 
 #include "chunk_codec.h"
 #include "codec_registry.h"
+#include "dynamic_plugins.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -87,7 +88,14 @@ void validate(const CompressParams& p, size_t nbytes) {
   if (p.blocksize < 0 || p.blocksize > kMaxBlocksize) bad_params("blocksize " + str(p.blocksize) + " is out of range");
   const CodecInfo* codec = find_codec(uint8_t(p.codec));
   if (!codec) bad_params("unknown codec " + str(int(p.codec)));
-  if (!codec->encodable()) throw UnsupportedError(std::string("encode_chunk: codec ") + codec->name + " cannot be encoded");
+  if (!codec->encodable()) {
+    if (codec->runtime_plugin) {
+      report_missing_plugin(*codec);
+      throw UnsupportedError(std::string("encode_chunk: codec ") + codec->name + " is loaded at run time and no plugin "
+                             "is loaded (" + plugin_install_hint(*codec) + ")");
+    }
+    throw UnsupportedError(std::string("encode_chunk: codec ") + codec->name + " cannot be encoded");
+  }
   switch (p.splitmode) {
     case SplitMode::always: case SplitMode::never: case SplitMode::automatic: case SplitMode::forward_compat: break;
     default: bad_params("unknown split mode " + str(int(p.splitmode)));
@@ -273,9 +281,22 @@ class StreamWriter {
  private:
   size_t compress(const CompressParams& p, const uint8_t* data, size_t size, size_t room) {
     if (!is_plugin_codec(p.codec)) return compress_stream(p.codec, p.clevel, data, size, out_.data() + pos_, room);
-    const size_t n = find_codec(uint8_t(p.codec))
-                         ->encode(uint8_t(p.codec), p.compcode_meta, ByteSpan(data, size),
-                                  MutableByteSpan(out_.data() + pos_, room), p.geometry);
+    const CodecInfo* codec = find_codec(uint8_t(p.codec));
+    size_t n = 0;
+    if (codec->encode) {
+      n = codec->encode(uint8_t(p.codec), p.compcode_meta, ByteSpan(data, size),
+                        MutableByteSpan(out_.data() + pos_, room), p.geometry);
+    } else {
+      PluginEncodeParams params;
+      params.meta = p.compcode_meta;
+      params.clevel = uint8_t(p.clevel);
+      params.typesize = header_typesize(p.typesize);
+      params.blocksize = p.blocksize;
+      params.splitmode = int32_t(p.splitmode);
+      params.filters = p.filters;
+      params.filters_meta = p.filters_meta;
+      n = dynamic_codec(uint8_t(p.codec))->encode(params, ByteSpan(data, size), MutableByteSpan(out_.data() + pos_, room));
+    }
     return n < size ? n : 0;
   }
 

@@ -1,6 +1,7 @@
 // The codec and filter table (plugin-codecs.md for the plugin ids and who writes them).
 #include "codec_registry.h"
 
+#include "dynamic_plugins.h"
 #include "jpeg2000.h"
 #include "ndcell.h"
 #include "ndlz.h"
@@ -50,7 +51,7 @@ const CodecInfo kCodecTable[] = {
      "lossy (irreversible) blocks decode within +-2 of what the plugin's OpenHTJ2K decoder gives; lossless blocks "
      "are exact"},
     {kCodecGrok, "grok", "the PyPI plugin blosc2-grok", "OpenJPEG", decode_jpeg2000},
-    {kCodecOpenzl, "openzl", "the PyPI plugin blosc2-openzl", "", nullptr},
+    {kCodecOpenzl, "openzl", "the PyPI plugin blosc2-openzl", "", nullptr, nullptr, false, false, nullptr, true},
     {kCodecJ2k, "j2k", "the PyPI plugin blosc2-j2k", "OpenJPEG", decode_jpeg2000},
     {kCodecHtj2k, "htj2k", "the PyPI plugin blosc2-htj2k", "OpenJPEG", decode_jpeg2000, nullptr, false, false,
      "lossy (irreversible) blocks written by the OpenHTJ2K backend decode within +-2 of what the plugin reads; "
@@ -76,6 +77,29 @@ const FilterInfo kFilterTable[] = {
 };
 
 }  // namespace
+
+bool CodecInfo::decodable() const {
+  return builtin_decodable || decode != nullptr || (runtime_plugin && dynamic_codec(id));
+}
+
+bool CodecInfo::encodable() const {
+  return builtin_encodable || encode != nullptr || (runtime_plugin && dynamic_codec(id));
+}
+
+std::string CodecInfo::decoder_description() const {
+  if (runtime_plugin) {
+    const DynamicCodec* plugin = dynamic_codec(id);
+    return plugin ? "the plugin library " + plugin->library().string() : "";
+  }
+  return decoded_by;
+}
+
+std::vector<const CodecInfo*> runtime_plugin_codecs() {
+  std::vector<const CodecInfo*> out;
+  for (const CodecInfo& c : kCodecTable)
+    if (c.runtime_plugin) out.push_back(&c);
+  return out;
+}
 
 const CodecInfo* find_codec(uint8_t id) {
   for (const CodecInfo& c : kCodecTable)
@@ -117,7 +141,7 @@ std::string chunk_codec_unsupported_reason(const ChunkHeader& h) {
   std::string why = std::string("codec ") + c->name + " (id " + std::to_string(c->id) + ", written by " + c->writer +
                     ") cannot be decoded here";
   if (c == &kLizard) why += ": no maintained library decodes it";
-  else if (c->id == kCodecOpenzl) why += ": no Debian package provides the OpenZL library";
+  else if (c->runtime_plugin) why += ": it is loaded at run time and no plugin is loaded (" + plugin_install_hint(*c) + ")";
   return why;
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "block_geometry.h"
 #include "bytes.h"
@@ -34,9 +35,15 @@ struct CodecInfo {
   bool builtin_decodable = false;  // a built-in stream codec stream_codecs.h decodes
   bool builtin_encodable = false;
   const char* caveat = nullptr;    // what readers should know (lossy mismatches), or null
+  // c-blosc2 loads it at run time from a plugin library (its name is `name`), and
+  // nothing here decodes it otherwise: decoded through that library once the mount
+  // has loaded it (dynamic_plugins.h).
+  bool runtime_plugin = false;
 
-  bool decodable() const { return builtin_decodable || decode != nullptr; }
-  bool encodable() const { return builtin_encodable || encode != nullptr; }
+  bool decodable() const;
+  bool encodable() const;
+  // What decodes it here: decoded_by, or the plugin library loaded for it.
+  std::string decoder_description() const;
 };
 
 struct FilterInfo {
@@ -63,5 +70,8 @@ std::string chunk_codec_name(const ChunkHeader& h);
 std::string chunk_codec_unsupported_reason(const ChunkHeader& h);
 
 const FilterInfo* find_filter(uint8_t id);
+
+// The codecs c-blosc2 loads at run time that only a plugin library decodes here.
+std::vector<const CodecInfo*> runtime_plugin_codecs();
 
 }  // namespace blosc2fs

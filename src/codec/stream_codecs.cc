@@ -150,7 +150,8 @@ uint8_t codec_compformat(Codec codec) {
     case Codec::zfp_precision:
     case Codec::zfp_rate: return kFormatUser;
   }
-  return kFormatBlosclz;
+  // The other plugin ids (a codec loaded at run time, openzl) are plugins too.
+  return is_plugin_codec(codec) ? kFormatUser : kFormatBlosclz;
 }
 
 bool decompress_stream(uint8_t compformat, const uint8_t* src, size_t csize, uint8_t* dst, size_t dst_size,

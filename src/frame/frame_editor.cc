@@ -13,6 +13,7 @@
 
 #include "b2nd.h"
 #include "codec_registry.h"
+#include "dynamic_plugins.h"
 #include "error.h"
 #include "frame_editor_internal.h"
 #include "frame_writer.h"
@@ -129,6 +130,12 @@ struct FrameEditor::Impl {
   CompressParams frame_compress_params() const {
     const FrameHeader& h = frame->header();
     const CodecInfo* codec = frame_codec(h);
+    if (codec && codec->runtime_plugin && !codec->encodable()) {
+      report_missing_plugin(*codec);
+      fail(path, "the frame's codec " + frame_codec_name(h) + " is loaded at run time and no plugin is loaded (" +
+                     plugin_install_hint(*codec) + "), so chunks cannot be rewritten (metadata edits still work)",
+           EOPNOTSUPP);
+    }
     if (!codec || !codec->encodable())
       fail(path, "the frame's codec " + frame_codec_name(h) +
                      " cannot be encoded here, so chunks cannot be rewritten (metadata edits still work)",

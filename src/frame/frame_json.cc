@@ -8,6 +8,7 @@
 #include "b2nd.h"
 #include "chunk_format.h"
 #include "codec_registry.h"
+#include "dynamic_plugins.h"
 #include "frame_nd.h"
 
 namespace blosc2fs {
@@ -28,9 +29,23 @@ Json codec_json(const FrameHeader& h) {
   j["decodable"] = decodable;
   j["encodable"] = codec && codec->encodable();
   j["written_by"] = codec ? Json(codec->writer) : Json(nullptr);
-  j["decoded_by"] = codec && codec->decodable() ? Json(codec->decoded_by) : Json(nullptr);
+  j["decoded_by"] = codec && codec->decodable() ? Json(codec->decoder_description()) : Json(nullptr);
   j["note"] = codec && codec->caveat ? Json(codec->caveat) : Json(nullptr);
   return j;
+}
+
+// The frame's codec when nothing here decodes it, and what to install when a
+// plugin library would: [{"id", "name", "install"}], else [].
+Json missing_codecs_json(const FrameHeader& h) {
+  Json list = Json::array();
+  const CodecInfo* codec = frame_codec(h);
+  if (!codec || codec->decodable()) return list;
+  Json m = Json::object();
+  m["id"] = int64_t(codec->id);
+  m["name"] = codec->name;
+  m["install"] = codec->runtime_plugin ? Json(plugin_install_hint(*codec)) : Json(nullptr);
+  list.push_back(std::move(m));
+  return list;
 }
 
 const char* splitmode_name(SplitMode m) {
@@ -155,6 +170,7 @@ Json frame_to_json(const Frame& frame, const FrameKind* known_kind) {
   j["codec"] = frame_codec_name(h);
   j["decodable"] = codec_json(h)["decodable"];
   j["codec_info"] = codec_json(h);
+  j["missing_codecs"] = missing_codecs_json(h);
   j["compcode"] = h.compcode();
   j["clevel"] = h.clevel();
   Json filters = Json::array();

@@ -20,6 +20,7 @@
 
 #include "caterva2.h"
 #include "collection_open.h"
+#include "dynamic_plugins.h"
 #include "exit_status.h"
 #include "frame.h"
 #include "notifier.h"
@@ -309,7 +310,46 @@ int run_store_info(const Options& o, const fs::path& path) {
   }
 }
 
+// How long the Python lookup of one plugin may take (it imports the package).
+constexpr std::chrono::seconds kPluginLookupTimeout{10};
+
+bool has_allow_other(const Options& o) {
+  for (const std::string& opt : o.fuse_options)
+    if (opt == "allow_other" || opt == "allow_root") return true;
+  return false;
+}
+
+// Loads the plugin libraries of the codecs c-blosc2 loads at run time, once, before
+// anything is read (dynamic_plugins.h). A -o plugin_path that does not load fails
+// the mount; a plugin that is not installed leaves its codec EIO, said once when
+// a chunk of it is met. Returns the log lines, written once the mount's log is.
+struct PluginLogLine {
+  spdlog::level::level_enum level;
+  std::string text;
+};
+std::vector<PluginLogLine> load_plugins(const Options& o) {
+  DynamicPluginSetup setup;
+  try {
+    setup = load_dynamic_plugins(o.plugin_paths, "python3", kPluginLookupTimeout);
+  } catch (const PluginLoadError& e) {
+    throw Failure{kExitUsage, std::string("plugin_path: ") + e.what()};
+  }
+  std::vector<PluginLogLine> lines;
+  // Other users' reads run this library's code: say which it is where they are served.
+  const auto level = has_allow_other(o) ? spdlog::level::warn : spdlog::level::info;
+  for (const std::string& line : setup.loaded) lines.push_back({level, "loaded the plugin of " + line});
+  for (const std::string& line : setup.refused) lines.push_back({spdlog::level::warn, "plugin not loaded: " + line});
+  for (const std::string& line : setup.notes) lines.push_back({spdlog::level::debug, "no plugin: " + line});
+  return lines;
+}
+
 int run_info(const Options& o) {
+  try {
+    load_plugins(o);  // --info logs nothing: its stdout is frame.json
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "blosc2fs: %s\n", f.why.c_str());
+    return f.status;
+  }
   if (is_remote_url(o.frame.string())) return run_remote_info(o);
   if (is_local_collection(fs::absolute(o.frame))) {
     try {
@@ -506,7 +546,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
   return served;
 }
 
-int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
+int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std::vector<PluginLogLine>& plugin_log) {
   const fs::path mountpoint = fs::absolute(o.mountpoint);
   std::unique_ptr<Volume>& volume = served.volume;
   std::unique_ptr<StoreTree>& store = served.store;
@@ -539,6 +579,8 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
     tree.maybe_refresh(notes);
     return notes;
   });
+  set_missing_plugin_reporter([](const std::string& line) { spdlog::warn("{}", line); });
+  for (const PluginLogLine& line : plugin_log) spdlog::log(line.level, "{}", line.text);
   spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", served.name, mountpoint.string(),
                writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : served.collection ? "entries listed" : "keys", cache_budget,
                o.single_threaded ? "single-threaded" : "multi-threaded");
@@ -576,10 +618,11 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget) {
 
 int mount_and_serve(const Options& o) {
   init_logging(o.log_level, false);
+  const std::vector<PluginLogLine> plugin_log = load_plugins(o);
   const uint64_t cache_budget = o.cache_size.value_or(default_cache_size());
   ServedTree served = is_remote_url(o.frame.string()) ? open_remote_tree(o, cache_budget)
                                                       : open_local_tree(o, cache_budget);
-  return serve(o, served, cache_budget);
+  return serve(o, served, cache_budget, plugin_log);
 }
 
 }  // namespace

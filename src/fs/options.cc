@@ -205,6 +205,19 @@ void apply_option(Options& o, const std::string& option) {
     if (name == "ca_file") o.remote.ca_file = value;
     if (name == "http_header_file") o.remote.http_header_file = value;
     if (name == "cache_dir") o.remote.cache_dir = value;
+  } else if (name == "plugin_path") {
+    need_value();
+    const size_t colon = value.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == value.size())
+      throw UsageError("plugin_path needs NAME:LIB (e.g. -o plugin_path=openzl:/path/libblosc2_openzl.so), not '" +
+                       value + "'");
+    const std::string plugin = value.substr(0, colon);
+    for (char c : plugin)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+        throw UsageError("plugin_path: '" + plugin + "' is not a codec name (letters, digits, _)");
+    for (const PluginPathOption& given : o.plugin_paths)
+      if (given.name == plugin) throw UsageError("plugin_path names codec " + plugin + " twice");
+    o.plugin_paths.push_back({plugin, std::filesystem::absolute(value.substr(colon + 1))});
   } else if (name == "caterva2_login_file") {
     need_value();
     o.remote.caterva2_login_file = value;
@@ -486,6 +499,9 @@ blosc2fs options:
   -o list_ttl=SECONDS    how long a collection's listing is trusted (default 2
                          for a local folder, 60 for remote places and Caterva2)
   -o max_threads=N       most worker threads
+  -o plugin_path=NAME:LIB  decode codec NAME (openzl) with the Blosc2 plugin
+                         library LIB (default: the blosc2_NAME Python package of
+                         the python3 on PATH, asked once at mount time)
 
 remote data (FRAME an http://, https:// or s3://bucket/key URL; read-only):
   -o s3_endpoint=URL     a non-AWS S3 store (SeaweedFS, MinIO, Ceph), path-style

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chunk_codec.h"
+#include "dynamic_plugins.h"
 
 namespace blosc2fs {
 
@@ -73,6 +74,9 @@ struct Options {
   std::string log_level = "info";  // trace, debug, info, warn, error
   CreateOptions create;
   RemoteMountOptions remote;
+  // -o plugin_path=NAME:LIB: the plugin library of a codec loaded at run time
+  // (otherwise the Python on PATH is asked, as c-blosc2 does).
+  std::vector<PluginPathOption> plugin_paths;
 
   // Applied to stat, as sshfs does.
   std::optional<uid_t> uid;

@@ -10,6 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "codec_registry.h"
+#include "dynamic_plugins.h"
+#include "frame.h"
 #include "fs_error.h"
 #include "volume.h"
 
@@ -298,6 +301,14 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
 }
 
 void Volume::write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes) {
+  // Refused at the first write, before the old chunk is decoded (which needs the same plugin).
+  if (const CodecInfo* codec = frame_codec(files_->frame().header()); codec && codec->runtime_plugin &&
+                                                                      !codec->encodable()) {
+    report_missing_plugin(*codec);
+    throw IoError("the frame's codec " + std::string(codec->name) + " is loaded at run time and no plugin is loaded (" +
+                      plugin_install_hint(*codec) + "), so chunks cannot be rewritten (metadata edits still work)",
+                  EOPNOTSUPP);
+  }
   std::lock_guard commit(commit_mutex_);
   std::optional<int64_t> filling;
   bool batch_due;

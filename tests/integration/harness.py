@@ -206,6 +206,13 @@ class Harness:
             sys.exit(1)
         shutil.rmtree(self.workdir, ignore_errors=True)
         os.makedirs(self.workdir, exist_ok=True)
+        # The daemon asks the python3 on its PATH for codec plugins (docs/codecs.md): in
+        # the tests that is Debian's, which has none, whatever this machine's PATH finds
+        # first (and found fast). Tests of plugins pass their own env.
+        bin_dir = os.path.join(self.workdir, "daemon-bin")
+        os.makedirs(bin_dir)
+        os.symlink("/usr/bin/python3", os.path.join(bin_dir, "python3"))
+        self.daemon_env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
 
     # --- paths ---
 
@@ -250,9 +257,9 @@ class Harness:
             os.chmod(dst, 0o644)
         return dst
 
-    def info(self, frame):
+    def info(self, frame, env=None):
         """The frame as the project's own reader describes it (blosc2fs --info)."""
-        r = self.run(["--info", frame])
+        r = self.run(["--info", frame], env=env)
         if r.returncode != 0:
             raise TestFailure(f"blosc2fs --info {frame} failed with status {r.returncode}: {r.stderr.strip()}")
         return json.loads(r.stdout)
@@ -272,7 +279,10 @@ class Harness:
     # --- running the binary ---
 
     def run(self, args, timeout=60, **kwargs):
-        """Runs the binary with args; returns CompletedProcess (text)."""
+        """Runs the binary with args; returns CompletedProcess (text). env: the
+        daemon's environment (default: daemon_env)."""
+        if kwargs.get("env") is None:
+            kwargs["env"] = self.daemon_env
         return subprocess.run([self.binary] + list(args), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
@@ -292,17 +302,17 @@ class Harness:
             self.failed += 1
             self.finish()
 
-    def mount(self, frame, options=(), mountpoint=None, timeout=60):
+    def mount(self, frame, options=(), mountpoint=None, timeout=60, env=None):
         """Mounts frame; returns the mount point. The binary returns once mounted.
         Frames inside the fixtures are always mounted read-only (-o ro last, so
         it wins): mounts are read-write by default and the tests run as root,
         who may write anything. Tests that write copy the frame first
-        (copy_fixture)."""
+        (copy_fixture). env: the daemon's environment (default: daemon_env)."""
         mnt = mountpoint or self.new_dir()
         options = list(options)
         if any(os.path.abspath(frame).startswith(root + os.sep) for root in (self.fixtures, self.fixtures_extra)):
             options += ["-o", "ro"]
-        r = self.run(options + [frame, mnt], timeout=timeout)
+        r = self.run(options + [frame, mnt], timeout=timeout, env=env)
         if r.returncode != 0:
             raise TestFailure(f"mount of {frame} failed with status {r.returncode}: {r.stderr.strip()}")
         if not os.path.ismount(mnt):

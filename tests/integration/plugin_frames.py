@@ -217,10 +217,69 @@ def emit(name, path, codec, tolerance, fields, **extra):
           flush=True)
 
 
-def write(outdir, name, array, chunks, blocks, cparams, codec, tolerance=0):
+def write(outdir, name, array, chunks, blocks, cparams, codec, tolerance=0, contiguous=True):
+    """A b2nd frame; contiguous=False: a sparse frame (a NAME.b2nd directory)."""
     path = os.path.join(outdir, name + ".b2nd")
-    blosc2.asarray(array, urlpath=path, mode="w", chunks=chunks, blocks=blocks, cparams=blosc2.CParams(**cparams))
-    emit(name, path, codec, tolerance, reference_reading(path, outdir, name))
+    blosc2.asarray(array, urlpath=path, mode="w", chunks=chunks, blocks=blocks, cparams=blosc2.CParams(**cparams),
+                   contiguous=contiguous)
+    emit(name, path, codec, tolerance, reference_reading(path, outdir, name), sparse=not contiguous)
+
+
+# Every OpenZL profile blosc2-openzl names (codec meta: bit 0 LZ4 else ZSTD, bit 1
+# shuffle, bit 2 bytedelta, bit 3 split streams, bit 4 checksum), each once, over
+# 1-d to 4-d arrays of float32, float64, int16 and uint8, contiguous and sparse,
+# some with c-blosc2's own shuffle or bytedelta filter before the plugin.
+OPENZL_PROFILES = [0, 1, 2, 3, 6, 7, 14, 15]
+OPENZL_SHAPES = [((20000,), (6000,), (1500,)), ((200, 300), (64, 128), (16, 64)),
+                 ((20, 30, 40), (8, 16, 40), (4, 8, 20)), ((6, 10, 12, 14), (3, 5, 12, 14), (2, 5, 6, 7))]
+OPENZL_DTYPES = ["f4", "f8", "i2", "u1"]
+
+
+def openzl_values(shape, dtype):
+    if dtype == "u1":  # few distinct values, so that every chunk compresses
+        return (np.round(signal(shape, "f8") / 8) + 120).astype(np.uint8)
+    if dtype == "i2":
+        return np.round(signal(shape, "f8") * 50).astype(np.int16)
+    return signal(shape, dtype)
+
+
+def openzl_cases():
+    cases = {}
+    for i, meta in enumerate(OPENZL_PROFILES + [p + 16 for p in OPENZL_PROFILES]):
+        shape, chunks, blocks = OPENZL_SHAPES[i % 4]
+        dtype = OPENZL_DTYPES[(i // 4) % 4]
+        if dtype == "u1" and meta & 8:  # the split profiles code nothing of one-byte items (stored raw)
+            dtype = "f4"
+        if dtype == "u1":  # a block of a few hundred bytes does not pay OpenZL's frame header
+            blocks = chunks
+        filters = [F.SHUFFLE] if i % 5 == 1 else [F.BYTEDELTA] if i % 5 == 3 and dtype != "u1" else []
+        sparse = i % 3 == 2
+        name = f"openzl-p{meta}-{dtype}-{len(shape)}d" + ("-sparse" if sparse else "") + \
+            "".join("-" + f.name.lower() for f in filters)
+        cparams = dict(codec=38, codec_meta=meta, filters=filters, splitmode=S.NEVER_SPLIT)
+        cases[name] = (openzl_values(shape, dtype), chunks, blocks, cparams, sparse)
+    return cases
+
+
+def openzl_store(outdir):
+    """A .b2z DictStore whose leaf "/grid" is an OpenZL array (beside a zstd one)."""
+    path = os.path.join(outdir, "openzl-store.b2z")
+    grid = openzl_values((120, 90), "f4")
+    with blosc2.DictStore(path, mode="w") as store:
+        store["/grid"] = blosc2.asarray(grid, chunks=(60, 90), blocks=(20, 90),
+                                        cparams=blosc2.CParams(codec=38, codec_meta=6, filters=[],
+                                                               splitmode=S.NEVER_SPLIT))
+        store["/plain"] = blosc2.asarray(np.arange(100, dtype=np.int32))
+    reread = blosc2.DictStore(path, mode="r")
+    leaf = reread["/grid"]
+    expect = os.path.join(outdir, "openzl-store.expect.npz")
+    np.savez(expect, array=leaf[...],
+             **{f"chunk{i}": np.frombuffer(leaf.schunk.decompress_chunk(i), np.uint8) for i in range(leaf.schunk.nchunks)})
+    if leaf.schunk.cparams.codec != C.OPENZL:
+        sys.exit(f"plugin_frames.py: the store leaf is in codec {leaf.schunk.cparams.codec}, not OpenZL")
+    emit("openzl-store", path, "openzl", 0, {"readable": True, "b2nd": True, "filters": [], "store": True,
+                                              "leaf": "grid", "nchunks": leaf.schunk.nchunks,
+                                              "coded_chunks": leaf.schunk.nchunks, "expect": expect})
 
 
 def transplant(outdir, name, source_path, codec):
@@ -298,10 +357,9 @@ def main(group, outdir):
             tolerance = 2 if "lossy" in name else 0
             write(outdir, name, array, chunks, blocks, cparams, "htj2k", tolerance)
     elif group == "openzl":
-        import blosc2_openzl
-        meta = int(blosc2_openzl.OpenZLProfile.OZLPROF_SH_ZSTD.value)
-        write(outdir, "openzl-f4", signal((4000,), "f4"), (2000,), (1000,),
-              dict(codec=38, codec_meta=meta, filters=[], splitmode=S.NEVER_SPLIT), "openzl")
+        for name, (array, chunks, blocks, cparams, sparse) in openzl_cases().items():
+            write(outdir, name, array, chunks, blocks, cparams, "openzl", contiguous=not sparse)
+        openzl_store(outdir)
     elif group in ("grok", "openhtj2k"):
         # Loaded into this process, the plugin is what c-blosc2's dlopen by name finds
         # (otherwise it asks the first `python` on PATH where the plugin is).

@@ -174,6 +174,24 @@ TEST(FsOptions, Errors) {
     EXPECT_THROW(parse({"-o", bad, "a", "b"}), UsageError) << bad;
 }
 
+TEST(FsOptions, PluginPaths) {
+  Options o = parse({"-o", "plugin_path=openzl:/opt/p/libblosc2_openzl.so", "a", "b"});
+  ASSERT_EQ(o.plugin_paths.size(), 1u);
+  EXPECT_EQ(o.plugin_paths[0].name, "openzl");
+  EXPECT_EQ(o.plugin_paths[0].library, "/opt/p/libblosc2_openzl.so");
+  o = parse({"-o", "plugin_path=openzl:rel/lib.so", "a", "b"});
+  EXPECT_TRUE(o.plugin_paths[0].library.is_absolute());  // the daemon changes directory later
+  // A path may hold ':' (only the first one separates) and, escaped, ','.
+  o = parse({"-o", "ro,plugin_path=openzl:/x:y\\,z/lib.so", "a", "b"});
+  EXPECT_EQ(o.plugin_paths[0].library, "/x:y,z/lib.so");
+  for (const char* bad : {"plugin_path=openzl", "plugin_path=:/lib.so", "plugin_path=openzl:", "plugin_path=a/b:/l.so",
+                          "plugin_path"}) {
+    EXPECT_THROW(parse({"-o", bad, "a", "b"}), UsageError) << bad;
+  }
+  EXPECT_THROW(parse({"-o", "plugin_path=openzl:/a.so,plugin_path=openzl:/b.so", "a", "b"}), UsageError);
+  EXPECT_NE(usage_text("blosc2fs").find("plugin_path=NAME:LIB"), std::string::npos);
+}
+
 TEST(FsOptions, DoubleDashEndsOptions) {
   Options o = parse({"--", "-weird", "mnt"});
   EXPECT_EQ(o.frame, "-weird");
