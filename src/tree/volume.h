@@ -285,6 +285,15 @@ class Volume : public MountTree {
   static NodeKind dir_of(const Node& node);
   static std::string name_of(const Node& node);
 
+  // zarr_files.cc: the Zarr view's names, listings, sizes and bytes (state lock shared)
+  static bool is_zarr_kind(NodeKind kind);
+  bool zarr_exists(const Node& node) const;
+  std::optional<Node> zarr_lookup(const Node& dir, std::string_view name) const;
+  std::optional<DirEntry> zarr_entry(const Node& dir, int64_t cookie) const;
+  int64_t zarr_size(const Node& node) const;
+  std::string zarr_path(const Node& node) const;
+  void zarr_gather(const Node& node, int64_t offset, size_t size, ReadPieces& out);
+
   // Records an open file and the version it opens on; whether a file of an
   // older version of that inode is still open. Takes kernel_mutex_.
   bool note_open(OpenFile& file);
