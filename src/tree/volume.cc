@@ -451,7 +451,7 @@ struct stat Volume::attributes(uint64_t ino) {
     st.st_nlink = 1;
     std::shared_lock lock(state_mutex_);
     st.st_size = size_of(*n, ino);
-    st.st_blksize = kPreferredIoSize;
+    st.st_blksize = is_zarr_kind(n->kind) ? zarr_io_size(*n) : kPreferredIoSize;
   }
   st.st_blocks = (st.st_size + 511) / 512;
   int64_t mtime;

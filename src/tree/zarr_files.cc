@@ -2,6 +2,7 @@
 // Volume's part: the names under c/ and zarr2/, their listings, sizes and bytes.
 #include "zarr_files.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 
@@ -182,6 +183,21 @@ int64_t Volume::zarr_size(const Node& node) const {
     case NodeKind::zarr2_chunk: return z->plan().plain_chunk_bytes();
     default: return 0;
   }
+}
+
+bool Volume::zarr_read_exactly(const Node& node) const {
+  if (node.kind != NodeKind::zarr_chunk) return false;
+  std::shared_lock lock(state_mutex_);
+  const ZarrFiles* z = files_->zarr();
+  return z && z->plan().sharded;
+}
+
+blksize_t Volume::zarr_io_size(const Node& node) const {
+  constexpr int64_t kMost = 1 << 20;
+  const ZarrFiles* z = files_->zarr();
+  if (node.kind != NodeKind::zarr_chunk || !z || !z->plan().sharded) return blksize_t(kMost);
+  const int64_t block = z->plan().block_items * z->plan().itemsize;
+  return blksize_t(std::clamp<int64_t>(block, 4096, kMost));
 }
 
 std::string Volume::zarr_path(const Node& node) const {
