@@ -23,18 +23,32 @@ constexpr CoreType kCoreTypes[] = {
     {"float32", 'f', 4},  {"float64", 'f', 8},  {"complex64", 'c', 8}, {"complex128", 'c', 16},
 };
 
-// "<f4" -> its core type and byte order; nullopt for every other descr.
+// "<f4" (also "f4", "=f4", "float32", "?") -> its core type and byte order ('<',
+// '>' or '|'); nullptr for every other descr. Names and forms without an order
+// are native: little-endian on every machine c-blosc2 writes b2nd on.
 const CoreType* core_type(const std::string& descr, char* order) {
-  if (descr.size() < 3 || std::string_view("<>|=").find(descr[0]) == std::string_view::npos) return nullptr;
-  const char kind = descr[1];
+  for (const CoreType& t : kCoreTypes)
+    if (descr == t.name) {
+      *order = t.size == 1 ? '|' : '<';
+      return &t;
+    }
+  if (descr == "?") return core_type("|b1", order);
+  std::string_view rest = descr;
+  char byte_order = '<';
+  if (!rest.empty() && std::string_view("<>|=").find(rest[0]) != std::string_view::npos) {
+    byte_order = rest[0] == '>' ? '>' : rest[0] == '|' ? '|' : '<';
+    rest.remove_prefix(1);
+  }
+  if (rest.size() < 2) return nullptr;
+  const char kind = rest[0];
   int size = 0;
-  for (size_t i = 2; i < descr.size(); ++i) {
-    if (descr[i] < '0' || descr[i] > '9' || size > 64) return nullptr;
-    size = size * 10 + (descr[i] - '0');
+  for (size_t i = 1; i < rest.size(); ++i) {
+    if (rest[i] < '0' || rest[i] > '9' || size > 64) return nullptr;
+    size = size * 10 + (rest[i] - '0');
   }
   for (const CoreType& t : kCoreTypes)
     if (t.kind == kind && t.size == size) {
-      *order = descr[0];
+      *order = t.size == 1 ? '|' : byte_order == '|' ? '<' : byte_order;
       return &t;
     }
   return nullptr;
@@ -103,7 +117,7 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
   ZarrArrayPlan plan;
   plan.itemsize = typesize;
   plan.data_type = type->name;
-  plan.npy_descr = (type->size == 1 ? std::string("|") : std::string(1, order == '>' ? '>' : '<')) + descr.substr(1);
+  plan.npy_descr = std::string(1, order) + type->kind + std::to_string(type->size);
   if (type->size > 1) plan.endian = order == '>' ? "big" : "little";
   plan.shape = meta.shape;
   int64_t nitems = 1;

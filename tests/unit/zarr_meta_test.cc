@@ -58,7 +58,14 @@ TEST(ZarrMeta, TypesAndNames) {
   EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, ">c16"), 16, Json::object())->data_type, "complex128");
   EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, ">c16"), 16, Json::object())->endian, "big");
   EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, "|b1"), 1, Json::object())->data_type, "bool");
-  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, "float16"), 2, Json::object())->data_type, "float16");
+  for (const char* name : {"float16", "<f2", "f2", "=f2"}) {
+    auto plan = plan_zarr_array(nd({4}, {4}, {4}, name), 2, Json::object());
+    ASSERT_TRUE(plan) << name;
+    EXPECT_EQ(plan->data_type, "float16");
+    EXPECT_EQ(plan->npy_descr, "<f2");
+  }
+  ASSERT_TRUE(plan_zarr_array(nd({4}, {4}, {4}, "uint8"), 1, Json::object()));
+  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, "uint8"), 1, Json::object())->npy_descr, "|u1");
   std::string why;
   EXPECT_FALSE(plan_zarr_array(nd({4}, {4}, {4}, "<U6"), 24, Json::object(), &why));
   EXPECT_NE(why.find("<U6"), std::string::npos);
