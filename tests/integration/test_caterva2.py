@@ -165,7 +165,8 @@ def test_server_json(h, server, public):
 def test_directory_datasets(h, server, public):
     before = tree_of(os.path.join(public, "dirs"))
     mnt = h.mount(c2url(server, "@public/dirs"), ["-o", "retries=2"])
-    check_equal(sorted(os.listdir(mnt)), ["server.json", "sparse.b2nd", "store.b2d"], "the directory datasets' listing")
+    check_equal(sorted(os.listdir(mnt)), ["server.json", "sparse.b2nd", "store.b2d", "zarr.json"],
+                "the directory datasets' listing")
     entries = {e["path"]: e for e in json.loads(read_file(os.path.join(mnt, "server.json")))["entries"]}
     check_equal(sorted(entries), ["sparse.b2nd/chunks.b2frame", "store.b2d/embed.b2e"], "server.json's entries")
     check_equal(entries["sparse.b2nd/chunks.b2frame"]["kind"], "sparse_frame", "a sparse frame's kind")

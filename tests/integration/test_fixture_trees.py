@@ -250,9 +250,15 @@ def has_preview(expect):
 
 
 def has_zarr(expect):
-    """Whether the tree has the Zarr view (docs/zarr.md): a b2nd array whose dtype is a
+    """Whether the tree has the Zarr view (docs/zarr.md): an N-d array whose dtype is a
     Zarr v3 core type of the frame's typesize."""
-    dtype = (expect.get("b2nd") or {}).get("dtype")
+    nd, metas = expect.get("b2nd"), expect["metalayers"]
+    if nd:
+        dtype = nd.get("dtype")
+    elif "caterva" in metas and "type" in metas:  # a legacy caterva frame's dtype is its `type` metalayer's
+        dtype = msgpack.unpackb(bytes.fromhex(metas["type"])).get("dtype")
+    else:
+        return False
     if not isinstance(dtype, str):
         return False
     m = re.fullmatch(r"[<>|=]?(b1|[iu][1248]|f[248]|c(?:8|16))", dtype)

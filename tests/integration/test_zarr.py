@@ -19,6 +19,7 @@ import xarray as xr
 import zarr
 
 from harness import Harness, TestFailure, check, check_equal, read_file
+from remote_servers import Nginx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261127)
@@ -420,6 +421,33 @@ def huge_grid(h):
         h.unmount(mnt)
 
 
+def remote_nginx(h):
+    """A web index served by nginx (a collection over HTTP) is a Zarr group like a local
+    folder; one inner chunk of a remote array of 10,000 chunks costs about one request."""
+    root = h.new_dir("served")
+    lake = os.path.join(root, "lake")
+    os.makedirs(os.path.join(lake, "sub"))
+    many = write(lake, "many.b2nd", values((1000, 1000), "f4"), (10, 10), (5, 5))  # 10,000 chunks
+    small = write(os.path.join(lake, "sub"), "small.b2nd", values((30, 20), "i2"), (10, 10), (5, 10))
+    with Nginx(root, os.path.join(h.workdir, "nginx"), autoindex="html") as nginx:
+        mnt = h.mount(f"{nginx.url}/lake/")
+        check_equal(json.loads(read_file(os.path.join(mnt, "sub", "zarr.json")))["node_type"], "group",
+                    "a remote folder's zarr.json")
+        g = zarr.open_group(mnt, mode="r")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            members = dict(g.members(max_depth=None))
+        check_same(members["sub/small.b2nd"][...], reference(small), "a remote collection's array")
+        ds = xr.open_zarr(os.path.join(mnt, "sub"), consolidated=False, chunks=None)
+        check_same(ds["small.b2nd"].values, reference(small), "xarray over HTTP")
+        single = h.mount(f"{nginx.url}/lake/many.b2nd")
+        z = zarr.open_array(single, mode="r")
+        before = len(nginx.requests())
+        check_same(z[505:507, 705:707], blosc2.open(many)[505:507, 705:707], "one inner chunk over HTTP")
+        made = nginx.requests()[before:]
+        check(1 <= len(made) <= 2, f"{len(made)} requests for one inner chunk: {made}")
+
+
 def main():
     h = Harness("Zarr view", watchdog_seconds=900)
     h.require_fuse()
@@ -427,6 +455,7 @@ def main():
     h.test("every codec and filter", codecs_and_filters, h)
     h.test("partial shard reads decode only the asked blocks", partial_shard_reads, h)
     h.test("store groups: zarr.open_group and xarray", store_groups, h)
+    h.test("nginx: a remote collection is a group; one inner chunk, one request", remote_nginx, h)
     h.test("a 2.5 x 10^8-chunk grid: bounded listing, direct lookups", huge_grid, h)
     h.finish()
 
