@@ -360,7 +360,12 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
 
 std::string Volume::path_of(uint64_t ino) const {
   std::optional<Node> n = node(ino);
-  return n ? path_of_node(*n) : "inode " + std::to_string(ino);
+  if (!n) return "inode " + std::to_string(ino);
+  if (is_zarr_kind(n->kind)) {  // named from the array's grid, which a commit may replace
+    std::shared_lock lock(state_mutex_);
+    return path_of_node(*n);
+  }
+  return path_of_node(*n);
 }
 
 void Volume::remember(uint64_t ino) {

@@ -291,7 +291,7 @@ class Volume : public MountTree {
   std::optional<Node> zarr_lookup(const Node& dir, std::string_view name) const;
   std::optional<DirEntry> zarr_entry(const Node& dir, int64_t cookie) const;
   int64_t zarr_size(const Node& node) const;
-  std::string zarr_path(const Node& node) const;
+  std::string zarr_path(const Node& node) const;  // state lock held (shared or exclusive)
   void zarr_gather(const Node& node, int64_t offset, size_t size, ReadPieces& out);
   // A shard is read without the page cache: the kernel's readahead would turn a
   // reader's request for one inner chunk into a read of the rest of the shard,

@@ -352,7 +352,7 @@ def hostile_web_collection(h, root, nginx):
     mnt = h.mount(f"{nginx.url}/hostile-lake/")
     try:
         check_equal(sorted(os.listdir(mnt)), ["collection.json", "ok.b2nd", "sub", "zarr.json"], "the hostile collection's top")
-        check_equal(sorted(os.listdir(os.path.join(mnt, "sub"))), ["inner.b2nd"], "its sub/")
+        check_equal(sorted(os.listdir(os.path.join(mnt, "sub"))), ["inner.b2nd", "zarr.json"], "its sub/")
         check_equal(np.load(os.path.join(mnt, "ok.b2nd", "array.npy")).tolist(), list(range(100)), "ok.b2nd")
         check_equal(np.load(os.path.join(mnt, "sub", "inner.b2nd", "array.npy")).tolist(), list(range(10)),
                     "sub/inner.b2nd")
