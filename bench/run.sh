@@ -23,7 +23,7 @@
 #   (mkframe, compressing 1.4x) from nginx, from SeaweedFS's S3 and from a warm
 #   disk cache, `cat raw/*` and curl's whole-object fetch, each against the
 #   local mount of the same file in the same rounds.
-#   zarr: the Zarr view (bench/zarr.py): zarr-python slices of an 8,000 x 8,000 array
+#   zarr: the Zarr view (bench/zarr_view.py): zarr-python slices of an 8,000 x 8,000 array
 #   and whole arrays against python-blosc2 in-process and a zstd Zarr copy on disk,
 #   dask's mean, and the requests of one inner chunk from nginx.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
@@ -895,10 +895,10 @@ if wants collections; then
 fi
 if wants zarr; then
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "zarr rows (bench/zarr.py)"
+    log "zarr rows (bench/zarr_view.py)"
     wait_quiet
-    mapfile -t zarr_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/zarr.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
-      die "bench/zarr.py failed"
+    mapfile -t zarr_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/zarr_view.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
+      die "bench/zarr_view.py failed"
     ROWS+=("${zarr_rows[@]}")
   else
     row "zarr rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
