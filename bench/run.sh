@@ -9,7 +9,7 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr (only their data sets are made).
 #   collections: a local folder of 10,000 small python-blosc2 arrays mounted as one
 #   collection (mount, ls, cat of every vlmeta/NAME beside python-blosc2, RSS), and
 #   1,000 of them under a SeaweedFS prefix (mount, requests of one array.npy) (bench/collection_mounts.py).
@@ -23,6 +23,9 @@
 #   (mkframe, compressing 1.4x) from nginx, from SeaweedFS's S3 and from a warm
 #   disk cache, `cat raw/*` and curl's whole-object fetch, each against the
 #   local mount of the same file in the same rounds.
+#   zarr: the Zarr view (bench/zarr_view.py): zarr-python slices of an 8,000 x 8,000 array
+#   and whole arrays against python-blosc2 in-process and a zstd Zarr copy on disk,
+#   dask's mean, and the requests of one inner chunk from nginx.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
 #   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU;
 #   and `cat data` of a 512 MB OpenZL (SH_BD_ZSTD) float32 frame through a mount
@@ -64,7 +67,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -93,7 +96,7 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-if wants store || wants codecs || wants remote || wants caterva2 || wants collections; then need_packages python3-venv; fi
+if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr; then need_packages python3-venv; fi
 wants remote && need_packages nginx-light
 
 if ((BUILD_IT)); then
@@ -910,6 +913,17 @@ if wants collections; then
     ROWS+=("${collection_rows[@]}")
   else
     row "collections rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
+  fi
+fi
+if wants zarr; then
+  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+    log "zarr rows (bench/zarr_view.py)"
+    wait_quiet
+    mapfile -t zarr_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/zarr_view.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
+      die "bench/zarr_view.py failed"
+    ROWS+=("${zarr_rows[@]}")
+  else
+    row "zarr rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
   fi
 fi
 

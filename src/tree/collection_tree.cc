@@ -15,6 +15,7 @@
 #include "read_pieces.h"
 #include "store_tree.h"
 #include "tree_access.h"
+#include "zarr_meta.h"
 
 namespace blosc2fs {
 
@@ -30,6 +31,14 @@ std::string utc_now() {
 }
 
 std::string join(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
+
+// Every directory of the place is a Zarr group (docs/zarr.md); a folder has no
+// attributes of its own to give it.
+const std::string kZarrGroupName = "zarr.json";
+const std::string& group_json() {
+  static const std::string text = zarr_group_json(Json::object());
+  return text;
+}
 
 bool single_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -163,8 +172,9 @@ void CollectionTree::apply_listing(size_t d, std::vector<CollectionEntry> entrie
   for (CollectionEntry& e : entries) {
     // Sources check names; a second check costs nothing and keeps every name inside the mount.
     if (!single_name(e.name)) continue;
-    if (d == 0 && e.name == reserved) {
-      spdlog::warn("{}: {} is not shown: the mount's own {} takes its name", source_->name(), e.name, reserved);
+    if ((d == 0 && e.name == reserved) || e.name == kZarrGroupName) {
+      spdlog::warn("{}: {} is not shown: the mount's own {} takes its name", source_->name(), join(dir_path, e.name),
+                   e.name);
       continue;
     }
     const std::string path = join(dir_path, e.name);
@@ -227,7 +237,7 @@ void CollectionTree::apply_listing(size_t d, std::vector<CollectionEntry> entrie
 
 std::optional<size_t> CollectionTree::dir_index(uint64_t ino) const {
   if (ino == kRootIno) return 0;
-  if (ino > kDirBase && ino < kItemBase && ino - kDirBase < dirs_.size()) {
+  if (ino > kDirBase && ino < kGroupJsonBase && ino - kDirBase < dirs_.size()) {
     const size_t d = size_t(ino - kDirBase);
     if (dirs_[d].present) return d;
   }
@@ -237,6 +247,14 @@ std::optional<size_t> CollectionTree::dir_index(uint64_t ino) const {
 const CollectionTree::Dir* CollectionTree::dir_of(uint64_t ino) const {
   std::optional<size_t> d = dir_index(ino);
   return d ? &dirs_[*d] : nullptr;
+}
+
+std::optional<size_t> CollectionTree::present_group_json(uint64_t ino) const {
+  const std::optional<size_t> d = group_json_of(ino);
+  if (!d) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  if (*d >= dirs_.size() || !dirs_[*d].present) throw FsError{ENOENT};
+  return d;
 }
 
 std::optional<size_t> CollectionTree::item_of(uint64_t ino) const {
@@ -414,6 +432,10 @@ std::optional<Node> CollectionTree::node(uint64_t ino) const {
     return std::nullopt;
   }
   if (ino == kDescriptionIno) return Node{NodeKind::frame_json};
+  if (std::optional<size_t> g = group_json_of(ino)) {
+    std::lock_guard lock(mutex_);
+    return *g < dirs_.size() && dirs_[*g].present ? std::optional<Node>(Node{NodeKind::zarr_json}) : std::nullopt;
+  }
   std::lock_guard lock(mutex_);
   return dir_of(ino) ? std::optional<Node>(Node{NodeKind::root}) : std::nullopt;
 }
@@ -436,6 +458,7 @@ std::optional<uint64_t> CollectionTree::lookup(uint64_t parent, std::string_view
   }
   if (!d) throw FsError{ENOENT};
   if (parent == kRootIno && name == source_->description_name()) return kDescriptionIno;
+  if (name == kZarrGroupName) return kGroupJsonBase + *d;
   ensure_listed(*d);
   std::lock_guard lock(mutex_);
   const Dir& dir = dirs_[*d];
@@ -465,8 +488,10 @@ std::optional<DirEntry> CollectionTree::entry(uint64_t dir, int64_t cookie) {
   ensure_listed(*d);
   std::lock_guard lock(mutex_);
   const Dir& listed = dirs_[*d];
-  const int64_t files = dir == kRootIno ? 1 : 0;
-  if (cookie < files) return DirEntry{source_->description_name(), kDescriptionIno, false, 1};
+  // The description (the top only), then zarr.json, then the listing.
+  const int64_t files = dir == kRootIno ? 2 : 1;
+  if (cookie < files - 1) return DirEntry{source_->description_name(), kDescriptionIno, false, 1};
+  if (cookie < files) return DirEntry{kZarrGroupName, kGroupJsonBase + *d, false, files};
   const int64_t i = std::max<int64_t>(cookie, files) - files;
   if (i >= int64_t(listed.children.size())) return std::nullopt;
   const Child& c = listed.children[size_t(i)];
@@ -532,6 +557,14 @@ struct stat CollectionTree::attributes(uint64_t ino) {
     }
     return st;
   }
+  if (present_group_json(ino)) {
+    struct stat st = own_attributes(ino, "", true);
+    st.st_mode = S_IFREG | (st.st_mode & 0444);
+    st.st_nlink = 1;
+    st.st_size = off_t(group_json().size());
+    st.st_blocks = (st.st_size + 511) / 512;
+    return st;
+  }
   if (ino == kDescriptionIno) {
     struct stat st = own_attributes(ino, "", true);
     st.st_mode = S_IFREG | (st.st_mode & 0444);
@@ -566,6 +599,8 @@ std::string CollectionTree::path_of(uint64_t ino) const {
   }
   if (slot) return items_[*slot]->path;
   if (ino == kDescriptionIno) return source_->description_name();
+  if (std::optional<size_t> g = group_json_of(ino))
+    return *g < dirs_.size() ? "/" + join(dirs_[*g].path, kZarrGroupName) : "inode " + std::to_string(ino);
   const Dir* d = dir_of(ino);
   return d ? "/" + d->path : "inode " + std::to_string(ino);
 }
@@ -659,6 +694,11 @@ void CollectionTree::read_pieces(uint64_t ino, const OpenFile& file, int64_t off
     const size_t n = size_t(std::min<int64_t>(int64_t(size), bytes->size() - offset));
     MutableByteSpan dst = out.add_copy(n);
     out.trim_copy(bytes->read_at(offset, dst));
+    return;
+  }
+  if (present_group_json(ino)) {
+    MutableByteSpan dst = out.add_copy(size);
+    out.trim_copy(copy_from(as_bytes(group_json()), offset, dst));
     return;
   }
   if (ino != kDescriptionIno) throw FsError{EISDIR};

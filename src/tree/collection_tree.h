@@ -16,6 +16,7 @@
 // idle refresh: new entries appear, vanished ones go.
 //
 // Inode numbers: 1 the top, 2 the description file, kDirBase + d directory d,
+// kGroupJsonBase + d directory d's zarr.json (every directory is a Zarr group, docs/zarr.md),
 // kItemBase + s entry s (a dataset's directory, a file, a symlink), and from
 // kMappedBase on, the numbers of the datasets' own trees, handed out as the
 // kernel first sees them and mapped to (dataset, its tree's own number).
@@ -42,6 +43,7 @@ class CollectionTree : public MountTree {
  public:
   static constexpr uint64_t kDescriptionIno = 2;
   static constexpr uint64_t kDirBase = 16;
+  static constexpr uint64_t kGroupJsonBase = uint64_t(1) << 31;
   static constexpr uint64_t kItemBase = uint64_t(1) << 32;
   static constexpr uint64_t kMappedBase = uint64_t(1) << 40;
   static constexpr size_t kMaxItems = size_t(1) << 31;
@@ -141,6 +143,12 @@ class CollectionTree : public MountTree {
   const Dir* dir_of(uint64_t ino) const;     // under mutex_
   std::optional<size_t> dir_index(uint64_t ino) const;  // under mutex_
   uint64_t dir_ino(size_t d) const { return d == 0 ? kRootIno : kDirBase + d; }
+  // The directory whose zarr.json `ino` is (present or not: callers check).
+  static std::optional<size_t> group_json_of(uint64_t ino) {
+    if (ino >= kGroupJsonBase && ino < kItemBase) return size_t(ino - kGroupJsonBase);
+    return std::nullopt;
+  }
+  std::optional<size_t> present_group_json(uint64_t ino) const;  // takes mutex_
   static uint64_t item_ino(size_t slot) { return kItemBase + slot; }
   // The item of a number of ours that is one (nullopt for directories and the description).
   std::optional<size_t> item_of(uint64_t ino) const;

@@ -256,9 +256,11 @@ void FrameFiles::load_array() {
       spdlog::info("array.npy: dtype '{}' does not match typesize {}; the header says {}", nd.dtype.value_or(""),
                    h.typesize, descr);
     npy_header_ = npy_header(descr, nd.shape);
+    zarr_ = ZarrFiles::make(frame_, nd, vlmetas_);
     preview_plan_ = plan_preview(nd.shape, nd.dtype ? preview_dtype(*nd.dtype, h.typesize) : std::nullopt);
   } catch (const FormatError& e) {
     layout_.reset();
+    zarr_.reset();
     preview_plan_.reset();
     spdlog::warn("array.npy left out: the {} metalayer does not describe this frame: {}", meta->name, e.what());
   }

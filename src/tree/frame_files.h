@@ -21,6 +21,7 @@
 #include "node.h"
 #include "paged_text.h"
 #include "preview.h"
+#include "zarr_files.h"
 
 namespace blosc2fs {
 
@@ -87,6 +88,8 @@ class FrameFiles : public ChunkSource {
   // Older layouts: the usermeta blob, decompressed (nullptr when the frame has none).
   const LayerFile* usermeta() const { return usermeta_ ? &*usermeta_ : nullptr; }
   bool has_array() const { return layout_.has_value() || tensor_; }
+  // The Zarr view of the N-d array (zarr_files.h); nullptr when it has none.
+  const ZarrFiles* zarr() const { return zarr_.get(); }
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
 
@@ -145,6 +148,7 @@ class FrameFiles : public ChunkSource {
   const std::shared_ptr<const ProxyState> proxy_;
   std::optional<LayerFile> usermeta_;
   std::optional<NdLayout> layout_;
+  std::unique_ptr<ZarrFiles> zarr_;
   bool tensor_ = false;  // array.npy is npy_header_ + the data of a pack_tensor SChunk
   std::string npy_header_;
 

@@ -47,6 +47,8 @@ bool usable_file_name(const std::string& name) {
 const FixedFile* fixed_file(NodeKind kind) {
   for (const FixedFile& f : kRootChildren)
     if (f.kind == kind) return &f;
+  for (const FixedFile& f : kZarr2Children)
+    if (f.kind == kind) return &f;
   return nullptr;
 }
 
@@ -55,6 +57,11 @@ std::optional<uint64_t> computed_inode(const Node& node) {
     case NodeKind::root: return kRootIno;
     case NodeKind::chunk: return kChunkBase + uint64_t(node.index);
     case NodeKind::raw_chunk: return kRawBase + uint64_t(node.index);
+    case NodeKind::zarr_chunk: return kZarrChunkBase + uint64_t(node.index);
+    case NodeKind::zarr2_chunk: return kZarr2ChunkBase + uint64_t(node.index);
+    case NodeKind::zarr_dir:
+      if (node.level == 0) return fixed_file(node.kind)->ino;
+      return kZarrDirBase + (uint64_t(node.index) << 4 | uint64_t(node.level));
     case NodeKind::meta:
     case NodeKind::vlmeta:
     case NodeKind::attrs:
@@ -68,12 +75,23 @@ std::optional<Node> computed_node(uint64_t ino) {
   if (ino < kNamedBase) {
     for (const FixedFile& f : kRootChildren)
       if (f.ino == ino) return Node{f.kind};
+    for (const FixedFile& f : kZarr2Children)
+      if (f.ino == ino) return Node{f.kind};
     return std::nullopt;
   }
   if (ino >= kChunkBase && ino < kChunkBase + uint64_t(kMaxChunksShown))
     return Node{NodeKind::chunk, int64_t(ino - kChunkBase)};
   if (ino >= kRawBase && ino < kRawBase + uint64_t(kMaxChunksShown))
     return Node{NodeKind::raw_chunk, int64_t(ino - kRawBase)};
+  if (ino >= kZarrChunkBase && ino < kZarrChunkBase + uint64_t(kMaxZarrChunks))
+    return Node{NodeKind::zarr_chunk, int64_t(ino - kZarrChunkBase)};
+  if (ino >= kZarr2ChunkBase && ino < kZarr2ChunkBase + uint64_t(kMaxZarrChunks))
+    return Node{NodeKind::zarr2_chunk, int64_t(ino - kZarr2ChunkBase)};
+  if (ino >= kZarrDirBase && ino < kZarrDirBase + (uint64_t(kMaxZarrChunks) << 4) && ((ino - kZarrDirBase) & 15) != 0) {
+    Node node{NodeKind::zarr_dir, int64_t((ino - kZarrDirBase) >> 4)};
+    node.level = int32_t((ino - kZarrDirBase) & 15);
+    return node;
+  }
   return std::nullopt;
 }
 

@@ -10,9 +10,14 @@
 //   12 items.jsonl
 //   13 usermeta (frames of the older layouts that have one)
 //   14 preview.png (N-d arrays of a numeric dtype)
+//   15 zarr.json   16 c/   17 zarr2/   18 zarr2/.zarray   19 zarr2/.zattrs (the Zarr view, zarr_files.h)
 //   kNamedBase + k   named files, k = 0, 1, 2, ... in order of first sight
 //   kChunkBase + n   chunks/N
 //   kRawBase + n     raw/N.chunk
+//   kZarrChunkBase + n                  c/I/J/... (chunk n; the file `c` of a 0-d array)
+//   kZarrDirBase + (p << 4 | k)         c/I/... fixing k >= 1 coordinates, p their C-order number
+//   kZarr2ChunkBase + n                 zarr2/I.J...
+// (all below 2^44, the part of a number a store leaf's Volume has, store_tree.h)
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,12 @@ inline constexpr uint64_t kNamedBase = uint64_t(1) << 20;
 inline constexpr uint64_t kChunkBase = uint64_t(1) << 40;
 inline constexpr uint64_t kRawBase = uint64_t(2) << 40;
 inline constexpr int64_t kMaxChunksShown = int64_t(1) << 40;
+inline constexpr uint64_t kZarrChunkBase = uint64_t(3) << 40;
+inline constexpr uint64_t kZarrDirBase = uint64_t(4) << 40;
+inline constexpr uint64_t kZarr2ChunkBase = uint64_t(8) << 40;
+// The Zarr view's directories number their prefix in 38 bits: arrays of more
+// chunks have no Zarr view.
+inline constexpr int64_t kMaxZarrChunks = int64_t(1) << 38;
 
 inline constexpr std::string_view kRawSuffix = ".chunk";
 
@@ -63,6 +74,14 @@ inline constexpr FixedFile kRootChildren[] = {
     {12, NodeKind::items_jsonl, "items.jsonl"},
     {13, NodeKind::usermeta, "usermeta"},
     {14, NodeKind::preview_png, "preview.png"},
+    {15, NodeKind::zarr_json, "zarr.json"},
+    {16, NodeKind::zarr_dir, "c"},
+    {17, NodeKind::zarr2_dir, "zarr2"},
+};
+// zarr2/'s fixed files.
+inline constexpr FixedFile kZarr2Children[] = {
+    {18, NodeKind::zarray, ".zarray"},
+    {19, NodeKind::zattrs, ".zattrs"},
 };
 const FixedFile* fixed_file(NodeKind kind);
 

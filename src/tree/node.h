@@ -31,6 +31,14 @@ enum class NodeKind : uint8_t {
   scratch,      // an editor's scratch file, in memory only: name, in directory `dir`
   plain_file,   // a collection's file that is not a dataset: its stored bytes (collection_tree.h)
   symlink,      // a collection's symlink, shown as it is
+  // The Zarr view of an N-d array (zarr_files.h, docs/zarr.md):
+  zarr_json,    // zarr.json: the v3 array metadata
+  zarr_dir,     // c/ (level 0) and c/I/... (level k: index = the C-order number of the first k coordinates)
+  zarr_chunk,   // c/I/J/...: index = the chunk number (a 0-d array's one chunk is the file `c`)
+  zarr2_dir,    // zarr2/: the v2 view, for GDAL
+  zarray,       // zarr2/.zarray
+  zattrs,       // zarr2/.zattrs
+  zarr2_chunk,  // zarr2/I.J...: index = the chunk number
 };
 
 struct Node {
@@ -38,6 +46,7 @@ struct Node {
   int64_t index = 0;
   std::string name;
   NodeKind dir = NodeKind::root;  // scratch files: the directory holding them
+  int32_t level = 0;              // zarr_dir: how many chunk coordinates its path fixes
   bool operator==(const Node&) const = default;
 };
 
@@ -49,6 +58,8 @@ inline bool is_directory(NodeKind kind) {
     case NodeKind::meta_dir:
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir:
+    case NodeKind::zarr_dir:
+    case NodeKind::zarr2_dir:
       return true;
     default:
       return false;

@@ -14,6 +14,7 @@
 #include "frame_lock.h"
 #include "read_pieces.h"
 #include "store_key.h"
+#include "zarr_meta.h"
 
 namespace blosc2fs {
 
@@ -37,7 +38,7 @@ bool name_of_leaf_tree(std::string_view name) {
 // Names the mount shows in a group's directory: store.json (the root), a table's
 // files, a TreeStore group's attrs/.
 bool name_of_group_tree(std::string_view name, bool root, bool tree) {
-  return (root && name == "store.json") || name == "table.csv" || name == "schema.json" || (tree && name == "attrs");
+  return (root && name == "store.json") || name == "zarr.json" || name == "table.csv" || name == "schema.json" || (tree && name == "attrs");
 }
 
 const StoreTree::Child* find_child(const std::vector<StoreTree::Child>& children, std::string_view name) {
@@ -174,6 +175,11 @@ StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, s
   for (auto& [l, c] : leaf_container) leaves_[l].children = sorted_children(c);
   groups_[0].files.push_back(TreeFile{"store.json", kStoreJsonIno, 0, false});
   add_tables();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    TreeFile f{"zarr.json", kFileBase + files_.size(), 0, false, g};
+    files_.push_back(f);
+    groups_[g].files.push_back(f);
+  }
   for (const std::string& line : store_->skipped()) spdlog::warn("{}: skipped {}", store_->path().string(), line);
 }
 
@@ -214,6 +220,19 @@ void StoreTree::add_tables() {
       groups_[g].files.push_back(f);
     }
   }
+}
+
+std::string StoreTree::group_zarr_json(size_t g) const {
+  Json attrs = Json::object();
+  if (const std::optional<size_t> carrier = groups_[g].attrs_leaf) {
+    try {
+      attrs = frame_attributes(*store_->open_leaf(*leaves_[*carrier].store_leaf));
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: group {}: its attributes are left out of zarr.json: {}", store_->path().string(),
+                   groups_[g].path, e.what());
+    }
+  }
+  return zarr_group_json(attrs);
 }
 
 const StoreTree::TreeFile* StoreTree::file_of(uint64_t ino) const {
@@ -458,7 +477,8 @@ struct stat StoreTree::attributes(uint64_t ino) {
     struct stat st = directory_attributes(ino);
     st.st_mode = S_IFREG | node_access(NodeKind::frame_json, store_access_, writable_, leaf_options_.access).mode;
     st.st_nlink = 1;
-    if (ino != kStoreJsonIno && !f->csv) st.st_size = off_t(tables_[f->table]->csv->schema_json().size());
+    if (f->zarr_group) st.st_size = off_t(group_zarr_json(*f->zarr_group).size());
+    else if (ino != kStoreJsonIno && !f->csv) st.st_size = off_t(tables_[f->table]->csv->schema_json().size());
     // table.csv: size 0, read with direct I/O until its end (it is made as it is
     // read); store.json too: it opens every leaf, which a listing must not wait for.
     st.st_blocks = (st.st_size + 511) / 512;
@@ -564,6 +584,7 @@ void StoreTree::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, 
     const TreeFile* f = file_of(ino);
     if (!f) throw FsError{group_of(ino) ? EISDIR : ENOENT};
     if (ino == kStoreJsonIno) return copy_text(*store_json());
+    if (f->zarr_group) return copy_text(group_zarr_json(*f->zarr_group));
     Table& table = *tables_[f->table];
     if (!f->csv) return copy_text(table.csv->schema_json());
     return read_table_csv(table, offset, size, out);

@@ -88,6 +88,7 @@ class StoreTree : public MountTree {
     uint64_t ino = 0;
     size_t table = 0;      // table.csv, schema.json: which table
     bool csv = false;      // table.csv: made as it is read (direct I/O, size 0)
+    std::optional<size_t> zarr_group;  // zarr.json of this group (docs/zarr.md)
   };
   struct Group {
     std::string path;             // "/" or the key prefix "/a/b"
@@ -132,6 +133,8 @@ class StoreTree : public MountTree {
   const Group* group_of(uint64_t ino) const;
   const TreeFile* file_of(uint64_t ino) const;
   void add_tables();
+  // A group's zarr.json: its attributes are the TreeStore group's (its __vlmeta__ carrier's), else {}.
+  std::string group_zarr_json(size_t g) const;
   void read_table_csv(Table& table, int64_t offset, size_t size, ReadPieces& out);
   // The leaf's Volume, opened when closed; closes the least recently used
   // closable ones beyond max_open_.

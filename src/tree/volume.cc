@@ -112,6 +112,11 @@ NodeKind Volume::dir_of(const Node& node) {
     case NodeKind::vlmeta: return NodeKind::vlmeta_dir;
     case NodeKind::attrs: return NodeKind::attrs_dir;
     case NodeKind::scratch: return node.dir;
+    case NodeKind::zarr_chunk: return NodeKind::zarr_dir;
+    case NodeKind::zarr_dir: return node.level == 0 ? NodeKind::root : NodeKind::zarr_dir;
+    case NodeKind::zarray:
+    case NodeKind::zattrs:
+    case NodeKind::zarr2_chunk: return NodeKind::zarr2_dir;
     default: return NodeKind::root;
   }
 }
@@ -130,6 +135,7 @@ std::string Volume::name_of(const Node& node) {
 }
 
 std::string Volume::path_of_node(const Node& node) const {
+  if (is_zarr_kind(node.kind)) return zarr_path(node);
   const NodeKind dir = dir_of(node);
   if (node.kind == NodeKind::root) return "/";
   if (dir == NodeKind::root) return name_of(node);
@@ -143,6 +149,7 @@ bool Volume::exists(const Node& node) const {
     auto d = drafts_.find(it->second);
     return d != drafts_.end() && d->second.created;
   };
+  if (is_zarr_kind(node.kind)) return zarr_exists(node);
   switch (node.kind) {
     case NodeKind::array_npy: return files_->has_array();
     case NodeKind::items_jsonl: return files_->has_items();
@@ -233,6 +240,14 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
   if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   {
     std::shared_lock lock(state_mutex_);
+    // The Zarr view's chunk coordinates name directories by their position, and
+    // "c" is a file in a 0-d array: looked up apart from the other names.
+    if (is_zarr_kind(dir->kind) || (dir->kind == NodeKind::root && name == "c" && files_->zarr() &&
+                                    files_->zarr()->zero_d())) {
+      std::optional<Node> child = zarr_lookup(*dir, name);
+      if (!child) return std::nullopt;
+      return computed_inode(*child);
+    }
     std::optional<Node> child = lookup_node(dir->kind, name);
     if (!child) return std::nullopt;
     if (auto ino = known_ino_of(*child)) return ino;
@@ -298,7 +313,10 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
           for (int64_t i = cookie; i < int64_t(std::size(kRootChildren)) && !found; ++i) {
             const FixedFile& f = kRootChildren[i];
             Node node{f.kind};
-            if (!hidden(NodeKind::root, f.name) && exists(node)) found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
+            if (f.kind == NodeKind::zarr_dir && files_->zarr() && files_->zarr()->zero_d())
+              found = DirEntry{f.name, kZarrChunkBase, false, i + 1};  // a 0-d array's one chunk: the file c
+            else if (!hidden(NodeKind::root, f.name) && exists(node))
+              found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
           }
           break;
         case NodeKind::chunks_dir:
@@ -312,6 +330,9 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
           }
           break;
         }
+        case NodeKind::zarr_dir:
+        case NodeKind::zarr2_dir:
+          return zarr_entry(*dir, cookie);
         default: {
           auto names = listing(dir->kind);
           if (cookie < int64_t(names.size())) {
@@ -339,7 +360,12 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
 
 std::string Volume::path_of(uint64_t ino) const {
   std::optional<Node> n = node(ino);
-  return n ? path_of_node(*n) : "inode " + std::to_string(ino);
+  if (!n) return "inode " + std::to_string(ino);
+  if (is_zarr_kind(n->kind)) {  // named from the array's grid, which a commit may replace
+    std::shared_lock lock(state_mutex_);
+    return path_of_node(*n);
+  }
+  return path_of_node(*n);
 }
 
 void Volume::remember(uint64_t ino) {
@@ -367,6 +393,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     auto it = drafts_.find(ino);
     return it == drafts_.end() ? nullptr : &it->second;
   };
+  if (is_zarr_kind(node.kind)) return zarr_size(node);
   switch (node.kind) {
     case NodeKind::frame_json: return int64_t(files_->frame_json()->size());
     case NodeKind::index_tsv: return files_->index_tsv().size();
@@ -429,7 +456,7 @@ struct stat Volume::attributes(uint64_t ino) {
     st.st_nlink = 1;
     std::shared_lock lock(state_mutex_);
     st.st_size = size_of(*n, ino);
-    st.st_blksize = kPreferredIoSize;
+    st.st_blksize = is_zarr_kind(n->kind) ? zarr_io_size(*n) : kPreferredIoSize;
   }
   st.st_blocks = (st.st_size + 511) / 512;
   int64_t mtime;
@@ -506,6 +533,7 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
     return;
   }
   if (n->kind == NodeKind::chunk && !draft) return overlay_.gather_chunk(*files_, n->index, offset, size, out);
+  if (is_zarr_kind(n->kind)) return zarr_gather(*n, offset, size, out);
   // Sized by the file, so a big read of a small file allocates little; the
   // statistics text is made anew by each read, so its size is not known.
   const int64_t file_size = n->kind == NodeKind::cache_stats ? offset + int64_t(size) : size_of(*n, ino);

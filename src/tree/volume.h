@@ -285,6 +285,23 @@ class Volume : public MountTree {
   static NodeKind dir_of(const Node& node);
   static std::string name_of(const Node& node);
 
+  // zarr_files.cc: the Zarr view's names, listings, sizes and bytes (state lock shared)
+  static bool is_zarr_kind(NodeKind kind);
+  bool zarr_exists(const Node& node) const;
+  std::optional<Node> zarr_lookup(const Node& dir, std::string_view name) const;
+  std::optional<DirEntry> zarr_entry(const Node& dir, int64_t cookie) const;
+  int64_t zarr_size(const Node& node) const;
+  std::string zarr_path(const Node& node) const;  // state lock held (shared or exclusive)
+  void zarr_gather(const Node& node, int64_t offset, size_t size, ReadPieces& out);
+  // A shard is read without the page cache: the kernel's readahead would turn a
+  // reader's request for one inner chunk into a read of the rest of the shard,
+  // decoding every block of it.
+  bool zarr_read_exactly(const Node& node) const;
+  // A shard's st_blksize is its block's size (at most 1 MiB): buffered readers
+  // (Python's) size their reads by it, and a read of one inner chunk must not
+  // become a read of a megabyte of blocks.
+  blksize_t zarr_io_size(const Node& node) const;  // state lock shared
+
   // Records an open file and the version it opens on; whether a file of an
   // older version of that inode is still open. Takes kernel_mutex_.
   bool note_open(OpenFile& file);

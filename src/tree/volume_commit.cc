@@ -23,7 +23,8 @@ namespace {
 
 std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
-bool chunk_inode(uint64_t ino) { return ino >= kChunkBase; }
+bool chunk_inode(uint64_t ino) { return ino >= kChunkBase && ino < kRawBase + uint64_t(kMaxChunksShown); }
+bool zarr_inode(uint64_t ino) { return ino >= kZarrChunkBase && ino < kZarr2ChunkBase + uint64_t(kMaxZarrChunks); }
 
 }  // namespace
 
@@ -148,6 +149,23 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
       note_inode(notes, kRootIno);
       if (!after.has_preview()) note_entry(notes, NodeKind::root, "preview.png");
     }
+  }
+  // The Zarr view: its texts follow the attributes, its chunk files the chunks,
+  // its directories the array's shape (a few inodes; the kernel holds the rest).
+  note_inode(notes, fixed_file(NodeKind::zarr_json)->ino);
+  note_inode(notes, fixed_file(NodeKind::zarray)->ino);
+  note_inode(notes, fixed_file(NodeKind::zattrs)->ino);
+  if (array_changed || (before.zarr() == nullptr) != (after.zarr() == nullptr)) {
+    note_inode(notes, kRootIno);
+    note_inode(notes, fixed_file(NodeKind::zarr_dir)->ino);
+    note_inode(notes, fixed_file(NodeKind::zarr2_dir)->ino);
+    std::vector<uint64_t> known;
+    {
+      std::lock_guard lock(kernel_mutex_);
+      for (const auto& [ino, count] : lookups_)
+        if (zarr_inode(ino)) known.push_back(ino);
+    }
+    for (uint64_t ino : known) note_inode(notes, ino);
   }
   if (array_changed || before.has_array() != after.has_array()) {
     note_inode(notes, fixed_file(NodeKind::array_npy)->ino);

@@ -187,7 +187,7 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   if (drew_preview) notes.attributes.push_back(ino);
   // Last, so that a failed open leaves no record.
   const bool older_open = note_open(*file);
-  direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview || older_open;
+  direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview || older_open || zarr_read_exactly(*n);
   keep_cache = cache_still_valid(ino) && !truncate && !drew_preview && !older_open;
   return file;
 }

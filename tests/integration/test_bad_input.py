@@ -146,11 +146,11 @@ def not_frames(h):
         expect_failure(h, [path, mnt], EXIT_FRAME_INVALID, f"a {label} file")
     check(not os.path.ismount(mnt), "mounted a non-frame")
     # A directory that is neither a sparse frame nor a .b2d store is a collection
-    # (docs/collections.md): an empty one mounts holding collection.json alone.
+    # (docs/collections.md): an empty one mounts holding collection.json and its group zarr.json.
     empty_dir = os.path.join(d, "emptydir")
     os.makedirs(empty_dir)
     folder = h.mount(empty_dir, ["-o", "ro"])
-    check_equal(os.listdir(folder), ["collection.json"], "an empty directory's collection")
+    check_equal(sorted(os.listdir(folder)), ["collection.json", "zarr.json"], "an empty directory's collection")
     h.unmount(folder)
 
 

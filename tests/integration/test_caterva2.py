@@ -165,7 +165,8 @@ def test_server_json(h, server, public):
 def test_directory_datasets(h, server, public):
     before = tree_of(os.path.join(public, "dirs"))
     mnt = h.mount(c2url(server, "@public/dirs"), ["-o", "retries=2"])
-    check_equal(sorted(os.listdir(mnt)), ["server.json", "sparse.b2nd", "store.b2d"], "the directory datasets' listing")
+    check_equal(sorted(os.listdir(mnt)), ["server.json", "sparse.b2nd", "store.b2d", "zarr.json"],
+                "the directory datasets' listing")
     entries = {e["path"]: e for e in json.loads(read_file(os.path.join(mnt, "server.json")))["entries"]}
     check_equal(sorted(entries), ["sparse.b2nd/chunks.b2frame", "store.b2d/embed.b2e"], "server.json's entries")
     check_equal(entries["sparse.b2nd/chunks.b2frame"]["kind"], "sparse_frame", "a sparse frame's kind")
@@ -391,6 +392,24 @@ def test_login_refused(h, server):
     check(PASSWORD not in r.stderr, "the password shows in the message")
 
 
+def test_zarr_view(h, server, public):
+    """A Caterva2 root is a Zarr group like a local folder (docs/zarr.md): zarr-python
+    walks py/ and reads an array and a TreeStore leaf as python-blosc2 does locally."""
+    import warnings
+
+    import zarr
+    mnt = h.mount(c2url(server, "@public"), ["-o", "retries=2"])
+    check_equal(json.loads(read_file(os.path.join(mnt, "zarr.json")))["node_type"], "group", "the root's zarr.json")
+    g = zarr.open_group(os.path.join(mnt, "py"), mode="r")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        members = dict(g.members(max_depth=None))
+    want = blosc2.open(os.path.join(public, "py", "py-array.b2nd"))[:]
+    check(np.array_equal(members["py-array.b2nd"][...], want), "py-array.b2nd through zarr-python")
+    check(np.array_equal(members["py-tree.b2z/grp/small"][...], np.arange(50, dtype="i2")),
+          "a TreeStore leaf on the server through zarr-python")
+
+
 def main():
     h = Harness("Caterva2 servers as trees: a real cat2-server on 127.0.0.1", watchdog_seconds=600)
     h.require_fuse()
@@ -417,6 +436,7 @@ def main():
                test_directory_datasets, h, server, public)
         h.test("python-blosc2's C2Array gives the arrays the mount gives", test_python_blosc2, h, server, public)
         h.test("read-only: writes fail with EROFS", test_read_only, h, server, public)
+        h.test("the Zarr view: the root is a group, zarr-python reads its arrays", test_zarr_view, h, server, public)
         h.test("a dataset replaced on the server reads as EIO or old bytes", test_replaced, h, server, public)
         h.test("list_ttl: datasets added and removed on the server show", test_list_ttl, h, server, public)
         h.test("cache_dir= keeps a dataset's bytes across mounts", test_disk_cache, h, server, public)

@@ -108,6 +108,8 @@ def check_frame(h, name):
         want_root.add("array.npy")
     if has_preview(expect):
         want_root.add("preview.png")
+    if has_zarr(expect):
+        want_root |= {"zarr.json", "c", "zarr2"}
     if expect.get("usermeta"):  # older layouts' usermeta blob (fixtures-extra README)
         want_root.add("usermeta")
         check_equal(read_file(os.path.join(mnt, "usermeta")).hex(), expect["usermeta"], "usermeta")
@@ -245,6 +247,22 @@ def has_preview(expect):
     if not numeric or int(dtype[-1]) != expect["typesize"]:
         return False
     return shape is None or (len(shape) >= 1 and all(s > 0 for s in shape))
+
+
+def has_zarr(expect):
+    """Whether the tree has the Zarr view (docs/zarr.md): an N-d array whose dtype is a
+    Zarr v3 core type of the frame's typesize."""
+    nd, metas = expect.get("b2nd"), expect["metalayers"]
+    if nd:
+        dtype = nd.get("dtype")
+    elif "caterva" in metas and "type" in metas:  # a legacy caterva frame's dtype is its `type` metalayer's
+        dtype = msgpack.unpackb(bytes.fromhex(metas["type"])).get("dtype")
+    else:
+        return False
+    if not isinstance(dtype, str):
+        return False
+    m = re.fullmatch(r"[<>|=]?(b1|[iu][1248]|f[248]|c(?:8|16))", dtype)
+    return m is not None and int(m.group(1)[1:]) == expect["typesize"]
 
 
 def check_cache_stats(h, name):

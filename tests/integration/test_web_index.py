@@ -291,7 +291,7 @@ def web_collection_without_ranges(h, lake, datasets, plain):
     each dataset reads EIO, named in collection.json as refused for that."""
     mnt = h.mount(f"{plain.url}/lake/")
     try:
-        check_equal(sorted(os.listdir(mnt)), sorted(os.listdir(lake) + ["collection.json"]), "the names listed")
+        check_equal(sorted(os.listdir(mnt)), sorted(os.listdir(lake) + ["collection.json", "zarr.json"]), "the names listed")
         for rel in sorted(datasets):
             if rel != "no-suffix":
                 expect_eio(os.path.join(mnt, rel), f"http.server: {rel}")
@@ -351,8 +351,8 @@ def hostile_web_collection(h, root, nginx):
     before = len(nginx.requests())
     mnt = h.mount(f"{nginx.url}/hostile-lake/")
     try:
-        check_equal(sorted(os.listdir(mnt)), ["collection.json", "ok.b2nd", "sub"], "the hostile collection's top")
-        check_equal(sorted(os.listdir(os.path.join(mnt, "sub"))), ["inner.b2nd"], "its sub/")
+        check_equal(sorted(os.listdir(mnt)), ["collection.json", "ok.b2nd", "sub", "zarr.json"], "the hostile collection's top")
+        check_equal(sorted(os.listdir(os.path.join(mnt, "sub"))), ["inner.b2nd", "zarr.json"], "its sub/")
         check_equal(np.load(os.path.join(mnt, "ok.b2nd", "array.npy")).tolist(), list(range(100)), "ok.b2nd")
         check_equal(np.load(os.path.join(mnt, "sub", "inner.b2nd", "array.npy")).tolist(), list(range(10)),
                     "sub/inner.b2nd")

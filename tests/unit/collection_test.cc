@@ -249,8 +249,8 @@ TEST(CollectionTree, LocalFolderIsLazyAndACorruptDatasetIsEio) {
     names.push_back(e->name);
     cookie = e->next;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"collection.json", "README.md", "bad.b2nd", "good.b2frame", "link",
-                                             "nameless"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"collection.json", "zarr.json", "README.md", "bad.b2nd", "good.b2frame",
+                                             "link", "nameless"}));
   const uint64_t good = *tree.lookup(kRootIno, "good.b2frame");
   const uint64_t nameless = *tree.lookup(kRootIno, "nameless");
   EXPECT_TRUE(S_ISDIR(tree.attributes(good).st_mode));

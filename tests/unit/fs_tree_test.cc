@@ -90,6 +90,12 @@ TEST_P(FsTreeFixture, MatchesExpectations) {
                        dtype[2] - '0' == expect["typesize"].get<int>();  // no dtype_mismatch
     if (elements && drawn)
       want.push_back("preview.png");
+    // The Zarr view (docs/zarr.md): a Zarr v3 core type of the frame's typesize.
+    const bool core = dtype.size() >= 3 && std::string("<>|=").find(dtype[0]) != std::string::npos &&
+                      std::string("biufc").find(dtype[1]) != std::string::npos &&
+                      std::to_string(expect["typesize"].get<int>()) == dtype.substr(2);
+    if (core)
+      for (const char* z : {"zarr.json", "c", "zarr2"}) want.push_back(z);
   }
   EXPECT_EQ(names, want);
   EXPECT_FALSE(volume.lookup(kRootIno, "nothing").has_value());

@@ -1,0 +1,211 @@
+"""The zarr rows of bench/run.sh: Zarr readers on the mount's Zarr view
+(docs/zarr.md) against python-blosc2 in-process and against a Zarr copy of the
+same data compressed with zstd on local disk. Cold: the page cache is dropped and
+the mount made afresh before every timed read. Prints markdown rows
+"| what | blosc2fs | reference | — | target | verdict |".
+
+    zarr_view.py BLOSC2FS SCRATCH SIZE_MB RUNS
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+import blosc2  # noqa: E402
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+
+from remote_servers import Nginx  # noqa: E402
+
+BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ROOT = os.path.join(SCRATCH, "zarr")
+MNT = os.path.join(SCRATCH, "zarr-mnt")
+ROWS = []
+
+
+def log(text):
+    print(f"[bench zarr {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def row(what, ours, reference, target, verdict):
+    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
+
+
+def verdict(ok):
+    return "PASS" if ok else "**FAIL**"
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
+
+
+def mount(frame, options=()):
+    os.makedirs(MNT, exist_ok=True)
+    r = subprocess.run([BINARY, "-o", "ro"] + list(options) + [frame, MNT], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"mount {frame}: {r.stderr.strip()}")
+
+
+def unmount():
+    if os.path.ismount(MNT):
+        if subprocess.run(["fusermount3", "-u", MNT], capture_output=True).returncode != 0:
+            subprocess.run(["fusermount3", "-u", "-z", MNT], capture_output=True)
+
+
+def cold(work, frame=None):
+    """Seconds of work() after dropping the page cache (and on a fresh mount of `frame`)."""
+    times = []
+    for _ in range(RUNS):
+        unmount()
+        drop_caches()
+        if frame:
+            mount(frame)
+        start = time.monotonic()
+        work()
+        times.append(time.monotonic() - start)
+        unmount()
+    return statistics.median(times), min(times), max(times)
+
+
+def fmt(t):
+    return f"{t[0]:.4f} s ({t[1]:.4f}–{t[2]:.4f})"
+
+
+def make(path, shape, chunks, blocks, make_values):
+    if os.path.exists(path):
+        return
+    log(f"making {path}")
+    tmp = path + ".tmp"
+    arr = blosc2.empty(shape, dtype=np.float32, chunks=chunks, blocks=blocks, urlpath=tmp, mode="w")
+    rows = chunks[0]
+    for r in range(0, shape[0], rows):
+        arr[r:r + rows] = make_values(r, min(rows, shape[0] - r), shape[1:])
+    os.replace(tmp, path)
+
+
+def noisy(r, n, rest):
+    rng = np.random.default_rng(r)
+    base = np.sin(np.arange(r, r + n, dtype=np.float32)[:, None] / 50.0) * 100
+    return (base + rng.normal(0, 1, (n,) + rest)).astype(np.float32)
+
+
+def zarr_copy(src, dst):
+    """A Zarr v3 copy compressed with zstd (zarr-python's default codec), chunked as the b2nd chunks."""
+    if os.path.exists(dst):
+        return
+    log(f"making the Zarr copy {dst}")
+    arr = blosc2.open(src)
+    z = zarr.create_array(dst + ".tmp", shape=arr.shape, chunks=arr.chunks, dtype=arr.dtype,
+                          compressors=zarr.codecs.ZstdCodec(level=3), overwrite=True)
+    step = arr.chunks[0]
+    for r in range(0, arr.shape[0], step):
+        z[r:r + step] = arr[r:r + step]
+    os.replace(dst + ".tmp", dst)
+
+
+def sub_array_rows():
+    """8,000 x 8,000 float32, chunks 1,000 x 1,000, blocks 100 x 1,000 (the issue's array)."""
+    path = os.path.join(ROOT, "tiles.b2nd")
+    make(path, (8000, 8000), (1000, 1000), (100, 1000), noisy)
+    sl = (slice(4000, 4100), slice(4000, 4100))
+    col = (slice(None), 4500)
+    want_slice = blosc2.open(path)[sl]
+    want_col = blosc2.open(path)[col]
+
+    def blosc2_read(sel):
+        return lambda: blosc2.open(path)[sel]
+
+    def zarr_read(sel, want):
+        def work():
+            got = zarr.open_array(MNT, mode="r")[sel]
+            assert np.array_equal(got, want)
+        return work
+
+    def npy_read(sel):
+        return lambda: np.array(np.load(os.path.join(MNT, "array.npy"), mmap_mode="r")[sel])
+
+    for what, sel, want, factor in (("[4000:4100, 4000:4100]", sl, want_slice, 3), ("[:, 4500]", col, want_col, 2)):
+        ref = cold(blosc2_read(sel))
+        ours = cold(zarr_read(sel, want), path)
+        npy = cold(npy_read(sel), path)
+        row(f"zarr: 8000^2 f4 (chunks 1000^2, blocks 100 x 1000) {what}, zarr-python on the mount vs python-blosc2, cold "
+            f"(np.load(array.npy, mmap) on the mount: {fmt(npy)})", fmt(ours), fmt(ref), f"<= {factor}x python-blosc2",
+            verdict(ours[0] <= factor * ref[0]))
+
+
+def whole_rows(size_mb):
+    size_mb = min(size_mb, 512)
+    cases = [(f"{size_mb} MB f4 (4 MB chunks)", f"bars-{size_mb}.b2nd", (size_mb * 256, 1024), (1024, 1024), (64, 1024)),
+             ("2000 x 2000 f4 (256 x 256 chunks)", "squares.b2nd", (2000, 2000), (256, 256), (64, 64))]
+    for label, name, shape, chunks, blocks in cases:
+        path = os.path.join(ROOT, name)
+        make(path, shape, chunks, blocks, noisy)
+        copy = os.path.join(ROOT, name + ".zarr")
+        zarr_copy(path, copy)
+        nbytes = int(np.prod(shape)) * 4
+        ref = cold(lambda: blosc2.open(path)[:])
+        ours = cold(lambda: zarr.open_array(MNT, mode="r")[:], path)
+        other = cold(lambda: zarr.open_array(copy, mode="r")[:])
+        mbps = lambda t: nbytes / t[0] / 1e6  # noqa: E731
+        row(f"zarr: whole {label}, zarr-python on the mount vs python-blosc2 [:] in-process, cold "
+            f"(zarr-python on a zstd Zarr copy on disk: {fmt(other)}, {mbps(other):.0f} MB/s)",
+            f"{fmt(ours)}, {mbps(ours):.0f} MB/s", f"{fmt(ref)}, {mbps(ref):.0f} MB/s",
+            ">= 0.5x in-process and ahead of the Zarr copy", verdict(ref[0] / ours[0] >= 0.5 and ours[0] < other[0]))
+        # dask takes zarr-python's .chunks, which for a sharded array are the inner chunks
+        # (the b2nd blocks): a task per block. The shards (the b2nd chunks) are its unit.
+        def dask_mean():
+            z = zarr.open_array(MNT, mode="r")
+            return da.from_zarr(z, chunks=z.shards or z.chunks).mean().compute(scheduler="threads", num_workers=2)
+        ours = cold(dask_mean, path)
+        other = cold(lambda: da.from_zarr(copy).mean().compute(scheduler="threads", num_workers=2))
+        row(f"zarr: dask from_zarr(z, chunks=z.shards).mean(), 2 threads, {label}, the mount vs the zstd Zarr copy, cold",
+            fmt(ours), fmt(other), "—", "info")
+
+
+def remote_row():
+    """One inner chunk of a 10,000-chunk array behind nginx: the requests it costs."""
+    served = os.path.join(ROOT, "served")
+    os.makedirs(served, exist_ok=True)
+    path = os.path.join(served, "many.b2nd")
+    if not os.path.exists(path):
+        blosc2.asarray(noisy(0, 1000, (1000,)), urlpath=path, mode="w", chunks=(10, 10), blocks=(5, 5))
+    with Nginx(served, os.path.join(SCRATCH, "zarr-nginx")) as nginx:
+        counts, times = [], []
+        for _ in range(RUNS):
+            unmount()
+            mount(f"{nginx.url}/many.b2nd")
+            before = len(nginx.requests())
+            start = time.monotonic()
+            zarr.open_array(MNT, mode="r")[505:507, 705:707]
+            times.append(time.monotonic() - start)
+            counts.append(len(nginx.requests()) - before)
+            unmount()
+    row("zarr: one inner chunk of a 10,000-chunk array from nginx through zarr-python: requests (time)",
+        f"{statistics.median(counts):.0f} ({statistics.median(times):.4f} s)", "—", "about 2",
+        verdict(statistics.median(counts) <= 2))
+
+
+def main():
+    os.makedirs(ROOT, exist_ok=True)
+    try:
+        sub_array_rows()
+        whole_rows(SIZE_MB)
+        remote_row()
+    finally:
+        unmount()
+    for r in ROWS:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()

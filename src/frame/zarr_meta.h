@@ -1,0 +1,87 @@
+// The Zarr view of a b2nd array (docs/zarr.md): its metadata documents (v3
+// zarr.json, v2 .zarray/.zattrs, group zarr.json), the chunk grid, and the
+// index of a shard whose inner chunks are the b2nd blocks. Made from the b2nd
+// metadata and the array's attributes alone: no FUSE, no chunk bytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "b2nd.h"
+#include "bytes.h"
+#include "msgpack.h"
+
+namespace blosc2fs {
+
+// How a b2nd array is seen as a Zarr array.
+struct ZarrArrayPlan {
+  std::vector<int64_t> shape;
+  // The Zarr chunk shape: the b2nd chunk shape (1 for a dimension whose chunk
+  // shape is 0, which only an empty array has).
+  std::vector<int64_t> chunk_shape;
+  std::vector<int64_t> block_shape;
+  std::vector<int64_t> grid;          // chunks per dimension
+  int64_t nchunks = 0;
+  int32_t itemsize = 0;
+  std::string data_type;              // v3 core name: "float32", "bool", ...
+  std::string npy_descr;              // v2 dtype: "<f4", "|b1", ">i8"
+  std::optional<std::string> endian;  // "little" / "big"; none for 1-byte types
+  // Every chunk dimension is a multiple of the block's: a v3 chunk file is the
+  // decoded b2nd chunk as it is (a shard of blocks) plus its index.
+  bool sharded = false;
+  // The decoded chunk is already its C order over the chunk shape (c-blosc2's
+  // fast path: blocks that are whole rows of the chunk), so the plain chunk
+  // file needs no re-layout.
+  bool chunk_in_c_order = false;
+  int64_t chunk_items = 0;            // product of chunk_shape
+  int64_t block_items = 0;
+  int64_t nblocks = 0;                // blocks in a chunk (sharded only)
+  std::vector<std::string> dimension_names;
+
+  int64_t plain_chunk_bytes() const { return chunk_items * itemsize; }
+  int64_t shard_data_bytes() const { return nblocks * block_items * itemsize; }
+  int64_t shard_index_bytes() const { return nblocks * 16; }
+  // The size of a v3 chunk file: a shard with its index, or the plain chunk.
+  int64_t v3_chunk_bytes() const { return sharded ? shard_data_bytes() + shard_index_bytes() : plain_chunk_bytes(); }
+};
+
+// The Zarr plan of an array with b2nd metadata `meta` and item size
+// `typesize`, or nullopt (with *why set) when its dtype has no Zarr v3 core
+// data type (strings, datetimes, structured and void types, a dtype that
+// disagrees with the typesize). `attrs` are the array's attributes (attrs/):
+// "dims", a list of one distinct name per dimension (xarray-blosc2's
+// convention), gives the dimension names; otherwise dimension i of length n
+// is "dim{i}_{n}", so that arrays of unrelated shapes never give one name two
+// sizes.
+std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesize, const Json& attrs,
+                                             std::string* why = nullptr);
+
+// zarr.json of the array, v3; and the v2 view's .zarray and .zattrs.
+std::string zarr_v3_array_json(const ZarrArrayPlan& plan, const Json& attrs);
+std::string zarr_v2_zarray(const ZarrArrayPlan& plan);
+std::string zarr_v2_zattrs(const ZarrArrayPlan& plan, const Json& attrs);
+// A frame's vlmetalayers as one JSON object (what attrs/ shows, name by name);
+// layers that are not one msgpack value with a JSON form are left out.
+class Frame;
+Json frame_attributes(const Frame& frame);
+
+// zarr.json of a group.
+std::string zarr_group_json(const Json& attrs);
+
+// Bytes [offset, offset + out.size()) of a shard's index (clipped to it):
+// block i at (i * blockbytes, blockbytes), little-endian uint64 pairs, or
+// every entry "empty" (2^64 - 1 twice: the inner chunk is the fill value)
+// when `empty`. Returns the count copied.
+size_t copy_shard_index(const ZarrArrayPlan& plan, bool empty, int64_t offset, MutableByteSpan out);
+
+// The chunk number (C order over the grid, as b2nd numbers them) of the
+// coordinates `parts` (decimal, canonical spelling), or nullopt when a part is
+// not a number or out of the grid.
+std::optional<int64_t> zarr_chunk_of(const ZarrArrayPlan& plan, const std::vector<std::string_view>& parts);
+// The v2 key of chunk n: "I.J.K" ("0" for a 0-d array).
+std::string zarr_v2_key(const ZarrArrayPlan& plan, int64_t n);
+
+}  // namespace blosc2fs

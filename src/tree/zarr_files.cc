@@ -1,0 +1,281 @@
+// The Zarr view's files: ZarrFiles (one committed state of the array), and the
+// Volume's part: the names under c/ and zarr2/, their listings, sizes and bytes.
+#include "zarr_files.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include <spdlog/spdlog.h>
+
+#include "frame_files.h"
+#include "fs_error.h"
+#include "read_pieces.h"
+#include "volume.h"
+
+namespace blosc2fs {
+
+std::unique_ptr<ZarrFiles> ZarrFiles::make(std::shared_ptr<const Frame> frame, const NdMeta& meta,
+                                           const std::vector<LayerFile>& vlmetas) {
+  Json attrs = Json::object();
+  for (const LayerFile& layer : vlmetas) {
+    if (!layer.attrs_text) continue;
+    try {
+      attrs[layer.name] = Json::parse(*layer.attrs_text);
+    } catch (const std::exception&) {  // attrs_text is our own JSON: never expected
+    }
+  }
+  std::string why;
+  std::optional<ZarrArrayPlan> plan = plan_zarr_array(meta, frame->header().typesize, attrs, &why);
+  if (!plan) {
+    spdlog::debug("no Zarr view (zarr.json, c/, zarr2/): {}", why);
+    return nullptr;
+  }
+  if (plan->nchunks > kMaxZarrChunks) {
+    spdlog::info("no Zarr view: {} chunks, more than the {} it can number", plan->nchunks, kMaxZarrChunks);
+    return nullptr;
+  }
+  std::unique_ptr<ZarrFiles> files(new ZarrFiles);
+  files->frame_ = std::move(frame);
+  files->array_json_ = zarr_v3_array_json(*plan, attrs);
+  files->zarray_ = zarr_v2_zarray(*plan);
+  files->zattrs_ = zarr_v2_zattrs(*plan, attrs);
+  if (plan->nchunks > 0) {
+    // The chunk as an array of its own, of one chunk: its C order is the plain Zarr chunk.
+    NdMeta chunk = meta;
+    chunk.shape = plan->chunk_shape;
+    const int32_t typesize = files->frame_->header().typesize;
+    files->chunk_layout_.emplace(chunk, typesize, 1, 0);
+  }
+  files->plan_ = std::move(*plan);
+  return files;
+}
+
+int64_t ZarrFiles::dirs_at_level(int k) const {
+  int64_t n = 1;
+  for (int i = 0; i < k && i < ndim(); ++i) n *= plan_.grid[size_t(i)];
+  return n;
+}
+
+bool ZarrFiles::reads_as_fill(int64_t n) const {
+  try {
+    const Special s = frame_->index_entry(n).special;
+    return s == Special::zeros || s == Special::uninit;
+  } catch (const std::exception&) {  // an unreadable index: the read reports it
+    return false;
+  }
+}
+
+void ZarrFiles::relayout(ByteSpan decoded, int64_t offset, MutableByteSpan out) const {
+  if (!chunk_layout_) throw FormatError("Zarr view: the array has no chunks");
+  chunk_layout_->read(offset, out, [&](int64_t) { return decoded; });
+}
+
+// --- the Volume's part ---
+
+namespace {
+
+std::optional<int64_t> parse_coordinate(std::string_view s) {
+  if (s.empty() || s.size() > 18 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+bool Volume::is_zarr_kind(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::zarr_json:
+    case NodeKind::zarr_dir:
+    case NodeKind::zarr_chunk:
+    case NodeKind::zarr2_dir:
+    case NodeKind::zarray:
+    case NodeKind::zattrs:
+    case NodeKind::zarr2_chunk:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Volume::zarr_exists(const Node& node) const {
+  const ZarrFiles* z = files_->zarr();
+  if (!z) return false;
+  switch (node.kind) {
+    case NodeKind::zarr_dir:
+      return !z->zero_d() && node.level >= 0 && node.level < z->ndim() && node.index >= 0 &&
+             node.index < z->dirs_at_level(node.level) && (node.level == 0 || z->plan().nchunks > 0);
+    case NodeKind::zarr_chunk:
+    case NodeKind::zarr2_chunk:
+      return node.index >= 0 && node.index < z->plan().nchunks;
+    default:
+      return true;
+  }
+}
+
+std::optional<Node> Volume::zarr_lookup(const Node& dir, std::string_view name) const {
+  const ZarrFiles* z = files_->zarr();
+  if (!z) return std::nullopt;
+  if (dir.kind == NodeKind::root) {  // only "c" of a 0-d array: a file, its one chunk
+    if (name == "c" && z->zero_d()) return Node{NodeKind::zarr_chunk, 0};
+    return std::nullopt;
+  }
+  if (dir.kind == NodeKind::zarr2_dir) {
+    for (const FixedFile& f : kZarr2Children)
+      if (name == f.name) return Node{f.kind};
+    std::vector<std::string_view> parts;
+    if (!z->zero_d()) {
+      for (size_t start = 0;;) {
+        const size_t dot = name.find('.', start);
+        parts.push_back(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+        if (dot == std::string_view::npos) break;
+        start = dot + 1;
+      }
+    } else if (name != "0") {
+      return std::nullopt;
+    }
+    std::optional<int64_t> n = z->zero_d() ? std::optional<int64_t>(0) : zarr_chunk_of(z->plan(), parts);
+    if (!n) return std::nullopt;
+    return Node{NodeKind::zarr2_chunk, *n};
+  }
+  if (dir.kind != NodeKind::zarr_dir || !zarr_exists(dir)) return std::nullopt;
+  std::optional<int64_t> i = parse_coordinate(name);
+  if (!i || *i >= z->plan().grid[size_t(dir.level)]) return std::nullopt;
+  const int64_t index = dir.index * z->plan().grid[size_t(dir.level)] + *i;
+  if (dir.level + 1 == z->ndim()) return Node{NodeKind::zarr_chunk, index};
+  Node child{NodeKind::zarr_dir, index};
+  child.level = dir.level + 1;
+  return child;
+}
+
+std::optional<DirEntry> Volume::zarr_entry(const Node& dir, int64_t cookie) const {
+  const ZarrFiles* z = files_->zarr();
+  if (!z || cookie < 0 || !zarr_exists(dir)) return std::nullopt;
+  // Made from the cookie alone: a listing of a grid of a billion chunks holds
+  // nothing, and each page costs what it shows.
+  if (dir.kind == NodeKind::zarr2_dir) {
+    if (cookie < int64_t(std::size(kZarr2Children))) {
+      const FixedFile& f = kZarr2Children[cookie];
+      return DirEntry{f.name, f.ino, false, cookie + 1};
+    }
+    const int64_t n = cookie - int64_t(std::size(kZarr2Children));
+    if (n >= z->plan().nchunks) return std::nullopt;
+    return DirEntry{zarr_v2_key(z->plan(), n), kZarr2ChunkBase + uint64_t(n), false, cookie + 1};
+  }
+  if (dir.level >= z->ndim() || (z->plan().nchunks == 0) || cookie >= z->plan().grid[size_t(dir.level)])
+    return std::nullopt;
+  const int64_t index = dir.index * z->plan().grid[size_t(dir.level)] + cookie;
+  Node child{dir.level + 1 == z->ndim() ? NodeKind::zarr_chunk : NodeKind::zarr_dir, index};
+  if (child.kind == NodeKind::zarr_dir) child.level = dir.level + 1;
+  return DirEntry{std::to_string(cookie), *computed_inode(child), child.kind == NodeKind::zarr_dir, cookie + 1};
+}
+
+int64_t Volume::zarr_size(const Node& node) const {
+  const ZarrFiles* z = files_->zarr();
+  if (!z) return 0;
+  switch (node.kind) {
+    case NodeKind::zarr_json: return int64_t(z->array_json().size());
+    case NodeKind::zarray: return int64_t(z->zarray().size());
+    case NodeKind::zattrs: return int64_t(z->zattrs().size());
+    case NodeKind::zarr_chunk: return z->plan().v3_chunk_bytes();
+    case NodeKind::zarr2_chunk: return z->plan().plain_chunk_bytes();
+    default: return 0;
+  }
+}
+
+bool Volume::zarr_read_exactly(const Node& node) const {
+  if (node.kind != NodeKind::zarr_chunk) return false;
+  std::shared_lock lock(state_mutex_);
+  const ZarrFiles* z = files_->zarr();
+  return z && z->plan().sharded;
+}
+
+blksize_t Volume::zarr_io_size(const Node& node) const {
+  constexpr int64_t kMost = 1 << 20;
+  const ZarrFiles* z = files_->zarr();
+  if (node.kind != NodeKind::zarr_chunk || !z || !z->plan().sharded) return blksize_t(kMost);
+  const int64_t block = z->plan().block_items * z->plan().itemsize;
+  return blksize_t(std::clamp<int64_t>(block, 4096, kMost));
+}
+
+std::string Volume::zarr_path(const Node& node) const {
+  const ZarrFiles* z = files_->zarr();
+  switch (node.kind) {
+    case NodeKind::zarray:
+    case NodeKind::zattrs: return "zarr2/" + std::string(fixed_file(node.kind)->name);
+    case NodeKind::zarr2_chunk: return z ? "zarr2/" + zarr_v2_key(z->plan(), node.index) : "zarr2/?";
+    case NodeKind::zarr_dir:
+    case NodeKind::zarr_chunk: {
+      if (!z || z->zero_d()) return "c";
+      const int levels = node.kind == NodeKind::zarr_chunk ? z->ndim() : node.level;
+      std::vector<int64_t> coords(static_cast<size_t>(levels));
+      int64_t rest = node.index;
+      for (int i = levels - 1; i >= 0; --i) {
+        coords[size_t(i)] = rest % z->plan().grid[size_t(i)];
+        rest /= z->plan().grid[size_t(i)];
+      }
+      std::string path = "c";
+      for (int64_t c : coords) path += "/" + std::to_string(c);
+      return path;
+    }
+    default: return fixed_file(node.kind)->name;
+  }
+}
+
+void Volume::zarr_gather(const Node& node, int64_t offset, size_t size, ReadPieces& out) {
+  const ZarrFiles* z = files_->zarr();
+  if (!z) throw FsError{ENOENT};
+  auto copy_text = [&](const std::string& text) {
+    if (offset >= int64_t(text.size())) return;
+    MutableByteSpan copy = out.add_copy(size_t(std::min<int64_t>(int64_t(size), int64_t(text.size()) - offset)));
+    copy_from(as_bytes(text), offset, copy);
+  };
+  switch (node.kind) {
+    case NodeKind::zarr_json: return copy_text(z->array_json());
+    case NodeKind::zarray: return copy_text(z->zarray());
+    case NodeKind::zattrs: return copy_text(z->zattrs());
+    case NodeKind::zarr_chunk:
+    case NodeKind::zarr2_chunk: break;
+    default: throw FsError{EISDIR};
+  }
+  const ZarrArrayPlan& plan = z->plan();
+  const int64_t n = node.index;
+  const int64_t file_size = zarr_size(node);
+  if (offset >= file_size || size == 0) return;
+  size = size_t(std::min<int64_t>(int64_t(size), file_size - offset));
+  const int64_t decoded_size = overlay_.chunk_size(*files_, n);
+  if (decoded_size != z->decoded_chunk_bytes())
+    throw FormatError(zarr_path(node) + ": chunk " + std::to_string(n) + " holds " + std::to_string(decoded_size) +
+                      " bytes, the array's chunks " + std::to_string(z->decoded_chunk_bytes()));
+  // A shard: the decoded chunk as it is (only the blocks asked for are
+  // decoded), then its index.
+  if (node.kind == NodeKind::zarr_chunk && plan.sharded) {
+    const bool fill = !overlay_.holds(n) && z->reads_as_fill(n);
+    const int64_t data_bytes = plan.shard_data_bytes();
+    if (offset < data_bytes) {
+      const size_t len = size_t(std::min<int64_t>(int64_t(size), data_bytes - offset));
+      if (fill) std::memset(out.add_copy(len).data(), 0, len);
+      else overlay_.gather_chunk(*files_, n, offset, len, out);
+      offset += int64_t(len);
+      size -= len;
+    }
+    if (size > 0) copy_shard_index(plan, fill, offset - data_bytes, out.add_copy(size));
+    return;
+  }
+  // A plain chunk: the decoded chunk when it is in C order already, else
+  // its blocks re-laid out (NdLayout::read) from the decoded chunk.
+  if (plan.chunk_in_c_order) return overlay_.gather_chunk(*files_, n, offset, size, out);
+  MutableByteSpan copy = out.add_copy(size);
+  if (overlay_.holds(n)) {
+    Bytes whole(static_cast<size_t>(decoded_size));
+    overlay_.read_chunk(*files_, n, 0, whole);
+    z->relayout(whole, offset, copy);
+    return;
+  }
+  std::shared_ptr<const CachedChunk> chunk = files_->cache().get(n);
+  z->relayout(chunk->data(), offset, copy);
+}
+
+}  // namespace blosc2fs

@@ -1,0 +1,116 @@
+// The Zarr view's metadata and shard index (src/frame/zarr_meta.h).
+#include <gtest/gtest.h>
+
+#include "zarr_meta.h"
+
+namespace blosc2fs {
+namespace {
+
+NdMeta nd(std::vector<int64_t> shape, std::vector<int32_t> chunks, std::vector<int32_t> blocks, std::string dtype) {
+  NdMeta m;
+  m.ndim = int(shape.size());
+  m.shape = std::move(shape);
+  m.chunkshape = std::move(chunks);
+  m.blockshape = std::move(blocks);
+  m.dtype = std::move(dtype);
+  return m;
+}
+
+TEST(ZarrMeta, ShardedWhenChunksAreMultiplesOfBlocks) {
+  auto plan = plan_zarr_array(nd({30, 21}, {12, 8}, {4, 4}, "<f4"), 4, Json::object());
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->sharded);
+  EXPECT_FALSE(plan->chunk_in_c_order);  // square tiles are not rows
+  EXPECT_EQ(plan->grid, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(plan->nchunks, 9);
+  EXPECT_EQ(plan->nblocks, 6);
+  EXPECT_EQ(plan->v3_chunk_bytes(), 12 * 8 * 4 + 6 * 16);
+  EXPECT_EQ(plan->data_type, "float32");
+  EXPECT_EQ(plan->endian, "little");
+  EXPECT_EQ(plan->dimension_names, (std::vector<std::string>{"dim0_30", "dim1_21"}));
+  Json j = Json::parse(zarr_v3_array_json(*plan, Json::object({{"units", "K"}})));
+  EXPECT_EQ(j["codecs"][0]["name"], "sharding_indexed");
+  EXPECT_EQ(j["codecs"][0]["configuration"]["chunk_shape"], Json::array({4, 4}));
+  EXPECT_EQ(j["codecs"][0]["configuration"]["index_location"], "end");
+  EXPECT_EQ(j["attributes"]["units"], "K");
+  EXPECT_EQ(j["fill_value"], 0.0);
+}
+
+TEST(ZarrMeta, PlainWhenNotMultiplesAndCOrderForRows) {
+  auto plain = plan_zarr_array(nd({7, 1001, 3}, {7, 1001, 3}, {5, 1001, 3}, "<f8"), 8, Json::object());
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->sharded);
+  EXPECT_FALSE(plain->chunk_in_c_order);
+  EXPECT_EQ(plain->v3_chunk_bytes(), 7 * 1001 * 3 * 8);
+  auto rows = plan_zarr_array(nd({20, 30, 40}, {10, 30, 40}, {2, 30, 40}, "<u2"), 2, Json::object());
+  ASSERT_TRUE(rows);
+  EXPECT_TRUE(rows->sharded);
+  EXPECT_TRUE(rows->chunk_in_c_order);
+  auto ones = plan_zarr_array(nd({100}, {10}, {1}, "|u1"), 1, Json::object());
+  EXPECT_TRUE(ones->chunk_in_c_order);
+  EXPECT_FALSE(ones->endian);
+  EXPECT_EQ(ones->npy_descr, "|u1");
+  Json j = Json::parse(zarr_v3_array_json(*ones, Json::object()));
+  EXPECT_FALSE(j["codecs"][0]["configuration"]["codecs"][0].contains("configuration"));
+}
+
+TEST(ZarrMeta, TypesAndNames) {
+  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, ">c16"), 16, Json::object())->data_type, "complex128");
+  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, ">c16"), 16, Json::object())->endian, "big");
+  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, "|b1"), 1, Json::object())->data_type, "bool");
+  for (const char* name : {"float16", "<f2", "f2", "=f2"}) {
+    auto plan = plan_zarr_array(nd({4}, {4}, {4}, name), 2, Json::object());
+    ASSERT_TRUE(plan) << name;
+    EXPECT_EQ(plan->data_type, "float16");
+    EXPECT_EQ(plan->npy_descr, "<f2");
+  }
+  ASSERT_TRUE(plan_zarr_array(nd({4}, {4}, {4}, "uint8"), 1, Json::object()));
+  EXPECT_EQ(plan_zarr_array(nd({4}, {4}, {4}, "uint8"), 1, Json::object())->npy_descr, "|u1");
+  std::string why;
+  EXPECT_FALSE(plan_zarr_array(nd({4}, {4}, {4}, "<U6"), 24, Json::object(), &why));
+  EXPECT_NE(why.find("<U6"), std::string::npos);
+  EXPECT_FALSE(plan_zarr_array(nd({4}, {4}, {4}, "<M8[ns]"), 8, Json::object()));
+  EXPECT_FALSE(plan_zarr_array(nd({4}, {4}, {4}, "<f8"), 4, Json::object()));  // disagrees with the typesize
+  Json attrs = {{"dims", {"time", "lat"}}};
+  EXPECT_EQ(plan_zarr_array(nd({2, 3}, {2, 3}, {2, 3}, "<i4"), 4, attrs)->dimension_names,
+            (std::vector<std::string>{"time", "lat"}));
+  Json repeated = {{"dims", {"x", "x"}}};
+  EXPECT_EQ(plan_zarr_array(nd({2, 3}, {2, 3}, {2, 3}, "<i4"), 4, repeated)->dimension_names,
+            (std::vector<std::string>{"dim0_2", "dim1_3"}));
+}
+
+TEST(ZarrMeta, ZeroDAndEmpty) {
+  auto zero_d = plan_zarr_array(nd({}, {}, {}, "<f8"), 8, Json::object());
+  ASSERT_TRUE(zero_d);
+  EXPECT_EQ(zero_d->nchunks, 1);
+  EXPECT_FALSE(zero_d->sharded);
+  EXPECT_EQ(zarr_v2_key(*zero_d, 0), "0");
+  auto empty = plan_zarr_array(nd({0, 5}, {0, 5}, {0, 5}, "<f4"), 4, Json::object());
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->nchunks, 0);
+  EXPECT_EQ(empty->chunk_shape, (std::vector<int64_t>{1, 5}));
+  EXPECT_FALSE(empty->sharded);
+}
+
+TEST(ZarrMeta, ShardIndexAndKeys) {
+  auto plan = plan_zarr_array(nd({8, 8}, {8, 8}, {4, 8}, "<i2"), 2, Json::object());
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->nblocks, 2);
+  uint8_t index[32];
+  ASSERT_EQ(copy_shard_index(*plan, false, 0, index), 32u);
+  EXPECT_EQ(index[0], 0);
+  EXPECT_EQ(index[8], 64);   // nbytes of a 4 x 8 block of int16
+  EXPECT_EQ(index[16], 64);  // the second block's offset
+  uint8_t tail[5];
+  ASSERT_EQ(copy_shard_index(*plan, true, 30, tail), 2u);
+  EXPECT_EQ(tail[0], 0xff);
+  auto grid = plan_zarr_array(nd({30, 21}, {12, 8}, {4, 4}, "<f4"), 4, Json::object());
+  EXPECT_EQ(zarr_chunk_of(*grid, {"2", "1"}), 7);
+  EXPECT_FALSE(zarr_chunk_of(*grid, {"3", "0"}));
+  EXPECT_FALSE(zarr_chunk_of(*grid, {"01", "0"}));
+  EXPECT_FALSE(zarr_chunk_of(*grid, {"1"}));
+  EXPECT_EQ(zarr_v2_key(*grid, 7), "2.1");
+}
+
+}  // namespace
+}  // namespace blosc2fs
