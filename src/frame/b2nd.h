@@ -104,6 +104,21 @@ struct NpyDtype {
 };
 std::optional<NpyDtype> npy_dtype(std::string_view dtype);
 
+// A .npy file's header as numpy.lib.format writes it (formats 1.0, 2.0, 3.0).
+struct NpyFileHeader {
+  int64_t header_len = 0;   // bytes before the items
+  NpyDtype dtype;           // descr as npy_dtype() spells it, so that equal dtypes compare equal
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+// Parses the header at the start of `file` (at least its first header_len bytes;
+// 10 bytes and then the length field tell how many). nullopt with *why set when
+// it is not a .npy header NumPy would read, or holds object items.
+std::optional<NpyFileHeader> parse_npy_file_header(ByteSpan file, std::string* why);
+// The descr with the other byte order ("<f8" <-> ">f8"), for the simple kinds whose items
+// are numbers (b, i, u, f, c, m, M with an item size above 1); nullopt for the rest.
+std::optional<std::string> npy_descr_swapped(const std::string& descr);
+
 // The item size of a dtype string: npy_dtype(dtype)->itemsize.
 std::optional<int64_t> numpy_dtype_itemsize(std::string_view dtype);
 
