@@ -326,7 +326,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame_
         if (swap) swap_items(piece, in->dtype.descr, typesize);
         layout->write(at, piece, [&](int64_t n) -> MutableByteSpan {
           Bytes& c = chunks.at(size_t(n - slab * row_chunks));
-          c.assign(size_t(layout->chunk_bytes()), 0);
+          if (c.empty()) c.assign(size_t(layout->chunk_bytes()), 0);  // padding stays 0
           return c;
         });
       }

@@ -314,6 +314,23 @@ def replacements(h, contiguous):
     check_array(read_back(frame), want, "python-blosc2 after unmount")
 
 
+def large_replacement(h):
+    """A replacement of several pieces of what is read at a time from the held
+    file (8 MiB), with chunks spanning pieces, resized on the way."""
+    chunks, blocks = (70, 90, 50), (16, 32, 25)
+    rng = np.random.default_rng(5)
+    frame = make_array(h, "large.b2nd", rng.standard_normal((300, 200, 50)), chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    want = rng.standard_normal((333, 200, 50))
+    src, _ = npy_bytes(h, want)
+    sh(f"cp {src} {path}")
+    h.unmount(mnt)
+    a = blosc2.open(frame, mode="r")
+    check_equal((a.shape, a.chunks, a.blocks), (want.shape, chunks, blocks), "shape, chunks, blocks")
+    check_array(a[:], want, "python-blosc2 after a 26 MB replacement")
+
+
 def replacement_refusals(h):
     shape, chunks, blocks = (40, 30), (16, 16), (8, 8)
     want = np.arange(1200, dtype="<f8").reshape(shape)
@@ -352,6 +369,7 @@ def main():
     h.test("refusals: header edits, truncation, writes past the end, -o ro", refusals, h)
     h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (contiguous)", replacements, h, True)
     h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (sparse)", replacements, h, False)
+    h.test("a 26 MB replacement, resized, in several pieces", large_replacement, h)
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
     h.finish()
 
