@@ -357,6 +357,41 @@ def replacement_refusals(h):
     check_equal(file_bytes(frame), disk, "the frame after refused replacements")
 
 
+def store_leaf_and_collection(h):
+    """A leaf of a writable .b2d store (a frame file of its own) and a dataset of a
+    writable local collection (a folder of frames) take memmap edits too."""
+    rng = np.random.default_rng(6)
+    store = os.path.join(h.workdir, "s.b2d")
+    leaf = rng.standard_normal((40, 30))
+    with blosc2.DictStore(store, mode="w", threshold=0) as s:
+        s["/arr"] = blosc2.asarray(leaf, chunks=(16, 16), blocks=(8, 5))
+    mnt = h.mount(store)
+    paths = [os.path.join(root, "array.npy") for root, _, files in os.walk(mnt) if "array.npy" in files]
+    check_equal(len(paths), 1, f"array.npy files in the store's tree: {paths}")
+    m = np.lib.format.open_memmap(paths[0], mode="r+")
+    m[10:25, 3:20] = -7.0
+    m.flush()
+    del m
+    leaf[10:25, 3:20] = -7.0
+    h.unmount(mnt)
+    with blosc2.DictStore(store, mode="r") as s:
+        check_array(s["/arr"][:], leaf, "python-blosc2 reading the store leaf")
+
+    folder = os.path.join(h.workdir, "collection")
+    os.makedirs(folder, exist_ok=True)
+    want = rng.standard_normal((33, 20)).astype("<f4")
+    frame = make_array(h, os.path.join("collection", "d.b2nd"), want, (10, 8), (4, 4))
+    mnt = h.mount(folder)
+    path = os.path.join(mnt, "d.b2nd", "array.npy")
+    m = np.lib.format.open_memmap(path, mode="r+")
+    m[5:30, 2] = 3.5
+    m.flush()
+    del m
+    want[5:30, 2] = 3.5
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 reading the collection's dataset")
+
+
 def main():
     h = Harness("array.npy written as an array", watchdog_seconds=300)
     h.require_fuse()
@@ -369,6 +404,7 @@ def main():
     h.test("refusals: header edits, truncation, writes past the end, -o ro", refusals, h)
     h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (contiguous)", replacements, h, True)
     h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (sparse)", replacements, h, False)
+    h.test("a leaf of a .b2d store and a dataset of a local collection", store_leaf_and_collection, h)
     h.test("a 26 MB replacement, resized, in several pieces", large_replacement, h)
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
     h.finish()
