@@ -200,10 +200,15 @@ void Volume::truncate_array(int64_t size) {
       throw FsError{EBUSY};
     }
     auto r = std::make_unique<NpyReplacement>();
-    const std::filesystem::path dir = path_.parent_path().empty() ? "." : path_.parent_path();
+    // Beside the frame, where its commits write too (a sparse frame: its own directory).
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::is_directory(path_, ec) ? path_
+                                      : path_.parent_path().empty()           ? "."
+                                                                              : path_.parent_path();
     std::mt19937_64 rng(std::random_device{}());
     for (int attempt = 0; !r->spool.is_open(); ++attempt) {
-      const std::filesystem::path name = dir / ("." + path_.filename().string() + ".npy-" + std::to_string(rng() % 1000000000));
+      const std::filesystem::path name =
+          dir / ("." + path_.filename().string() + ".npy-" + std::to_string(rng() % 1000000000));
       try {
         r->spool = File::create_new(name, true);
         ::unlink(name.c_str());
@@ -245,14 +250,14 @@ void Volume::finish_array_replacement(KernelNotes& notes) {
   }
 }
 
-void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame_ref, KernelNotes& notes) {
-  NpyReplacement* r = &replacement;
-  const Frame* frame = &frame_ref;
+void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes) {
+  const File& spool = replacement.spool;
+  const int64_t size = replacement.size;
   const std::string what = kArrayNpy;
   auto refuse = [&](const std::string& why) { fail(what, EINVAL, why + "; the array is unchanged"); };
   // The header: its length from the first bytes, then the whole of it.
-  Bytes head(size_t(std::min<int64_t>(r->size, 12)));
-  r->spool.read_exact(0, head, "the new array.npy");
+  Bytes head(size_t(std::min<int64_t>(size, 12)));
+  spool.read_exact(0, head, "the new array.npy");
   std::string why;
   if (head.size() >= 12 && head[6] >= 2) head.resize(12);
   else head.resize(std::min<size_t>(head.size(), 10));
@@ -260,16 +265,17 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame_
                             : head.size() == 12 ? uint64_t(head[8]) | uint64_t(head[9]) << 8 |
                                                       uint64_t(head[10]) << 16 | uint64_t(head[11]) << 24
                                                 : uint64_t(head[8]) | uint64_t(head[9]) << 8;
-  const int64_t want_head = std::min<int64_t>(r->size, int64_t(head.size()) + int64_t(std::min<uint64_t>(dict_len, 1 << 24)));
+  const int64_t want_head =
+      std::min<int64_t>(size, int64_t(head.size()) + int64_t(std::min<uint64_t>(dict_len, 1 << 24)));
   head.resize(size_t(want_head));
-  r->spool.read_exact(0, head, "the new array.npy");
+  spool.read_exact(0, head, "the new array.npy");
   std::optional<NpyFileHeader> in = parse_npy_file_header(head, &why);
   if (!in) refuse("the new content is not a .npy file: " + why);
 
-  const Metalayer* nd_layer = frame_nd_metalayer(*frame);
+  const Metalayer* nd_layer = frame_nd_metalayer(frame);
   if (!nd_layer) refuse("the frame is not an N-d array");
-  const NdMeta old_meta = frame_nd_meta(*frame, *nd_layer);
-  const int32_t typesize = frame->header().typesize;
+  const NdMeta old_meta = frame_nd_meta(frame, *nd_layer);
+  const int32_t typesize = frame.header().typesize;
   const std::string descr = npy_descr(old_meta, typesize, nullptr);
   if (in->fortran_order) refuse("the new .npy is in Fortran order; save it in C order (np.ascontiguousarray)");
   if (int(in->shape.size()) != old_meta.ndim)
@@ -291,13 +297,14 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame_
     nchunks = cs > 0 ? nchunks * ((dim + cs - 1) / cs) : 0;
   }
   if (items == 0) nchunks = 0;
+  if (items > INT64_MAX / 4 / typesize) refuse("the new shape is too large");
   const int64_t body = items * typesize;
-  if (r->size != in->header_len + body)
-    refuse("the new .npy holds " + std::to_string(r->size) + " bytes, its header says " +
+  if (size != in->header_len + body)
+    refuse("the new .npy holds " + std::to_string(size) + " bytes, its header says " +
            std::to_string(in->header_len + body) + " (an incomplete copy?)");
   std::optional<NdLayout> layout;
   try {
-    layout.emplace(meta, typesize, nchunks, frame->header().chunksize);
+    layout.emplace(meta, typesize, nchunks, frame.header().chunksize);
   } catch (const FormatError& e) {
     refuse(std::string("the new shape does not fit the array's chunks: ") + e.what());
   }
@@ -322,7 +329,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame_
       const int64_t to = std::min(body, (slab + 1) * rows_per_slab * row_items * typesize);
       for (int64_t at = from; at < to; at += kSpoolPiece) {
         piece.resize(size_t(std::min(kSpoolPiece, to - at)));
-        r->spool.read_exact(in->header_len + at, piece, "the new array.npy");
+        spool.read_exact(in->header_len + at, piece, "the new array.npy");
         if (swap) swap_items(piece, in->dtype.descr, typesize);
         layout->write(at, piece, [&](int64_t n) -> MutableByteSpan {
           Bytes& c = chunks.at(size_t(n - slab * row_chunks));
