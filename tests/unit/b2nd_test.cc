@@ -206,6 +206,43 @@ TEST(NdLayout, WriteMirrorsReadOnRandomShapes) {
   }
 }
 
+ByteSpan text_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+TEST(NpyFileHeader, ReadsWhatNpyHeaderWrites) {
+  for (const auto& [descr, shape] :
+       std::vector<std::pair<std::string, std::vector<int64_t>>>{{"<f8", {3, 4}},
+                                                                 {"|b1", {}},
+                                                                 {">i2", {7}},
+                                                                 {"[('a', '<i4'), ('b', '<f8', (2,))]", {2, 0, 5}}}) {
+    const std::string text = npy_header(descr, shape);
+    std::string why;
+    auto h = parse_npy_file_header(text_bytes(text), &why);
+    ASSERT_TRUE(h.has_value()) << descr << ": " << why;
+    EXPECT_EQ(h->header_len, int64_t(text.size()));
+    EXPECT_EQ(h->dtype.descr, npy_dtype(descr)->descr);
+    EXPECT_EQ(h->shape, shape);
+    EXPECT_FALSE(h->fortran_order);
+    // Cut anywhere inside, it is refused with a reason.
+    for (size_t cut : {size_t(0), size_t(5), size_t(9), text.size() / 2, text.size() - 1}) {
+      why.clear();
+      EXPECT_FALSE(parse_npy_file_header(text_bytes(text).first(cut), &why).has_value()) << cut;
+      EXPECT_FALSE(why.empty());
+    }
+  }
+  std::string fortran = npy_header("<f4", {2, 3});
+  fortran.replace(fortran.find("False"), 5, "True ");
+  std::string why;
+  auto h = parse_npy_file_header(text_bytes(fortran), &why);
+  ASSERT_TRUE(h.has_value()) << why;
+  EXPECT_TRUE(h->fortran_order);
+  std::string object = npy_header("|O", {2});
+  EXPECT_FALSE(parse_npy_file_header(text_bytes(object), &why).has_value());
+  EXPECT_EQ(npy_descr_swapped("<f8"), std::optional<std::string>(">f8"));
+  EXPECT_EQ(npy_descr_swapped(">c16"), std::optional<std::string>("<c16"));
+  EXPECT_EQ(npy_descr_swapped("|b1"), std::nullopt);
+  EXPECT_EQ(npy_descr_swapped("<U6"), std::nullopt);
+}
+
 TEST(NdLayout, RejectsInconsistentFrames) {
   NdMeta m = make_meta({10, 10}, {5, 5}, {5, 5});
   EXPECT_NO_THROW(NdLayout(m, 4, 4, 100));
