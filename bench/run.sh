@@ -55,7 +55,7 @@ while (($#)); do
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
