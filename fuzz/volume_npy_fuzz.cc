@@ -242,8 +242,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             expect_einval("a truncation", [&] { volume->setattr(ino, file.get(), total - 1 - in.byte() % 8, notes); });
           break;
         }
-        case 4:  // fsync
-          if (file) volume->flush(*file, notes, true);
+        case 4:  // fsync: commits a replacement once it is whole, else leaves it be
+          if (!file) break;
+          volume->flush(*file, notes, true);
+          if (replacement && replaced) {
+            model = *replaced;
+            replacement.reset();
+            replaced.reset();
+          }
           break;
         case 5:
           if (!replacement) check_read(*volume, model, "read");

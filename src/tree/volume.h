@@ -322,8 +322,10 @@ class Volume : public MountTree {
   int64_t array_npy_size() const;                                            // shared
   bool replacing_array() const;                                              // shared
   // A whole new array.npy written since truncate(0): checked and committed now,
-  // or refused (EINVAL, one log line, the frame unchanged). Commit mutex held.
-  void finish_array_replacement(KernelNotes& notes);
+  // or refused (EINVAL, one log line, the frame unchanged). `when_whole`
+  // (fsync): only when the file is as long as its own header says, else it
+  // goes on being written. Commit mutex held.
+  void finish_array_replacement(KernelNotes& notes, bool when_whole = false);
   void replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
   // Whether the overlay holds enough for a long write to commit a batch.
   bool overlay_batch_due() const;                                            // shared

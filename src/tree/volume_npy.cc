@@ -32,6 +32,29 @@ void swap_items(MutableByteSpan bytes, const std::string& descr, int64_t itemsiz
     std::reverse(bytes.begin() + long(at), bytes.begin() + long(at) + unit);
 }
 
+// Whether the held file is a .npy header followed by exactly the items it announces.
+bool npy_file_whole(const NpyReplacement& r) {
+  Bytes head(size_t(std::min<int64_t>(r.size, 12)));
+  if (r.spool.read_at(0, head) != head.size() || head.size() < 10) return false;
+  const size_t len_field = head[6] == 1 ? 2 : 4;
+  if (head.size() < 8 + len_field) return false;
+  uint64_t dict_len = 0;
+  for (size_t i = 0; i < len_field; ++i) dict_len |= uint64_t(head[8 + i]) << (8 * i);
+  if (dict_len > (uint64_t(1) << 24) || int64_t(8 + len_field + dict_len) > r.size) return false;
+  head.resize(8 + len_field + size_t(dict_len));
+  if (r.spool.read_at(0, head) != head.size()) return false;
+  std::string why;
+  std::optional<NpyFileHeader> h = parse_npy_file_header(head, &why);
+  if (!h) return false;
+  int64_t items = 1;
+  for (int64_t d : h->shape) {
+    if (d < 0 || (d > 0 && items > INT64_MAX / 4 / d)) return false;
+    items *= d;
+  }
+  if (items > INT64_MAX / 4 / h->dtype.itemsize) return false;
+  return r.size == h->header_len + items * h->dtype.itemsize;
+}
+
 }  // namespace
 
 bool Volume::replacing_array() const { return npy_replacement_ != nullptr; }
@@ -229,11 +252,12 @@ void Volume::truncate_array(int64_t size) {
   throw FsError{EINVAL};
 }
 
-void Volume::finish_array_replacement(KernelNotes& notes) {
+void Volume::finish_array_replacement(KernelNotes& notes, bool when_whole) {
   std::unique_ptr<NpyReplacement> r;
   std::shared_ptr<const Frame> frame;
   {
     std::unique_lock lock(state_mutex_);
+    if (when_whole && npy_replacement_ && !npy_file_whole(*npy_replacement_)) return;
     r = std::move(npy_replacement_);
     frame = files_->frame_ptr();
     note_inode(notes, fixed_file(NodeKind::array_npy)->ino);  // back to the frame's array, old or new

@@ -387,7 +387,8 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
       commit_draft(file.ino, notes);
     } else if (n && chunk_file(n->kind)) {
       std::lock_guard commit(commit_mutex_);
-      if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes);
+      // fsync of a new array.npy still being written waits for it to be whole.
+      if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes, fsync);
       else commit_chunks(std::nullopt, path_of_node(*n), notes);
       maybe_compact(notes, false);
     }
