@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fs_error.h"
+#include "npy_replacement.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -379,7 +380,14 @@ void Volume::truncate_node(uint64_t ino, const Node& node, int64_t size) {
 void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   if (!file.writable) return;
   std::optional<Node> n = node(file.ino);
-  const bool wrote = std::exchange(file.wrote, false) || fsync;
+  // A new array.npy this file wrote is finished at close even when an fsync
+  // since its last write found it not yet whole.
+  bool replacing = false;
+  if (n && n->kind == NodeKind::array_npy) {
+    std::shared_lock lock(state_mutex_);
+    replacing = npy_replacement_ && file.outcome == npy_replacement_->outcome;
+  }
+  const bool wrote = std::exchange(file.wrote, false) || fsync || replacing;
   try {
     if (!wrote) {
       // nothing of this handle's to commit (see OpenFile::wrote)
