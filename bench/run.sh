@@ -9,7 +9,11 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr, array-writes (only their
+#   data sets are made).
+#   array-writes: array.npy written as an array (bench/array_writes.py, the test venv's python-blosc2): a 64 MiB
+#   slab assigned through np.lib.format.open_memmap of a SIZE_MB float32 array against python-blosc2's
+#   arr[a:b] = v, cp of a SIZE_MB/2 .npy into array.npy against blosc2.asarray(np.load(...)), the daemon's RSS.
 #   collections: a local folder of 10,000 small python-blosc2 arrays mounted as one
 #   collection (mount, ls, cat of every vlmeta/NAME beside python-blosc2, RSS), and
 #   1,000 of them under a SeaweedFS prefix (mount, requests of one array.npy) (bench/collection_mounts.py).
@@ -56,7 +60,7 @@ while (($#)); do
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
@@ -67,7 +71,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr | array-writes) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -96,7 +100,7 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr; then need_packages python3-venv; fi
+if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr || wants array-writes; then need_packages python3-venv; fi
 wants remote && need_packages nginx-light
 
 if ((BUILD_IT)); then
@@ -924,6 +928,17 @@ if wants zarr; then
     ROWS+=("${zarr_rows[@]}")
   else
     row "zarr rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
+  fi
+fi
+if wants array-writes; then
+  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
+    log "array-writes rows (bench/array_writes.py)"
+    wait_quiet
+    mapfile -t array_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/array_writes.py" "$BLOSC2FS" "$SCRATCH" \
+      "$SIZE_MB" "$RUNS") || die "bench/array_writes.py failed"
+    ROWS+=("${array_rows[@]}")
+  else
+    row "array-writes rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
   fi
 fi
 

@@ -171,6 +171,18 @@ void ChunkOverlay::set_chunk(int64_t n, Bytes bytes) {
   held_.emplace(n, std::move(h));
 }
 
+MutableByteSpan ChunkOverlay::chunk_for_write(ChunkSource& src, int64_t n) {
+  if (n < 0 || n >= count_) throw FsError{EINVAL};
+  return hold(src, n).bytes;
+}
+
+std::optional<ByteSpan> ChunkOverlay::held_bytes(int64_t n, bool* zeros) const {
+  auto it = held_.find(n);
+  if (it == held_.end()) return std::nullopt;
+  *zeros = it->second.zeros;
+  return ByteSpan(it->second.bytes);
+}
+
 void ChunkOverlay::append_chunk() {
   held_.emplace(count_, Held{});
   charge(0, 1);

@@ -96,6 +96,12 @@ class ChunkOverlay {
   void resize_data(ChunkSource& src, int64_t size);
   // Replaces chunk n's content with one whole buffer.
   void set_chunk(int64_t n, Bytes bytes);
+  // Chunk n, held (loaded first when it is not), to be changed in place by the
+  // caller: array.npy scatters its bytes into it (NdLayout::write).
+  MutableByteSpan chunk_for_write(ChunkSource& src, int64_t n);
+  // Chunk n's held bytes; nullopt when it is not held (the committed chunk
+  // shows), an empty span with *zeros set when it is held as zeros.
+  std::optional<ByteSpan> held_bytes(int64_t n, bool* zeros) const;
 
   // Every pending edit but chunk `skip` (the chunk a big write is still
   // filling) and, when skip is an appended chunk or the frame's last one, the

@@ -219,6 +219,23 @@ void NdLayout::read(int64_t offset, MutableByteSpan out,
   });
 }
 
+void NdLayout::write(int64_t offset, ByteSpan in,
+                     const std::function<MutableByteSpan(int64_t)>& chunk_for_write) const {
+  std::unordered_map<int64_t, MutableByteSpan> chunks;
+  const int64_t need = chunk_bytes();
+  walk(offset, int64_t(in.size()), [&](int64_t chunk, int64_t dst, int64_t src, int64_t n) {
+    auto it = chunks.find(chunk);
+    if (it == chunks.end()) {
+      MutableByteSpan data = chunk_for_write(chunk);
+      if (int64_t(data.size()) < need)
+        throw FormatError("N-d array: chunk " + num(chunk) + " holds " + num(int64_t(data.size())) +
+                          " bytes, the layout needs " + num(need));
+      it = chunks.emplace(chunk, data).first;
+    }
+    std::memcpy(it->second.data() + dst, in.data() + src, size_t(n));
+  });
+}
+
 std::vector<int64_t> NdLayout::chunks_for_range(int64_t offset, int64_t len) const {
   std::vector<int64_t> order;
   std::unordered_set<int64_t> seen;

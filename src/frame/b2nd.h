@@ -1,5 +1,6 @@
-// The b2nd (and legacy caterva) metalayer, and the N-d array layout: reassembling
-// the array in C order from chunks, by byte ranges, for array.npy.
+// The b2nd (and legacy caterva) metalayer, and the N-d array layout: the C-order
+// view of an array stored chunk by chunk, by byte ranges, read and written, for
+// array.npy (and every other C-order view: one re-layout).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,16 @@ class NdLayout {
   // along the last dimension. Throws std::out_of_range for a range outside the
   // array, FormatError for a chunk shorter than chunk_bytes().
   void read(int64_t offset, MutableByteSpan out, const std::function<ByteSpan(int64_t)>& chunk_data) const;
+  // The mirror of read(): scatters `in`, bytes [offset, offset + in.size()) of the
+  // C-order array, into the decoded chunks. `chunk_for_write(n)` returns chunk n
+  // decoded (chunk_bytes() bytes, items in block order) to be changed in place; it is
+  // called only for chunks the range touches, each at most once per call, in the
+  // order chunks_for_range() gives, and its spans must stay valid until write()
+  // returns. Only the bytes of items in the range change (a range that starts or
+  // ends inside an item changes only those bytes of it); padding is never written.
+  // Throws std::out_of_range for a range outside the array, FormatError for a chunk
+  // shorter than chunk_bytes().
+  void write(int64_t offset, ByteSpan in, const std::function<MutableByteSpan(int64_t)>& chunk_for_write) const;
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
 
@@ -92,6 +103,21 @@ struct NpyDtype {
   int64_t itemsize = 0;
 };
 std::optional<NpyDtype> npy_dtype(std::string_view dtype);
+
+// A .npy file's header as numpy.lib.format writes it (formats 1.0, 2.0, 3.0).
+struct NpyFileHeader {
+  int64_t header_len = 0;   // bytes before the items
+  NpyDtype dtype;           // descr as npy_dtype() spells it, so that equal dtypes compare equal
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+// Parses the header at the start of `file` (at least its first header_len bytes;
+// 10 bytes and then the length field tell how many). nullopt with *why set when
+// it is not a .npy header NumPy would read, or holds object items.
+std::optional<NpyFileHeader> parse_npy_file_header(ByteSpan file, std::string* why);
+// The descr with the other byte order ("<f8" <-> ">f8"), for the simple kinds whose items
+// are numbers (b, i, u, f, c, m, M with an item size above 1); nullopt for the rest.
+std::optional<std::string> npy_descr_swapped(const std::string& descr);
 
 // The item size of a dtype string: npy_dtype(dtype)->itemsize.
 std::optional<int64_t> numpy_dtype_itemsize(std::string_view dtype);

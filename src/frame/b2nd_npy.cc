@@ -518,4 +518,65 @@ std::string npy_header(const std::string& descr, const std::vector<int64_t>& sha
   return out;
 }
 
+std::optional<NpyFileHeader> parse_npy_file_header(ByteSpan file, std::string* why) {
+  auto fail = [&](std::string text) -> std::optional<NpyFileHeader> {
+    *why = std::move(text);
+    return std::nullopt;
+  };
+  static const uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (file.size() < 10 || !std::equal(std::begin(kMagic), std::end(kMagic), file.begin()))
+    return fail("it does not start with the .npy magic");
+  const int major = file[6];
+  if (major < 1 || major > 3) return fail("format version " + std::to_string(major) + " is not 1, 2 or 3");
+  const size_t len_field = major == 1 ? 2 : 4;
+  if (file.size() < 8 + len_field) return fail("the header is cut short");
+  uint64_t dict_len = 0;
+  for (size_t i = 0; i < len_field; ++i) dict_len |= uint64_t(file[8 + i]) << (8 * i);
+  const uint64_t header_len = 8 + len_field + dict_len;
+  if (dict_len > (uint64_t(1) << 24)) return fail("a header of " + std::to_string(dict_len) + " bytes");
+  if (file.size() < header_len) return fail("the header is cut short");
+  std::string text(reinterpret_cast<const char*>(file.data()) + 8 + len_field, size_t(dict_len));
+  if (major < 3) {  // latin-1, made UTF-8 for the parser
+    std::string utf8;
+    for (unsigned char c : text) append_utf8(utf8, c);
+    text = std::move(utf8);
+  } else if (!valid_utf8(text)) {
+    return fail("a format 3.0 header that is not UTF-8");
+  }
+  auto dict = PyLiteralParser(text).parse_all();
+  if (!dict || dict->kind != PyValue::Kind::dict) return fail("the header is not a Python dict literal");
+  const PyValue* descr = dict_get(*dict, "descr");
+  const PyValue* fortran = dict_get(*dict, "fortran_order");
+  const PyValue* shape = dict_get(*dict, "shape");
+  if (!descr || !fortran || !shape || dict->items.size() != 6)
+    return fail("the header does not hold exactly descr, fortran_order and shape");
+  NpyFileHeader out;
+  out.header_len = int64_t(header_len);
+  if (fortran->kind != PyValue::Kind::boolean) return fail("fortran_order is not True or False");
+  out.fortran_order = fortran->value != 0;
+  if (shape->kind != PyValue::Kind::tuple || shape->items.size() > size_t(kMaxDims))
+    return fail("the shape is not a tuple of at most 16 integers");
+  for (const PyValue& dim : shape->items) {
+    if (dim.kind != PyValue::Kind::integer) return fail("the shape is not a tuple of integers");
+    out.shape.push_back(dim.value);
+  }
+  std::optional<Described> d = describe(*descr, 0);
+  if (!d || d->itemsize <= 0) return fail("its dtype is not one a b2nd array can hold");
+  out.dtype = NpyDtype{descr->kind == PyValue::Kind::str ? descr->text : d->descr, d->itemsize};
+  if (descr->kind == PyValue::Kind::str) {
+    std::optional<NpyDtype> plain = npy_dtype(descr->text);
+    if (!plain) return fail("its dtype is not one a b2nd array can hold");
+    out.dtype = *plain;
+  }
+  return out;
+}
+
+std::optional<std::string> npy_descr_swapped(const std::string& descr) {
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '>')) return std::nullopt;
+  if (std::string_view("biufcmM").find(descr[1]) == std::string_view::npos) return std::nullopt;
+  std::string out = descr;
+  out[0] = descr[0] == '<' ? '>' : '<';
+  return out;
+}
+
 }  // namespace blosc2fs

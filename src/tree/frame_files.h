@@ -92,6 +92,10 @@ class FrameFiles : public ChunkSource {
   const ZarrFiles* zarr() const { return zarr_.get(); }
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
+  // array.npy of a b2nd/caterva array (not of a tensor): its layout and header,
+  // for writes through it (volume_npy.cc); nullptr / empty otherwise.
+  const NdLayout* array_layout() const { return layout_ ? &*layout_ : nullptr; }
+  const std::string& npy_header_text() const { return npy_header_; }
 
   // The size stat shows for chunks/N and raw/N.chunk (a guess when the
   // chunk's header is unreadable, so the file is still listed).

@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "fs_error.h"
+#include "npy_replacement.h"
 #include "read_pieces.h"
 
 namespace blosc2fs {
@@ -68,7 +69,7 @@ bool Volume::closable() const {
   std::shared_lock lock(state_mutex_);
   // Every named inode is a layer's current name (no scratch file, no alias of a renamed one).
   return scratch_.empty() && drafts_.empty() && hidden_.empty() && writers_.empty() && overlay_.clean() &&
-         named_.size() == by_name_.size();
+         !npy_replacement_ && named_.size() == by_name_.size();
 }
 
 InodeMemory Volume::inode_memory() const {
@@ -151,7 +152,7 @@ bool Volume::exists(const Node& node) const {
   };
   if (is_zarr_kind(node.kind)) return zarr_exists(node);
   switch (node.kind) {
-    case NodeKind::array_npy: return files_->has_array();
+    case NodeKind::array_npy: return files_->has_array() || npy_replacement_;
     case NodeKind::items_jsonl: return files_->has_items();
     case NodeKind::usermeta: return files_->usermeta() != nullptr;
     case NodeKind::preview_png: return files_->has_preview();
@@ -398,7 +399,7 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
     case NodeKind::frame_json: return int64_t(files_->frame_json()->size());
     case NodeKind::index_tsv: return files_->index_tsv().size();
     case NodeKind::data: return overlay_.data_size(*files_);
-    case NodeKind::array_npy: return files_->array_size();
+    case NodeKind::array_npy: return array_npy_size();
     case NodeKind::items_jsonl: return files_->has_items() ? files_->items().size() : 0;
     case NodeKind::cache_stats: return int64_t(stats_text(cache_.stats()).size());
     case NodeKind::usermeta: return files_->usermeta() ? files_->usermeta()->size : 0;
@@ -435,6 +436,8 @@ struct stat Volume::attributes(uint64_t ino) {
   {
     std::shared_lock lock(state_mutex_);
     access = node_access(n->kind, frame_access_, options_.writable, options_.access);
+    // array.npy takes writes only as a b2nd/caterva array (not a tensor's).
+    if (n->kind == NodeKind::array_npy && !files_->array_layout()) access.mode &= mode_t(~0222);
   }
   st.st_uid = access.uid;
   st.st_gid = access.gid;
@@ -557,7 +560,7 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
     case NodeKind::index_tsv: return files_->index_tsv().read(offset, out);
     case NodeKind::cache_stats: return copy_from(as_bytes(stats_text(cache_.stats())), offset, out);
     case NodeKind::data: return overlay_.read_data(*files_, offset, out);
-    case NodeKind::array_npy: return files_->read_array(offset, out);
+    case NodeKind::array_npy: return read_array_locked(offset, out);
     case NodeKind::items_jsonl: return files_->has_items() ? files_->items().read(offset, out) : 0;
     case NodeKind::usermeta: {
       const LayerFile* layer = files_->usermeta();

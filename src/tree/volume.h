@@ -50,6 +50,8 @@
 
 namespace blosc2fs {
 
+struct NpyReplacement;  // npy_replacement.h
+
 // The numbers the kernel knows a Volume's files by, kept while a store's leaf is
 // closed (store_tree.h) so that the Volume opened again for it answers to the
 // same ones: the numbers given to layer names (handed out in order of first
@@ -330,6 +332,21 @@ class Volume : public MountTree {
   void rename_layer(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
   void move_scratch(uint64_t ino, NodeKind dir, const std::string& to);      // exclusive
 
+  // volume_npy.cc: array.npy as an array (its chunks staged in the overlay)
+  void write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);  // takes commit
+  size_t read_array_locked(int64_t offset, MutableByteSpan out);              // shared
+  void truncate_array(int64_t size);                                         // exclusive + commit
+  int64_t array_npy_size() const;                                            // shared
+  bool replacing_array() const;                                              // shared
+  // A whole new array.npy written since truncate(0): checked and committed now,
+  // or refused (EINVAL, one log line, the frame unchanged). `when_whole`
+  // (fsync): only when the file is as long as its own header says, else it
+  // goes on being written. Commit mutex held.
+  void finish_array_replacement(KernelNotes& notes, bool when_whole = false);
+  void replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
+  // Whether the overlay holds enough for a long write to commit a batch.
+  bool overlay_batch_due() const;                                            // shared
+
   // volume_commit.cc
   void commit_draft(uint64_t ino, KernelNotes& notes);                       // takes commit
   void commit_chunks(std::optional<int64_t> skip, const std::string& what, KernelNotes& notes);  // commit
@@ -372,6 +389,7 @@ class Volume : public MountTree {
   std::atomic<int64_t> data_read_end_{-1};
   std::atomic<int64_t> data_read_farthest_{0};
   std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
+  std::unique_ptr<NpyReplacement> npy_replacement_;  // array.npy being replaced whole
   std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
   std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
   uint64_t next_named_ = kNamedBase;

@@ -410,6 +410,7 @@ void Volume::commit_chunks(std::optional<int64_t> skip, const std::string& what,
     const int64_t count = overlay_.count();
     overlay_.discard();
     note_inode(notes, fixed_file(NodeKind::data)->ino);
+    note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
     for (int64_t n : changes.chunks) {
       note_inode(notes, kChunkBase + uint64_t(n));
       if (n >= overlay_.count()) note_entry(notes, NodeKind::chunks_dir, chunk_file_name(n));
@@ -434,7 +435,7 @@ void Volume::maybe_refresh(KernelNotes& notes) {
   if (!commit.owns_lock()) return;  // a commit is running: it reloads anyway
   {
     std::shared_lock lock(state_mutex_);
-    if (!overlay_.clean()) return;  // written chunks sit on the loaded frame
+    if (!overlay_.clean() || npy_replacement_) return;  // written chunks sit on the loaded frame
   }
   bool changed;
   try {

@@ -14,6 +14,7 @@
 #include "dynamic_plugins.h"
 #include "frame.h"
 #include "fs_error.h"
+#include "npy_replacement.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -25,7 +26,10 @@ constexpr int64_t kMaxHeldFile = int64_t(1) << 30;
 
 std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
-bool chunk_file(NodeKind kind) { return kind == NodeKind::chunk || kind == NodeKind::data; }
+// Files whose writes are staged in the chunk overlay.
+bool chunk_file(NodeKind kind) {
+  return kind == NodeKind::chunk || kind == NodeKind::data || kind == NodeKind::array_npy;
+}
 
 }  // namespace
 
@@ -158,6 +162,10 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   if (write || truncate) {
     if (!options_.writable) throw FsError{EROFS};
     if (!is_writable_file(n->kind)) throw FsError{EACCES};
+    if (n->kind == NodeKind::array_npy) {
+      std::shared_lock lock(state_mutex_);
+      if (!files_->array_layout()) throw FsError{EACCES};
+    }
   }
   auto file = std::make_unique<OpenFile>();
   file->ino = ino;
@@ -295,6 +303,8 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
     case NodeKind::chunk:
     case NodeKind::data:
       return write_chunks(file, *n, offset, data, notes);
+    case NodeKind::array_npy:
+      return write_array(file, offset, data, notes);
     default:
       throw FsError{EACCES};
   }
@@ -323,11 +333,7 @@ void Volume::write_chunks(OpenFile& file, const Node& node, int64_t offset, Byte
       if (!data.empty()) filling = overlay_.chunk_at(*files_, offset + int64_t(data.size()) - 1);
     }
     file.outcome = overlay_outcome_;
-    const uint64_t held = overlay_.materialized_bytes();
-    const uint64_t limit =
-        std::min(options_.batch_bytes, std::max(options_.cache_budget / 2, options_.batch_min_bytes));
-    batch_due = (overlay_.materialized_chunks() > options_.batch_chunks && held >= options_.batch_min_bytes) ||
-                held >= limit;
+    batch_due = overlay_batch_due();
   }
   // A long write commits what it has finished, so memory stays bounded.
   if (batch_due) {
@@ -375,6 +381,7 @@ void Volume::truncate_node(uint64_t ino, const Node& node, int64_t size) {
     }
     case NodeKind::chunk: return overlay_.resize_chunk(*files_, node.index, size);
     case NodeKind::data: return overlay_.resize_data(*files_, size);
+    case NodeKind::array_npy: return truncate_array(size);
     default: throw FsError{EACCES};
   }
 }
@@ -384,7 +391,14 @@ void Volume::truncate_node(uint64_t ino, const Node& node, int64_t size) {
 void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   if (!file.writable) return;
   std::optional<Node> n = node(file.ino);
-  const bool wrote = std::exchange(file.wrote, false) || fsync;
+  // A new array.npy this file wrote is finished at close even when an fsync
+  // since its last write found it not yet whole.
+  bool replacing = false;
+  if (n && n->kind == NodeKind::array_npy) {
+    std::shared_lock lock(state_mutex_);
+    replacing = npy_replacement_ && file.outcome == npy_replacement_->outcome;
+  }
+  const bool wrote = std::exchange(file.wrote, false) || fsync || replacing;
   try {
     if (!wrote) {
       // nothing of this handle's to commit (see OpenFile::wrote)
@@ -392,7 +406,9 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
       commit_draft(file.ino, notes);
     } else if (n && chunk_file(n->kind)) {
       std::lock_guard commit(commit_mutex_);
-      commit_chunks(std::nullopt, path_of_node(*n), notes);
+      // fsync of a new array.npy still being written waits for it to be whole.
+      if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes, fsync);
+      else commit_chunks(std::nullopt, path_of_node(*n), notes);
       maybe_compact(notes, false);
     }
   } catch (const FsError&) {
@@ -430,9 +446,10 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   try {
     if (is_layer(n->kind) || n->kind == NodeKind::raw_chunk) {
       commit_draft(file->ino, notes);
-    } else if (chunk_file(n->kind) && !chunk_writers) {
+    } else if (chunk_file(n->kind)) {
       std::lock_guard commit(commit_mutex_);
-      commit_chunks(std::nullopt, path_of_node(*n), notes);
+      if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes);
+      else if (!chunk_writers) commit_chunks(std::nullopt, path_of_node(*n), notes);
     }
   } catch (const FsError&) {
   }
@@ -464,7 +481,9 @@ struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t>
       commit_now = !file && !writers_.count(ino) && n->kind != NodeKind::scratch;
     }
     if (commit_now) {
-      if (chunky) {
+      if (n->kind == NodeKind::array_npy && replacing_array()) {
+        finish_array_replacement(notes);
+      } else if (chunky) {
         commit_chunks(std::nullopt, path_of_node(*n), notes);
         maybe_compact(notes, false);
       } else {

@@ -136,6 +136,113 @@ TEST(NdLayout, ManyShapes) {
   check_layout(make_meta({4, 0, 3}, {2, 2, 2}, {1, 1, 1}), 4, 10);
 }
 
+// write() against read() and the definitions: chunks gathered from array A, a
+// random byte range of array B scattered into them, must equal the chunks gathered
+// from A with that range replaced (padding untouched), and read() must give it back.
+void check_write(const NdMeta& m, int ts, uint32_t seed, int rounds) {
+  SCOPED_TRACE(::testing::Message() << "write: ndim " << m.ndim << " ts " << ts << " seed " << seed);
+  int64_t nitems = 1;
+  for (int64_t s : m.shape) nitems *= s;
+  std::mt19937 rng(seed);
+  Bytes array(size_t(nitems * ts));
+  for (auto& b : array) b = uint8_t(rng());
+  const int64_t nchunks = nitems == 0 ? 0 : count_chunks(m);
+  std::vector<Bytes> chunks;
+  for (int64_t c = 0; c < nchunks; ++c) chunks.push_back(gather_chunk(m, array, ts, c));
+  NdLayout layout(m, ts, nchunks, chunks.empty() ? 0 : int32_t(chunks[0].size()));
+  for (int r = 0; r < rounds && !array.empty(); ++r) {
+    int64_t off = int64_t(rng() % array.size());
+    int64_t len = int64_t(rng() % (array.size() - off + 1));
+    if (r % 3 == 0) len = std::min<int64_t>(len, 1 + int64_t(rng() % 17));  // sub-item and short runs
+    Bytes patch(static_cast<size_t>(len));
+    for (auto& b : patch) b = uint8_t(rng());
+    std::map<int64_t, int> calls;
+    std::vector<int64_t> order;
+    layout.write(off, patch, [&](int64_t c) {
+      ++calls[c];
+      order.push_back(c);
+      return MutableByteSpan(chunks.at(size_t(c)));
+    });
+    EXPECT_EQ(order, layout.chunks_for_range(off, len));
+    for (auto& [c, n] : calls) EXPECT_EQ(n, 1) << "chunk " << c;
+    std::copy(patch.begin(), patch.end(), array.begin() + off);
+    for (int64_t c = 0; c < nchunks; ++c)
+      ASSERT_EQ(chunks[size_t(c)], gather_chunk(m, array, ts, c)) << "chunk " << c << " after " << off << "+" << len;
+    Bytes back(static_cast<size_t>(len));
+    layout.read(off, back, [&](int64_t c) { return ByteSpan(chunks.at(size_t(c))); });
+    EXPECT_EQ(back, patch);
+  }
+  EXPECT_THROW(layout.write(0, Bytes(array.size() + 1), [&](int64_t c) { return MutableByteSpan(chunks.at(size_t(c))); }),
+               std::out_of_range);
+  if (nchunks > 0) {
+    Bytes short_chunk(chunks[0].size() - 1);
+    EXPECT_THROW(layout.write(0, Bytes(1), [&](int64_t) { return MutableByteSpan(short_chunk); }), FormatError);
+  }
+}
+
+TEST(NdLayout, WriteMirrorsRead) {
+  check_write(make_meta({5, 7}, {3, 4}, {2, 3}), 1, 11, 100);
+  check_write(make_meta({100001}, {16384}, {4096}), 4, 12, 30);
+  check_write(make_meta({50, 37, 23}, {20, 15, 10}, {7, 6, 5}), 8, 13, 40);
+  check_write(make_meta({9, 10, 11, 12}, {6, 6, 6, 6}, {3, 3, 3, 3}), 2, 14, 40);
+  check_write(make_meta({13}, {13}, {20}), 1, 15, 50);  // blockshape beyond chunkshape
+  check_write(make_meta({}, {}, {}), 8, 16, 20);        // ndim 0: one item
+  check_write(make_meta({4, 0, 3}, {2, 2, 2}, {1, 1, 1}), 4, 17, 5);
+}
+
+TEST(NdLayout, WriteMirrorsReadOnRandomShapes) {
+  std::mt19937 rng(2026);
+  for (int t = 0; t < 60; ++t) {
+    const int nd = 1 + int(rng() % 4);
+    std::vector<int64_t> shape(nd);
+    std::vector<int32_t> chunks(nd), blocks(nd);
+    for (int i = 0; i < nd; ++i) {
+      shape[i] = 1 + int64_t(rng() % (nd == 1 ? 300 : nd == 2 ? 40 : 12));
+      chunks[i] = 1 + int32_t(rng() % uint32_t(shape[i] + 2));  // may exceed the shape: one edge chunk
+      blocks[i] = 1 + int32_t(rng() % uint32_t(chunks[i] + 1));  // not a divisor in general
+    }
+    const int ts = 1 + int(rng() % 9);
+    check_write(make_meta(shape, chunks, blocks), ts, 100 + uint32_t(t), 12);
+  }
+}
+
+ByteSpan text_bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+TEST(NpyFileHeader, ReadsWhatNpyHeaderWrites) {
+  for (const auto& [descr, shape] :
+       std::vector<std::pair<std::string, std::vector<int64_t>>>{{"<f8", {3, 4}},
+                                                                 {"|b1", {}},
+                                                                 {">i2", {7}},
+                                                                 {"[('a', '<i4'), ('b', '<f8', (2,))]", {2, 0, 5}}}) {
+    const std::string text = npy_header(descr, shape);
+    std::string why;
+    auto h = parse_npy_file_header(text_bytes(text), &why);
+    ASSERT_TRUE(h.has_value()) << descr << ": " << why;
+    EXPECT_EQ(h->header_len, int64_t(text.size()));
+    EXPECT_EQ(h->dtype.descr, npy_dtype(descr)->descr);
+    EXPECT_EQ(h->shape, shape);
+    EXPECT_FALSE(h->fortran_order);
+    // Cut anywhere inside, it is refused with a reason.
+    for (size_t cut : {size_t(0), size_t(5), size_t(9), text.size() / 2, text.size() - 1}) {
+      why.clear();
+      EXPECT_FALSE(parse_npy_file_header(text_bytes(text).first(cut), &why).has_value()) << cut;
+      EXPECT_FALSE(why.empty());
+    }
+  }
+  std::string fortran = npy_header("<f4", {2, 3});
+  fortran.replace(fortran.find("False"), 5, "True ");
+  std::string why;
+  auto h = parse_npy_file_header(text_bytes(fortran), &why);
+  ASSERT_TRUE(h.has_value()) << why;
+  EXPECT_TRUE(h->fortran_order);
+  std::string object = npy_header("|O", {2});
+  EXPECT_FALSE(parse_npy_file_header(text_bytes(object), &why).has_value());
+  EXPECT_EQ(npy_descr_swapped("<f8"), std::optional<std::string>(">f8"));
+  EXPECT_EQ(npy_descr_swapped(">c16"), std::optional<std::string>("<c16"));
+  EXPECT_EQ(npy_descr_swapped("|b1"), std::nullopt);
+  EXPECT_EQ(npy_descr_swapped("<U6"), std::nullopt);
+}
+
 TEST(NdLayout, RejectsInconsistentFrames) {
   NdMeta m = make_meta({10, 10}, {5, 5}, {5, 5});
   EXPECT_NO_THROW(NdLayout(m, 4, 4, 100));

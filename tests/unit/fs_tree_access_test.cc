@@ -23,10 +23,10 @@ struct stat with_mode(mode_t mode, uid_t uid = 1000, gid_t gid = 100) {
   return st;
 }
 
-constexpr NodeKind kReadOnlyFiles[] = {NodeKind::frame_json, NodeKind::index_tsv, NodeKind::array_npy,
-                                       NodeKind::cache_stats};
+constexpr NodeKind kReadOnlyFiles[] = {NodeKind::frame_json, NodeKind::index_tsv, NodeKind::cache_stats};
+// array.npy: of a b2nd/caterva array (a tensor's loses its write bits in Volume::attributes).
 constexpr NodeKind kWritableFiles[] = {NodeKind::data,   NodeKind::chunk, NodeKind::raw_chunk, NodeKind::meta,
-                                       NodeKind::vlmeta, NodeKind::attrs, NodeKind::scratch};
+                                       NodeKind::vlmeta, NodeKind::attrs, NodeKind::scratch, NodeKind::array_npy};
 constexpr NodeKind kDirectories[] = {NodeKind::root,       NodeKind::chunks_dir, NodeKind::raw_dir,
                                      NodeKind::meta_dir,   NodeKind::vlmeta_dir, NodeKind::attrs_dir};
 

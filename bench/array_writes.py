@@ -1,0 +1,174 @@
+"""The array-writes rows of bench/run.sh: array.npy written as an array.
+
+- A slab of 64 MiB (every chunk of 16 slices of the first axis) assigned through
+  np.lib.format.open_memmap(mode="r+") of a SIZE_MB float32 array, flush()ed
+  (committed when it returns), against python-blosc2's `arr[a:b] = v` in-process
+  on a copy of the same frame.
+- `cp` of a SIZE_MB/2 .npy into array.npy (a whole replacement, committed at
+  close) against blosc2.asarray(np.load(...), urlpath=...) with the same chunks,
+  blocks and codec settings.
+- The daemon's peak RSS during each (VmHWM of a fresh mount).
+
+Prints markdown rows "| what | blosc2fs | reference | — | target | verdict |".
+
+    array_writes.py BLOSC2FS SCRATCH SIZE_MB RUNS
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import blosc2
+import numpy as np
+
+BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+WORK = os.path.join(SCRATCH, "array-writes")
+MNT = os.path.join(WORK, "mnt")
+CPARAMS = {"codec": blosc2.Codec.ZSTD, "clevel": 1}
+ROWS = []
+
+
+def log(text):
+    print(f"[array_writes {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def content(shape, seed):
+    """Float32 values that compress about as measured data does: a smooth field
+    plus noise kept to 12 bits of mantissa."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape, dtype=np.float32)
+    a += np.linspace(0, 100, shape[-1], dtype=np.float32)
+    return (a.view(np.uint32) & np.uint32(0xFFFFF800)).view(np.float32)
+
+
+def mount(frame):
+    os.makedirs(MNT, exist_ok=True)
+    subprocess.run([BINARY, frame, MNT], check=True)
+    pid = int(subprocess.run(["pgrep", "-n", "-f", f" {MNT}$"], capture_output=True, text=True,
+                             check=True).stdout.split()[0])
+    return pid
+
+
+def unmount():
+    subprocess.run(["fusermount3", "-u", MNT], check=True)
+
+
+def hwm_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def slab_rows():
+    total = SIZE_MB << 20
+    rows = 256
+    row_bytes = total // rows
+    per_slab = max(1, (64 << 20) // row_bytes)
+    shape = (rows, row_bytes // 4 // 1024, 1024)
+    return shape, per_slab
+
+
+def slab_assignment():
+    shape, per_slab = slab_rows()
+    base = os.path.join(WORK, "slab.b2nd")
+    if not os.path.exists(base):
+        log(f"making {base} {shape} float32")
+        blosc2.asarray(content(shape, 1), urlpath=base, mode="w", cparams=CPARAMS)
+    a = blosc2.open(base, mode="r")
+    chunks0 = a.chunks[0]
+    start = (shape[0] // 2) // chunks0 * chunks0
+    value = content((per_slab,) + shape[1:], 2)
+    ours, theirs, rss = [], [], []
+    for _ in range(RUNS):
+        frame = os.path.join(WORK, "slab-run.b2nd")
+        shutil.copyfile(base, frame)
+        pid = mount(frame)
+        try:
+            t = time.perf_counter()
+            m = np.lib.format.open_memmap(os.path.join(MNT, "array.npy"), mode="r+")
+            m[start:start + per_slab] = value
+            m.flush()
+            del m
+            ours.append(time.perf_counter() - t)
+            rss.append(hwm_mb(pid))
+        finally:
+            unmount()
+        shutil.copyfile(base, frame)
+        t = time.perf_counter()
+        arr = blosc2.open(frame, mode="a")
+        arr[start:start + per_slab] = value
+        del arr
+        theirs.append(time.perf_counter() - t)
+        os.unlink(frame)
+    mib = value.nbytes / (1 << 20)
+    o, r = median(ours), median(theirs)
+    ROWS.append(f"| array.npy memmap: {mib:.0f} MiB slab of a {SIZE_MB} MB float32 array (chunks {a.chunks}), "
+                f"assign + flush | {o:.2f} s | python-blosc2 arr[a:b] = v: {r:.2f} s | — | ≥ 0.5x | "
+                f"{'PASS' if r / o >= 0.5 else '**FAIL**'} ({r / o:.2f}x) |")
+    ROWS.append(f"| daemon peak RSS during the slab assignment | {median(rss):.0f} MB | — | — | — | — |")
+
+
+def copy_in():
+    shape, _ = slab_rows()
+    shape = (shape[0] // 2,) + shape[1:]
+    npy = os.path.join(WORK, "copy.npy")
+    if not os.path.exists(npy):
+        log(f"making {npy} {shape} float32")
+        np.save(npy, content(shape, 3))
+    base = os.path.join(WORK, "copy-target.b2nd")
+    if not os.path.exists(base):
+        blosc2.asarray(content(shape, 4), urlpath=base, mode="w", cparams=CPARAMS)
+    a = blosc2.open(base, mode="r")
+    chunks, blocks = a.chunks, a.blocks
+    ours, theirs, rss = [], [], []
+    for _ in range(RUNS):
+        frame = os.path.join(WORK, "copy-run.b2nd")
+        shutil.copyfile(base, frame)
+        subprocess.run(["sync"], check=True)
+        pid = mount(frame)
+        try:
+            t = time.perf_counter()
+            subprocess.run(["cp", npy, os.path.join(MNT, "array.npy")], check=True)
+            ours.append(time.perf_counter() - t)
+            rss.append(hwm_mb(pid))
+        finally:
+            unmount()
+        out = os.path.join(WORK, "copy-ref.b2nd")
+        t = time.perf_counter()
+        blosc2.asarray(np.load(npy), urlpath=out, mode="w", chunks=chunks, blocks=blocks, cparams=CPARAMS)
+        os.sync()
+        theirs.append(time.perf_counter() - t)
+        blosc2.remove_urlpath(out)
+        os.unlink(frame)
+    mb = os.path.getsize(npy) / 1e6
+    o, r = median(ours), median(theirs)
+    ROWS.append(f"| cp of a {mb:.0f} MB .npy into array.npy (close commits) | {o:.2f} s | "
+                f"blosc2.asarray(np.load(...), urlpath=...): {r:.2f} s | — | ≥ 0.8x | "
+                f"{'PASS' if r / o >= 0.8 else '**FAIL**'} ({r / o:.2f}x) |")
+    ROWS.append(f"| daemon peak RSS during the cp | {median(rss):.0f} MB | — | — | — | — |")
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    try:
+        slab_assignment()
+        copy_in()
+    finally:
+        if os.path.ismount(MNT):
+            subprocess.run(["fusermount3", "-u", MNT])
+    for r in ROWS:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""SIGKILL of the daemon while a large array.npy replacement is copied in and
+committed. A 256 MB float32 array (a size that keeps the test near a minute on
+this 2-core machine; the issue asks for 1 GB) is replaced by `cp` of a
+same-shape .npy; the daemon is killed at moments spread over the copy and its
+commit at close. python-blosc2 must then open the frame and read exactly the
+old array or exactly the new one, never a mix. The daemon's peak RSS of a round
+that is not killed is printed (not asserted: a replacement holds its compressed
+chunks until the commit, see docs/writing.md)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import blosc2
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check  # noqa: E402
+
+SHAPE = (256, 512, 512)  # float32: 256 MiB
+CHUNKS, BLOCKS = (16, 512, 512), (2, 128, 512)
+FRACTIONS = (0.5, 0.9, 0.97, 1.05)  # of the time an uninterrupted cp takes
+
+
+def content(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(SHAPE, dtype=np.float32)
+    return (a.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)  # compresses about 2x
+
+
+def start(h, frame):
+    mnt = h.new_dir()
+    log = open(os.path.join(h.workdir, f"daemon-{os.path.basename(mnt)}.log"), "w")
+    daemon = subprocess.Popen([h.binary, "-f", frame, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=log)
+    deadline = time.time() + PATIENCE
+    while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
+        time.sleep(0.01)
+    check(os.path.ismount(mnt), "the mount did not appear")
+    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+    return mnt, daemon, log
+
+
+def stop(h, mnt, daemon, log, kill):
+    try:
+        if kill and daemon.poll() is None:
+            daemon.send_signal(signal.SIGKILL)
+        if not kill:
+            subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, timeout=PATIENCE)
+        daemon.wait(timeout=PATIENCE)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(timeout=30)
+        subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
+        h.mounts.pop(mnt, None)
+        log.close()
+
+
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def kill_during_replacement(h):
+    old, new = content(1), content(2)
+    base = os.path.join(h.workdir, "base.b2nd")
+    blosc2.asarray(old, urlpath=base, mode="w", chunks=CHUNKS, blocks=BLOCKS)
+    npy = os.path.join(h.workdir, "new.npy")
+    np.save(npy, new)
+    frame = os.path.join(h.workdir, "target.b2nd")
+    # One uninterrupted round: how long cp takes, and the daemon's peak RSS.
+    subprocess.run(["cp", base, frame], check=True)
+    mnt, daemon, log = start(h, frame)
+    t = time.monotonic()
+    subprocess.run(["cp", npy, os.path.join(mnt, "array.npy")], check=True, timeout=600)
+    took = time.monotonic() - t
+    rss = peak_rss_mb(daemon.pid)
+    stop(h, mnt, daemon, log, kill=False)
+    check(np.array_equal(blosc2.open(frame, mode="r")[:], new), "the uninterrupted replacement reads back")
+    print(f"  uninterrupted: cp of {os.path.getsize(npy) >> 20} MiB took {took:.1f} s, daemon peak RSS {rss:.0f} MB",
+          flush=True)
+    outcomes = []
+    for fraction in FRACTIONS:
+        subprocess.run(["cp", base, frame], check=True)
+        mnt, daemon, log = start(h, frame)
+        copier = subprocess.Popen(["cp", npy, os.path.join(mnt, "array.npy")], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(took * fraction)
+            stop(h, mnt, daemon, log, kill=True)
+        finally:
+            try:
+                copier.wait(timeout=PATIENCE)
+            except subprocess.TimeoutExpired:
+                copier.kill()
+                copier.wait(timeout=30)
+        try:
+            got = blosc2.open(frame, mode="r")[:]
+        except Exception as e:  # noqa: BLE001
+            raise TestFailure(f"killed at {fraction:.2f} of the copy: python-blosc2 cannot open the frame: {e}")
+        if np.array_equal(got, old):
+            outcomes.append("old")
+        elif np.array_equal(got, new):
+            outcomes.append("new")
+        else:
+            raise TestFailure(f"killed at {fraction:.2f} of the copy: the frame holds a mix of old and new")
+    print(f"  outcomes at {FRACTIONS}: {outcomes}", flush=True)
+
+
+def main():
+    h = Harness("SIGKILL during an array.npy replacement", watchdog_seconds=600)
+    h.require_fuse()
+    h.test("kill -9 during a 256 MB array.npy replacement: the old or the new array, never a mix",
+           kill_during_replacement, h)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""array.npy written as an array: np.lib.format.open_memmap(mode="r+") slice
+assignments, dd of a byte range, pwrite, across chunk and block edges of arrays
+python-blosc2 makes at run time (chunk shapes that are not multiples of the
+block shape, edge chunks), contiguous and sparse frames, several dtypes. After
+each edit python-blosc2 4.14.1 must read back exactly the array NumPy says, the
+stored chunks that were not touched must keep their bytes (raw/), and reads of
+array.npy must see the written values before the commit. Refusals (a header
+edited in place, a truncation, a write past the end, a read-only mount) give
+their errno and one log line, and leave the frame as it was."""
+
+import errno
+import mmap
+import os
+import subprocess
+import sys
+
+import blosc2
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness, TestFailure, check, check_equal, read_file, wait_until  # noqa: E402
+from writes import expect_errno, file_bytes, sh  # noqa: E402
+
+
+def make_array(h, name, arr, chunks, blocks, contiguous=True, **kwargs):
+    """A b2nd frame of `arr` made by python-blosc2 in the work directory."""
+    path = os.path.join(h.workdir, name)
+    blosc2.remove_urlpath(path)
+    blosc2.asarray(arr, urlpath=path, mode="w", chunks=chunks, blocks=blocks, contiguous=contiguous, **kwargs)
+    return path
+
+
+def read_back(path):
+    a = blosc2.open(path, mode="r")
+    return a[()] if a.ndim == 0 else a[:]
+
+
+def check_array(got, want, what):
+    check_equal(got.dtype, want.dtype, f"{what}: dtype")
+    check_equal(got.shape, want.shape, f"{what}: shape")
+    if got.tobytes() != want.tobytes():
+        diff = np.argwhere(got.view(np.uint8).reshape(got.shape + (-1,)) !=
+                           want.view(np.uint8).reshape(want.shape + (-1,)))
+        raise TestFailure(f"{what}: {len(diff)} bytes differ, first at {diff[:3].tolist()}")
+
+
+def raw_chunks(h, frame):
+    """The stored bytes of every chunk, through a fresh read-only mount's raw/."""
+    mnt = h.mount(frame, ["-o", "ro"])
+    try:
+        d = os.path.join(mnt, "raw")
+        return [read_file(os.path.join(d, n)) for n in sorted(os.listdir(d))]
+    finally:
+        h.unmount(mnt)
+
+
+def touched_chunks(shape, chunks, region):
+    """Numbers of the chunks a region (a tuple of slices) touches, C order."""
+    grid = [(s + c - 1) // c for s, c in zip(shape, chunks)]
+    ranges = []
+    for sl, s, c in zip(region, shape, chunks):
+        start, stop, _ = sl.indices(s)
+        ranges.append(range(start // c, (stop - 1) // c + 1) if stop > start else range(0))
+    out = set()
+    for idx in np.ndindex(*[len(r) for r in ranges]):
+        coords = [r[i] for r, i in zip(ranges, idx)]
+        out.add(int(np.ravel_multi_index(coords, grid)))
+    return out
+
+
+def check_untouched_raw(before, after, touched, what):
+    check_equal(len(after), len(before), f"{what}: number of chunks")
+    for n, (b, a) in enumerate(zip(before, after)):
+        if n not in touched:
+            check(a == b, f"{what}: chunk {n} was not touched but its stored bytes changed")
+    for n in touched:
+        check(after[n] != before[n], f"{what}: chunk {n} was written but its stored bytes did not change")
+
+
+def npy_header_len(path):
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        read(f)
+        return f.tell()
+
+
+def mount_foreground(h, frame, options=()):
+    """A mount in the foreground (-f), its log in a file, to count its lines."""
+    mnt = h.new_dir()
+    log_path = os.path.join(h.workdir, f"foreground-{os.path.basename(mnt)}.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([h.binary, "-f", *options, frame, mnt], stdout=subprocess.DEVNULL, stderr=log,
+                                stdin=subprocess.DEVNULL)
+    if not (wait_until(lambda: os.path.ismount(mnt) or proc.poll() is not None) and os.path.ismount(mnt)):
+        proc.kill()
+        proc.wait(timeout=30)
+        raise TestFailure(f"the foreground mount did not appear (daemon status {proc.poll()})")
+    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+    return mnt, proc, log_path
+
+
+def stop_foreground(h, mnt, proc, log_path):
+    """Unmounts, waits for the daemon (killed on every path) and returns its log lines."""
+    try:
+        h.unmount(mnt)
+        check_equal(proc.wait(timeout=60), 0, "exit status after unmounting")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    with open(log_path) as f:
+        return f.read().splitlines()
+
+
+def memmap_edit(h, contiguous):
+    shape, chunks, blocks = (30, 41, 23), (10, 15, 12), (4, 7, 5)
+    rng = np.random.default_rng(1)
+    want = rng.standard_normal(shape)
+    frame = make_array(h, f"memmap-{contiguous}.b2nd", want, chunks, blocks, contiguous=contiguous)
+    raw_before = raw_chunks(h, frame)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    region = (slice(7, 13), slice(14, 31), slice(3, 22))  # across chunk edges (10, 15) and block edges
+    value = rng.standard_normal((6, 17, 19))
+    m = np.lib.format.open_memmap(path, mode="r+")
+    m[region] = value
+    want[region] = value
+    m.flush()  # msync: the kernel writes the dirty pages back and fsyncs: committed
+    check_array(read_back(frame), want, "python-blosc2 reading the frame after flush(), still mounted")
+    m[29, 40, 22] = -1.5  # the last item, in an edge chunk, after a commit
+    want[29, 40, 22] = -1.5
+    del m  # munmap: the kernel writes the pages back, and the release of the file commits them
+    check_array(np.load(path), want, "np.load of array.npy after del")
+    check(wait_until(lambda: np.array_equal(read_back(frame), want)),
+          "python-blosc2 does not read the change made after flush() once the map is gone")
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 after unmount")
+    touched = touched_chunks(shape, chunks, region) | touched_chunks(shape, chunks, (slice(29, 30),) * 1 +
+                                                                     (slice(40, 41), slice(22, 23)))
+    check_untouched_raw(raw_before, raw_chunks(h, frame), touched, "memmap edit")
+
+
+def read_your_writes(h):
+    shape, chunks, blocks = (64, 50), (20, 16), (8, 6)
+    want = np.arange(np.prod(shape), dtype="<i4").reshape(shape)
+    frame = make_array(h, "ryw.b2nd", want, chunks, blocks)
+    disk_before = file_bytes(frame)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    hl = npy_header_len(path)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        value = np.arange(100, 100 + 37, dtype="<i4")
+        offset = hl + (19 * 50 + 10) * 4  # row 19, columns 10..46: two chunks, several blocks, a row edge
+        os.pwrite(fd, value.tobytes(), offset)
+        flat = want.reshape(-1)
+        flat[19 * 50 + 10:19 * 50 + 47] = value
+        check_equal(os.pread(fd, 37 * 4, offset), value.tobytes(), "the writer reads its writes")
+        check_array(np.load(path), want, "another open of array.npy before the commit")
+        check_equal(file_bytes(frame), disk_before, "the frame before close/fsync")
+        os.fsync(fd)
+        check_array(read_back(frame), want, "python-blosc2 after fsync, still open")
+        # A byte in the middle of an item, then close.
+        os.pwrite(fd, b"\x7f", offset + 4 * 40 + 2)
+        want.view(np.uint8).reshape(-1)[(19 * 50 + 10) * 4 + 4 * 40 + 2] = 0x7F
+    finally:
+        os.close(fd)
+    check_array(read_back(frame), want, "python-blosc2 after close")
+    check_array(np.load(path), want, "array.npy after close")
+    h.unmount(mnt)
+
+
+def dd_writes(h):
+    shape, chunks, blocks = (300, 1000), (70, 300), (32, 64)
+    rng = np.random.default_rng(2)
+    want = rng.random(shape, dtype=np.float32)
+    frame = make_array(h, "dd.b2nd", want, chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    hl = npy_header_len(path)
+    patch = os.path.join(h.workdir, "patch.bin")
+    # One byte in the middle of an item.
+    with open(patch, "wb") as f:
+        f.write(b"\xab")
+    at = hl + 4 * 123457 + 1
+    sh(f"dd if={patch} of={path} bs=1 seek={at} conv=notrunc status=none")
+    want.view(np.uint8).reshape(-1)[at - hl] = 0xAB
+    check_array(read_back(frame), want, "python-blosc2 after dd of 1 byte")
+    # 1 MiB from an odd offset.
+    blob = rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    with open(patch, "wb") as f:
+        f.write(blob)
+    at = hl + 4 * 31 + 3
+    sh(f"dd if={patch} of={path} bs=65536 oflag=seek_bytes seek={at} conv=notrunc status=none")
+    want.view(np.uint8).reshape(-1)[at - hl:at - hl + len(blob)] = np.frombuffer(blob, np.uint8)
+    check_array(np.load(path), want, "array.npy after dd of 1 MiB")
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 after dd of 1 MiB")
+
+
+def dtypes(h, dtype):
+    shape, chunks, blocks = (37, 29), (12, 10), (5, 4)
+    rng = np.random.default_rng(3)
+    raw = rng.integers(0, 256, int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    want = raw.view(dtype).reshape(shape).copy()
+    if want.dtype == np.bool_:
+        want = raw[:want.size].reshape(shape) % 2 == 1
+    frame = make_array(h, f"dtype-{np.dtype(dtype).str.strip('|<>')}.b2nd", want, chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    m = np.lib.format.open_memmap(path, mode="r+")
+    check_equal(m.dtype, want.dtype, "the memmap's dtype")
+    region = (slice(5, 31), slice(3, 27))
+    src = want[::-1, ::-1][region].copy()
+    m[region] = src
+    want[region] = src
+    m.flush()
+    del m
+    h.unmount(mnt)
+    check_array(read_back(frame), want, f"python-blosc2 after a memmap edit of {np.dtype(dtype)}")
+
+
+def refusals(h):
+    shape, chunks, blocks = (40, 30), (16, 16), (8, 8)
+    want = np.arange(1200, dtype="<f8").reshape(shape)
+    frame = make_array(h, "refuse.b2nd", want, chunks, blocks)
+    disk = file_bytes(frame)
+    mnt, proc, log = mount_foreground(h, frame)
+    path = os.path.join(mnt, "array.npy")
+    hl = npy_header_len(path)
+    size = os.stat(path).st_size
+    header = read_file(path)[:hl]
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, header, 0)  # the bytes it holds: accepted
+        edited = header.replace(b"(40, 30)", b"(30, 40)")
+        check(edited != header, "the header names the shape")
+        expect_errno("a header edited in place", lambda: os.pwrite(fd, edited, 0), errno.EINVAL)
+        expect_errno("a write past the end", lambda: os.pwrite(fd, b"\0" * 16, size - 8), errno.EINVAL)
+        expect_errno("ftruncate to another size", lambda: os.ftruncate(fd, size - 8), errno.EINVAL)
+        expect_errno("ftruncate to a larger size", lambda: os.ftruncate(fd, size + 8), errno.EINVAL)
+    finally:
+        os.close(fd)
+    check_equal(file_bytes(frame), disk, "the frame after refused edits")
+    lines = stop_foreground(h, mnt, proc, log)
+    refused = [line for line in lines if "array.npy" in line and "refused" in line]
+    check_equal(len(refused), 4, f"one log line per refused edit: {refused}")
+    # A read-only mount.
+    mnt = h.mount(frame, ["-o", "ro"])
+    path = os.path.join(mnt, "array.npy")
+    expect_errno("opening array.npy for writing on -o ro", lambda: os.open(path, os.O_RDWR), errno.EROFS)
+    check_equal(os.stat(path).st_mode & 0o222, 0, "write bits on -o ro")
+    h.unmount(mnt)
+    check_equal(file_bytes(frame), disk, "the frame after -o ro")
+    check_array(read_back(frame), want, "python-blosc2 after refusals")
+
+
+def close_errno(path, data):
+    """Writes `data` as a whole new file (open with O_TRUNC, write, close), as cp
+    does; returns the errno of the first failure, 0 when all went well."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    err = 0
+    try:
+        os.write(fd, data)
+    except OSError as e:
+        err = e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or e.errno
+    return err
+
+
+def npy_bytes(h, arr, name="x.npy"):
+    path = os.path.join(h.workdir, name)
+    np.save(path, arr)
+    with open(path, "rb") as f:
+        return path, f.read()
+
+
+def replacements(h, contiguous):
+    shape, chunks, blocks = (50, 33, 7), (20, 10, 7), (6, 4, 3)
+    rng = np.random.default_rng(4)
+    frame = make_array(h, f"replace-{contiguous}.b2nd", rng.standard_normal(shape).astype("<f4"), chunks, blocks,
+                       contiguous=contiguous, cparams={"codec": blosc2.Codec.LZ4, "clevel": 5})
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    # cp of a same-shape .npy.
+    want = rng.standard_normal(shape).astype("<f4")
+    src, _ = npy_bytes(h, want)
+    sh(f"cp {src} {path}")
+    check_array(np.load(path), want, "array.npy after cp")
+    check_array(read_back(frame), want, "python-blosc2 after cp, still mounted")
+    # np.save of a larger first dimension: the array is resized, chunks and blocks kept.
+    want = rng.standard_normal((71, 33, 7)).astype("<f4")
+    np.save(path, want)
+    check_array(np.load(path), want, "array.npy after np.save of 71 rows")
+    a = blosc2.open(frame, mode="r")
+    check_equal((a.shape, a.chunks, a.blocks), ((71, 33, 7), chunks, blocks), "shape, chunks, blocks after resize")
+    check_equal(a.schunk.cparams.codec, blosc2.Codec.LZ4, "codec after resize")
+    check_array(a[:], want, "python-blosc2 after resize")
+    # Smaller, through shutil.copyfile.
+    want = rng.standard_normal((9, 2, 7)).astype("<f4")
+    src, _ = npy_bytes(h, want)
+    import shutil
+    shutil.copyfile(src, path)
+    check_array(read_back(frame), want, "python-blosc2 after copyfile of a smaller array")
+    # A big-endian .npy into the little-endian array.
+    want = rng.standard_normal((9, 2, 7)).astype("<f4")
+    src, _ = npy_bytes(h, want.astype(">f4"))
+    sh(f"cp {src} {path}")
+    check_array(read_back(frame), want, "python-blosc2 after a big-endian .npy")
+    check_equal(np.load(path).dtype, np.dtype("<f4"), "array.npy's dtype after a big-endian .npy")
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 after unmount")
+
+
+def large_replacement(h):
+    """A replacement of several pieces of what is read at a time from the held
+    file (8 MiB), with chunks spanning pieces, resized on the way."""
+    chunks, blocks = (70, 90, 50), (16, 32, 25)
+    rng = np.random.default_rng(5)
+    frame = make_array(h, "large.b2nd", rng.standard_normal((300, 200, 50)), chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    want = rng.standard_normal((333, 200, 50))
+    src, _ = npy_bytes(h, want)
+    sh(f"cp {src} {path}")
+    h.unmount(mnt)
+    a = blosc2.open(frame, mode="r")
+    check_equal((a.shape, a.chunks, a.blocks), (want.shape, chunks, blocks), "shape, chunks, blocks")
+    check_array(a[:], want, "python-blosc2 after a 26 MB replacement")
+
+
+def replacement_refusals(h):
+    shape, chunks, blocks = (40, 30), (16, 16), (8, 8)
+    want = np.arange(1200, dtype="<f8").reshape(shape)
+    frame = make_array(h, "refuse-replace.b2nd", want, chunks, blocks)
+    disk = file_bytes(frame)
+    mnt, proc, log = mount_foreground(h, frame)
+    path = os.path.join(mnt, "array.npy")
+    cases = [
+        ("another dtype", npy_bytes(h, want.astype("<f4"))[1], "dtype"),
+        ("another ndim", npy_bytes(h, want.reshape(40, 30, 1))[1], "dimensions"),
+        ("a truncated .npy", npy_bytes(h, want)[1][:-9], "incomplete"),
+        ("Fortran order", npy_bytes(h, np.asfortranarray(want))[1], "Fortran"),
+        ("not a .npy", b"hello", "not a .npy"),
+    ]
+    for what, data, word in cases:
+        check_equal(errno.errorcode.get(close_errno(path, data)), "EINVAL", f"errno at close for {what}")
+        check_equal(file_bytes(frame), disk, f"the frame after {what}")
+        check_array(np.load(path), want, f"array.npy after {what}")
+    lines = stop_foreground(h, mnt, proc, log)
+    errors = [line for line in lines if " error: " in line]
+    check_equal(len(errors), len(cases), f"one error line per refused replacement: {errors}")
+    for (what, _, word), line in zip(cases, errors):
+        check("array.npy" in line and word in line, f"the line for {what} names the file and why: {line}")
+    check_equal(file_bytes(frame), disk, "the frame after refused replacements")
+
+
+def store_leaf_and_collection(h):
+    """A leaf of a writable .b2d store (a frame file of its own) and a dataset of a
+    writable local collection (a folder of frames) take memmap edits too."""
+    rng = np.random.default_rng(6)
+    store = os.path.join(h.workdir, "s.b2d")
+    leaf = rng.standard_normal((40, 30))
+    with blosc2.DictStore(store, mode="w", threshold=0) as s:
+        s["/arr"] = blosc2.asarray(leaf, chunks=(16, 16), blocks=(8, 5))
+    mnt = h.mount(store)
+    paths = [os.path.join(root, "array.npy") for root, _, files in os.walk(mnt) if "array.npy" in files]
+    check_equal(len(paths), 1, f"array.npy files in the store's tree: {paths}")
+    m = np.lib.format.open_memmap(paths[0], mode="r+")
+    m[10:25, 3:20] = -7.0
+    m.flush()
+    del m
+    leaf[10:25, 3:20] = -7.0
+    h.unmount(mnt)
+    with blosc2.DictStore(store, mode="r") as s:
+        check_array(s["/arr"][:], leaf, "python-blosc2 reading the store leaf")
+
+    folder = os.path.join(h.workdir, "collection")
+    os.makedirs(folder, exist_ok=True)
+    want = rng.standard_normal((33, 20)).astype("<f4")
+    frame = make_array(h, os.path.join("collection", "d.b2nd"), want, (10, 8), (4, 4))
+    mnt = h.mount(folder)
+    path = os.path.join(mnt, "d.b2nd", "array.npy")
+    m = np.lib.format.open_memmap(path, mode="r+")
+    m[5:30, 2] = 3.5
+    m.flush()
+    del m
+    want[5:30, 2] = 3.5
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 reading the collection's dataset")
+
+
+def main():
+    h = Harness("array.npy written as an array", watchdog_seconds=300)
+    h.require_fuse()
+    h.test("memmap slice assignment across chunk and block edges, 3-d, contiguous", memmap_edit, h, True)
+    h.test("memmap slice assignment across chunk and block edges, 3-d, sparse frame", memmap_edit, h, False)
+    h.test("read your writes; fsync and close commit", read_your_writes, h)
+    h.test("dd of 1 byte inside an item and of 1 MiB", dd_writes, h)
+    for dtype in ("<f2", "|b1", "<c16", np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "S3")])):
+        h.test(f"memmap edit of a {np.dtype(dtype)} array", dtypes, h, dtype)
+    h.test("refusals: header edits, truncation, writes past the end, -o ro", refusals, h)
+    h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (contiguous)", replacements, h, True)
+    h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (sparse)", replacements, h, False)
+    h.test("a leaf of a .b2d store and a dataset of a local collection", store_leaf_and_collection, h)
+    h.test("a 26 MB replacement, resized, in several pieces", large_replacement, h)
+    h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
