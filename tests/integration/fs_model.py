@@ -12,6 +12,7 @@ import errno
 import json
 
 import msgpack
+import numpy as np
 
 MAX_VLMETALAYERS = 16
 MAX_NAME = 31
@@ -32,16 +33,67 @@ class Layer:
         return f"Layer(value={self.value!r})" if self.is_value else f"Layer(raw={len(self.raw)} bytes)"
 
 
+class NdGeometry:
+    """A b2nd array's chunks and blocks, to move bytes between its C-order items
+    (array.npy) and its decoded chunks (blocks in C order over the block grid,
+    each block's items in C order; edge chunks padded), independently of the
+    mount's own NdLayout."""
+
+    def __init__(self, shape, chunkshape, blockshape, itemsize):
+        self.shape, self.chunkshape, self.blockshape = tuple(shape), tuple(chunkshape), tuple(blockshape)
+        self.itemsize = itemsize
+        self.ext = tuple(-(-c // b) * b for c, b in zip(chunkshape, blockshape))
+        self.grid = tuple(-(-s // c) for s, c in zip(shape, chunkshape))
+        self.dtype = np.dtype(("V", itemsize))
+
+    def _chunk_items(self, chunk):
+        nd = len(self.shape)
+        nblocks = tuple(e // b for e, b in zip(self.ext, self.blockshape))
+        a = np.frombuffer(chunk, self.dtype).reshape(nblocks + self.blockshape)
+        order = [k for d in range(nd) for k in (d, nd + d)]
+        return a.transpose(order).reshape(self.ext)
+
+    def _chunk_bytes(self, items):
+        nd = len(self.shape)
+        nblocks = tuple(e // b for e, b in zip(self.ext, self.blockshape))
+        a = items.reshape(tuple(x for d in range(nd) for x in (nblocks[d], self.blockshape[d])))
+        order = [2 * d for d in range(nd)] + [2 * d + 1 for d in range(nd)]
+        return np.ascontiguousarray(a.transpose(order)).tobytes()
+
+    def _regions(self):
+        for n, index in enumerate(np.ndindex(*self.grid)):
+            start = [i * c for i, c in zip(index, self.chunkshape)]
+            stop = [min(s + c, dim) for s, c, dim in zip(start, self.chunkshape, self.shape)]
+            yield n, tuple(slice(a, b) for a, b in zip(start, stop)), tuple(slice(0, b - a) for a, b in zip(start, stop))
+
+    def array_bytes(self, chunks):
+        out = np.zeros(self.shape, self.dtype)
+        for n, region, inside in self._regions():
+            out[region] = self._chunk_items(chunks[n])[inside]
+        return out.tobytes()
+
+    def put_array_bytes(self, chunks, data):
+        """chunks with the C-order `data` written in; the padding keeps its bytes."""
+        new = np.frombuffer(data, self.dtype).reshape(self.shape)
+        result = list(chunks)
+        for n, region, inside in self._regions():
+            items = self._chunk_items(chunks[n]).copy()
+            items[inside] = new[region]
+            result[n] = self._chunk_bytes(items)
+        return result
+
+
 class FrameModel:
-    def __init__(self, chunksize, chunks, vlmeta, fixed_geometry):
+    def __init__(self, chunksize, chunks, vlmeta, fixed_geometry, geometry=None):
         self.chunksize = chunksize
         self.chunks = [bytes(c) for c in chunks]
         self.vlmeta = dict(vlmeta)  # name -> Layer
         self.fixed_geometry = fixed_geometry  # an N-d array: chunk count and sizes never change
+        self.geometry = geometry  # NdGeometry of an N-d array (array.npy writes)
 
     def copy(self):
         return FrameModel(self.chunksize, self.chunks, {k: v.copy() for k, v in self.vlmeta.items()},
-                          self.fixed_geometry)
+                          self.fixed_geometry, self.geometry)
 
     @property
     def data(self):
@@ -178,6 +230,18 @@ class FrameModel:
             return "skip"
         self.rechunk(data[:offset] + raw + data[offset + len(raw):])
         return None
+
+    def _npy_write(self, offset, raw):
+        if self.geometry is None:
+            return "skip"
+        data = self.geometry.array_bytes(self.chunks)
+        if offset + len(raw) > len(data):
+            return "skip"
+        self.chunks = self.geometry.put_array_bytes(self.chunks, data[:offset] + raw + data[offset + len(raw):])
+        return None
+
+    def _npy_mmap_write(self, offset, raw):
+        return self._npy_write(offset, raw)
 
     def _data_truncate(self, length):
         if self.fixed_geometry:

@@ -18,7 +18,8 @@ documentation names for it.
 A failure prints the seed and the shortest failing sequence found by removing
 steps (each candidate replayed on a fresh frame).
 
-The seeds: BLOSC2FS_MODEL_SEEDS ("1-40", "7", "1,5,9-12"; default: the fixed CI
+BLOSC2FS_MODEL_TRACE=1 prints every step before it runs (to see where a
+daemon hangs). The seeds: BLOSC2FS_MODEL_SEEDS ("1-40", "7", "1,5,9-12"; default: the fixed CI
 set below), BLOSC2FS_MODEL_STEPS steps per sequence (default 24). scripts/model.sh
 runs long explorations outside CI."""
 
@@ -34,13 +35,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, wait_until  # noqa: E402
-from fs_model import FrameModel, Layer  # noqa: E402
+from fs_model import FrameModel, Layer, NdGeometry  # noqa: E402
 
 import blosc2  # noqa: E402
 import msgpack  # noqa: E402
 import numpy as np  # noqa: E402
 
 CI_SEEDS = "1-40"
+TRACE = bool(os.environ.get("BLOSC2FS_MODEL_TRACE"))  # print every step before it runs
 KINDS = ("contiguous", "sparse", "b2nd", "store-leaf", "collection")
 SCRATCH_NAMES = (".{}.swp", "{}~", "sedAb12Cd")
 # How long a change made by another writer may take to show: the mount checks
@@ -187,6 +189,12 @@ def next_step(rng, model, kind, kept):
         return ("data_mmap_write", offset, random_bytes(rng, rng.randrange(1, max(2, min(5000, size - offset)))))
     if r < 0.80:
         return ("data_truncate", rng.randrange(0, size + model.chunksize + 1))
+    if r < 0.83 and model.geometry is not None and rng.random() < 0.7:
+        # array.npy written as an array: a few items, or a run across chunks and blocks
+        total = len(model.geometry.array_bytes(model.chunks))
+        offset = rng.randrange(total) if total else 0
+        raw = random_bytes(rng, rng.randrange(1, max(2, min(3000, total - offset + 1))))
+        return (rng.choice(["npy_write", "npy_mmap_write"]), offset, raw)
     if r < 0.83:
         return ("keep_open", rng.randrange(2))
     if r < 0.86 and kept:
@@ -227,7 +235,11 @@ class Sequence:
         schunk = opened.schunk
         chunks = [schunk.decompress_chunk(i) for i in range(schunk.nchunks)]
         layers = {name: Layer(value=schunk.vlmeta[name], is_value=True) for name in schunk.vlmeta.keys()}
-        self.model = FrameModel(chunksize, chunks, layers, fixed)
+        geometry = None
+        if fixed:
+            arr = opened.obj
+            geometry = NdGeometry(arr.shape, arr.chunks, arr.blocks, arr.dtype.itemsize)
+        self.model = FrameModel(chunksize, chunks, layers, fixed, geometry)
         self.mnt = None
         self.kept = {}  # slot -> (fd, version): files held open across steps
         self.other_changes = 0  # how many times another writer changed the frame
@@ -331,6 +343,34 @@ class Sequence:
             size = os.fstat(fd).st_size
             with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as m:
                 m[offset:offset + len(raw)] = raw
+                m.flush()
+        finally:
+            os.close(fd)
+
+    def npy_header_length(self):
+        with open(self.path("array.npy"), "rb") as f:
+            head = f.read(12)
+        if head[:6] != b"\x93NUMPY":
+            raise StepFailure(f"array.npy starts with {head[:6]!r}, not the .npy magic")
+        if head[6] == 1:
+            return 10 + int.from_bytes(head[8:10], "little")
+        return 12 + int.from_bytes(head[8:12], "little")
+
+    def do_npy_write(self, offset, raw):
+        start = self.npy_header_length()
+        fd = os.open(self.path("array.npy"), os.O_WRONLY)
+        try:
+            os.pwrite(fd, raw, start + offset)
+        finally:
+            os.close(fd)
+
+    def do_npy_mmap_write(self, offset, raw):
+        start = self.npy_header_length()
+        fd = os.open(self.path("array.npy"), os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as m:
+                m[start + offset:start + offset + len(raw)] = raw
                 m.flush()
         finally:
             os.close(fd)
@@ -572,6 +612,8 @@ def run_seed(h, seed, steps):
         for _ in range(steps):
             op = next_step(rng, seq.model, seq.kind, seq.kept)
             ops.append(op)
+            if TRACE:
+                print(f"    seed {seed} step {len(ops)}: {describe(op)}", flush=True)
             performed += seq.step(op)
         print(f"  seed {seed}: {performed} of {steps} steps applied (the rest did not apply to the frame's state), "
               f"{len(seq.model.chunks)} chunks, {len(seq.model.vlmeta)} vlmetalayers at the end", flush=True)
