@@ -550,7 +550,12 @@ void Volume::prefetch_chunk(int64_t n) {
   // The kernel's readahead may have asked for the chunk meanwhile: loading it
   // again after it was read and retired would only fill the cache.
   if (n >= files_->nchunks() || overlay_.holds(n) || overlay_.offset(*files_, n) < data_read_farthest_) return;
+  const bool cached_before = cache_.holds(n);
   cache_.load(n);
+  // A reader that went past the whole chunk while this load ran read it from an
+  // entry of its own and retired it: this late one would stay in the cache unread.
+  if (!cached_before && overlay_.offset(*files_, n) + overlay_.chunk_size(*files_, n) <= data_read_farthest_)
+    cache_.invalidate(n);
 }
 
 size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {

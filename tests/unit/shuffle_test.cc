@@ -233,11 +233,16 @@ TEST(ShuffleTest, DispatchPicksBestAvailable) {
 }
 
 TEST(ShuffleDeathTest, NoSimdEnvironmentForcesScalar) {
-  // A fresh process, so the dispatch sees the variable before its first use.
+  // A fresh process (threadsafe style: the binary executed again) that has the
+  // variable from its start, so the dispatch sees it before its first use, even
+  // one made while the test binary's other files initialize.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv("BLOSC2FS_NO_SIMD", "1", 1);
+  struct Unset {
+    ~Unset() { unsetenv("BLOSC2FS_NO_SIMD"); }
+  } unset;
   EXPECT_EXIT(
       {
-        setenv("BLOSC2FS_NO_SIMD", "1", 1);
         const Buffer src = random_bytes(4096, 1);
         Buffer out(src.size());
         unshuffle(src.data(), out.data(), src.size(), 4);
