@@ -53,7 +53,9 @@ for target in "${targets[@]}"; do
      -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -fork=1 corpus > "$work/log" 2>&1)
   set -e
   seed=$(grep -m1 -o 'Seed: [0-9]*' "$work/log" | cut -d' ' -f2 || true)
+  # -fork=1 prints no final stats of its own: its progress lines start "#RUNS:".
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log" | tail -1 | grep -o '[0-9]*$' || true)
+  [[ -n $runs ]] || runs=$(grep -o '^#[0-9]*' "$work/log" | tail -1 | tr -d '#' || true)
   found=0
   for artifact in "$work"/artifacts/*; do
     [[ -f $artifact ]] || continue

@@ -8,7 +8,9 @@ truncations, renames (over existing names too) and removals, editor saves
 through scratch names, attrs/ JSON (invalid text too), chunks/N overwrites in
 place, appends and removals (of a middle chunk too), raw/N.chunk replacements,
 data writes anywhere (past the end too), truncations and extensions, data
-written through a shared memory map, files kept open across other steps, fsync,
+written through a shared memory map, array.npy of the arrays written in place
+(pwrite past the header, and through a shared memory map), files kept open
+across other steps, fsync,
 remounts, SIGKILL of the daemon and remount, and another writer (python-blosc2
 under .b2lock) changing the frame between steps. After every step the mount's
 files must equal the model (fs_model.py), python-blosc2 must read the committed
