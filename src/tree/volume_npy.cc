@@ -382,9 +382,17 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
     const int64_t row_items = nd == 0 ? 1 : items / std::max<int64_t>(1, meta.shape[0]);
     const int64_t rows_per_slab = nd == 0 ? 1 : meta.chunkshape[0];
     const int64_t slabs = nd == 0 ? 1 : layout->chunks_per_dim()[0];
+    // The row's chunk buffers are reused (no fresh pages to fault in per row);
+    // padding is never written, so they are zeroed again only where a row holds
+    // chunks at the array's edge, whose padding earlier rows' chunks filled.
+    bool ragged = false;
+    for (int k = 1; k < nd; ++k) ragged = ragged || meta.shape[size_t(k)] % meta.chunkshape[size_t(k)] != 0;
+    std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
     Bytes piece;
     for (int64_t slab = 0; slab < slabs; ++slab) {
-      std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
+      const bool last = slab == slabs - 1 && nd > 0 && meta.shape[0] % meta.chunkshape[0] != 0;
+      if (slab > 0 && (ragged || last))
+        for (Bytes& c : chunks) std::fill(c.begin(), c.end(), uint8_t(0));
       const int64_t from = slab * rows_per_slab * row_items * typesize;
       const int64_t to = std::min(body, (slab + 1) * rows_per_slab * row_items * typesize);
       for (int64_t at = from; at < to; at += kSpoolPiece) {
