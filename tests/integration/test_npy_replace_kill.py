@@ -34,8 +34,8 @@ def content(seed):
 def start(h, frame):
     mnt = h.new_dir()
     log = open(os.path.join(h.workdir, f"daemon-{os.path.basename(mnt)}.log"), "w")
-    daemon = subprocess.Popen([h.binary, "-f", "-o", "cache_size=64M", frame, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=log)
+    daemon = subprocess.Popen([h.binary, "-f", "-o", "cache_size=64M", frame, mnt], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.time() + PATIENCE
     while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
         time.sleep(0.01)
@@ -85,8 +85,8 @@ def kill_during_replacement(h):
     rss = peak_rss_mb(daemon.pid)
     stop(h, mnt, daemon, log, kill=False)
     check(np.array_equal(blosc2.open(frame, mode="r")[:], new), "the uninterrupted replacement reads back")
-    print(f"  uninterrupted: cp of {os.path.getsize(npy) >> 20} MiB took {took:.1f} s, daemon peak RSS {rss_before:.0f} "
-          f"MB before, {rss:.0f} MB after", flush=True)
+    print(f"  uninterrupted: cp of {os.path.getsize(npy) >> 20} MiB took {took:.1f} s, daemon peak RSS "
+          f"{rss_before:.0f} MB before, {rss:.0f} MB after", flush=True)
     check(rss - rss_before <= 64 + 32,
           f"the daemon's peak RSS grew by {rss - rss_before:.0f} MB, more than the cache budget plus the batch bound")
     outcomes = []
