@@ -516,8 +516,8 @@ blosc2fs options:
      filters=F[+F...]    none, shuffle, bitshuffle, delta, trunc_prec:BITS, bytedelta,
                          applied in the order given (default shuffle)
      sparse              a sparse frame (a directory)
-     chunkshape=N,N...   a new array's chunk shape (cp x.npy MOUNTPOINT/array.npy;
-                         default: as python-blosc2 chooses it)
+     chunkshape=N,N...   the chunk shape of the array a .npy copied to array.npy
+                         makes (default: as python-blosc2 chooses it)
      blockshape=N,N...   a new array's block shape (default: as python-blosc2)
   -o uid=N,gid=N         owner and group shown for every file (default: the
                          frame's)
