@@ -565,6 +565,55 @@ void FrameEditor::compact() {
   if (guard.counter()) m.seen_counter = *guard.counter() + 1;
 }
 
+CompressParams FrameEditor::compress_params() const { return impl_->frame_compress_params(); }
+
+void FrameEditor::rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill) {
+  Impl& m = *impl_;
+  if (m.offset > 0 || m.sparse || params.sparse)
+    fail(m.path, "only a standalone contiguous frame is rewritten whole", EOPNOTSUPP);
+  m.check_writable();
+  m.reset_staged();
+  m.open_sidecar(true);
+  SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
+  if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+  std::filesystem::path dir = m.path.parent_path();
+  if (dir.empty()) dir = ".";
+  // The compaction's temporary name: a crash leaves it for the next compaction to remove.
+  const std::filesystem::path temp =
+      editor::temp_name(dir, m.path.filename().string(), "compact", editor::random_nonce());
+  bool renamed = false;
+  try {
+    {
+      FrameWriter writer(temp, params);
+      fill(writer);
+      writer.close();  // fsyncs the new frame
+    }
+    {
+      int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw_errno("cannot reopen " + temp.string());
+      try {
+        apply_ownership(fd, ownership_of(m.path), temp);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      ::close(fd);
+    }
+    editor::StepExecutor executor;
+    executor.run({CommitStep::Kind::rename, temp, m.path});
+    renamed = true;
+    if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, dir});
+    executor.finish();
+  } catch (...) {
+    if (!renamed) ::unlink(temp.c_str());
+    throw;
+  }
+  if (m.options.sync && guard.counter()) m.sidecar.sync();
+  m.load_frame();
+  m.reset_staged();
+  if (guard.counter()) m.seen_counter = *guard.counter() + 1;
+}
+
 bool FrameEditor::compaction_due() const {
   const Impl& m = *impl_;
   if (m.offset > 0) return false;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "chunk_codec.h"
 #include "file.h"
 #include "frame.h"
+#include "frame_writer.h"
 
 namespace blosc2fs {
 
@@ -105,6 +107,18 @@ class FrameEditor {
   CommitPlan plan_compaction() const;
   void compact();  // rewrite cleanly: temp file, fsync, rename, fsync dir
   bool compaction_due() const;
+
+  // The parameters chunks written anew get: the frame's codec, level, filters,
+  // typesize and blocksize. EOPNOTSUPP (as a commit) when the codec cannot be encoded here.
+  CompressParams compress_params() const;
+  // Replaces the whole frame (a standalone contiguous one; EOPNOTSUPP otherwise)
+  // by a new one that `fill` writes through a FrameWriter made with `params` on a
+  // temporary file beside it; then fsync, rename over the frame and fsync of the
+  // directory, all under the lock, as compact() does. Killed at any instant, the
+  // disk holds the old frame or the new one (a stray temporary file goes at the
+  // next compaction). Memory: what FrameWriter holds, not the chunks. Staged
+  // edits are dropped; on failure the frame is unchanged and this throws.
+  void rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill);
 
  private:
   struct Impl;

@@ -521,6 +521,8 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
     vo.access = overrides;
     vo.cache_budget = cache_budget;
     vo.preferred_chunksize = o.create.chunksize;
+    vo.new_array_chunkshape = o.create.chunkshape;
+    vo.new_array_blockshape = o.create.blockshape;
     try {
       try {
         volume = std::make_unique<Volume>(frame_path, vo);

@@ -89,6 +89,17 @@ void parse_filters(const std::string& text, CompressParams& cp) {
   }
 }
 
+// Whether the comma before list[from] separates the dimensions of a shape
+// (chunkshape=64,64,16) rather than two options: `cur` is a shape option and
+// the text up to the next comma is a number.
+bool continues_shape(const std::string& cur, const std::string& list, size_t from) {
+  if (!cur.starts_with("chunkshape=") && !cur.starts_with("blockshape=")) return false;
+  size_t end = list.find(',', from);
+  if (end == std::string::npos) end = list.size();
+  return end > from && std::all_of(list.begin() + long(from), list.begin() + long(end),
+                                   [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // Splits "a,b=c" on commas not escaped with a backslash (fsname=a\,b).
 std::vector<std::string> split_option_list(const std::string& list) {
   std::vector<std::string> out;
@@ -96,7 +107,7 @@ std::vector<std::string> split_option_list(const std::string& list) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i] == '\\' && i + 1 < list.size()) {
       cur += list[++i];
-    } else if (list[i] == ',') {
+    } else if (list[i] == ',' && !continues_shape(cur, list, i + 1)) {
       out.push_back(std::move(cur));
       cur.clear();
     } else {
@@ -170,6 +181,20 @@ void apply_option(Options& o, const std::string& option) {
     uint64_t size = parse_size(value, "blocksize");
     if (size > uint64_t(kMaxBlocksize)) throw UsageError("blocksize is at most " + std::to_string(kMaxBlocksize));
     cp.blocksize = int32_t(size);
+  } else if (name == "chunkshape" || name == "blockshape") {
+    need_value();
+    std::vector<int64_t> shape;
+    size_t from = 0;
+    while (from <= value.size()) {
+      size_t end = value.find_first_of(",x:", from);
+      if (end == std::string::npos) end = value.size();
+      const uint64_t dim = parse_uint(value.substr(from, end - from), name, INT32_MAX);
+      if (dim == 0) throw UsageError(name + ": a dimension of 0 items");
+      shape.push_back(int64_t(dim));
+      if (shape.size() > 16) throw UsageError(name + ": more than 16 dimensions");
+      from = end + 1;
+    }
+    (name == "chunkshape" ? o.create.chunkshape : o.create.blockshape) = std::move(shape);
   } else if (name == "filters") {
     need_value();
     parse_filters(value, cp);
@@ -491,6 +516,9 @@ blosc2fs options:
      filters=F[+F...]    none, shuffle, bitshuffle, delta, trunc_prec:BITS, bytedelta,
                          applied in the order given (default shuffle)
      sparse              a sparse frame (a directory)
+     chunkshape=N,N...   the chunk shape of the array a .npy copied to array.npy
+                         makes (default: as python-blosc2 chooses it)
+     blockshape=N,N...   a new array's block shape (default: as python-blosc2)
   -o uid=N,gid=N         owner and group shown for every file (default: the
                          frame's)
   -o umask=OOO           mode bits removed from every file (octal)

@@ -53,6 +53,9 @@ struct CreateOptions {
   CompressParams cparams;  // codec, clevel, typesize, blocksize, filters
   int32_t chunksize = 1 << 20;
   bool sparse = false;
+  // A new array's chunk and block shapes (cp x.npy MOUNT/array.npy); absent:
+  // chosen as python-blosc2 chooses them (b2nd_partition.h).
+  std::optional<std::vector<int64_t>> chunkshape, blockshape;
 };
 
 struct Options {

@@ -437,7 +437,7 @@ struct stat Volume::attributes(uint64_t ino) {
     std::shared_lock lock(state_mutex_);
     access = node_access(n->kind, frame_access_, options_.writable, options_.access);
     // array.npy takes writes only as a b2nd/caterva array (not a tensor's).
-    if (n->kind == NodeKind::array_npy && !files_->array_layout()) access.mode &= mode_t(~0222);
+    if (n->kind == NodeKind::array_npy && !files_->array_layout() && !npy_replacement_) access.mode &= mode_t(~0222);
   }
   st.st_uid = access.uid;
   st.st_gid = access.gid;

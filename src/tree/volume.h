@@ -75,6 +75,9 @@ struct VolumeOptions {
   // Size of the chunks data appends make in a frame without a fixed chunksize
   // (a new empty frame: -o create's chunksize=).
   int64_t preferred_chunksize = 1 << 20;
+  // A new array's chunk and block shapes (-o chunkshape=, blockshape=); absent:
+  // python-blosc2's choice (b2nd_partition.h).
+  std::optional<std::vector<int64_t>> new_array_chunkshape, new_array_blockshape;
   EditOptions edit;
   // A long write to data or chunks/ commits in batches so that memory stays
   // bounded: every `batch_chunks` chunks once they hold `batch_min_bytes`
@@ -338,6 +341,7 @@ class Volume : public MountTree {
   void truncate_array(int64_t size);                                         // exclusive + commit
   int64_t array_npy_size() const;                                            // shared
   bool replacing_array() const;                                              // shared
+  bool array_creatable() const;                                              // shared
   // A whole new array.npy written since truncate(0): checked and committed now,
   // or refused (EINVAL, one log line, the frame unchanged). `when_whole`
   // (fsync): only when the file is as long as its own header says, else it

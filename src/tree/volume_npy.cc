@@ -12,7 +12,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "b2nd_partition.h"
+#include "chunk_codec.h"
 #include "frame_nd.h"
+#include "parallel_encode.h"
 #include "fs_error.h"
 #include "npy_replacement.h"
 #include "volume.h"
@@ -58,6 +61,15 @@ bool npy_file_whole(const NpyReplacement& r) {
 }  // namespace
 
 bool Volume::replacing_array() const { return npy_replacement_ != nullptr; }
+
+// A frame that holds nothing yet (-o create's empty frame) becomes an array
+// when a .npy is copied to array.npy.
+bool Volume::array_creatable() const {
+  if (!editor_ || files_->array_layout()) return false;
+  const Frame& frame = *files_->frame_ptr();
+  return !frame.sparse() && frame.nchunks() == 0 && frame.metalayers().empty() && overlay_.clean() &&
+         overlay_.count() == 0;
+}
 
 int64_t Volume::array_npy_size() const {
   return npy_replacement_ ? npy_replacement_->size : files_->array_size();
@@ -213,7 +225,7 @@ void Volume::truncate_array(int64_t size) {
     return;
   }
   if (size == 0) {
-    if (!files_->array_layout()) {
+    if (!files_->array_layout() && !array_creatable()) {
       spdlog::warn("{}: cannot be replaced: only the array.npy of a b2nd or caterva array takes writes", kArrayNpy);
       throw FsError{EACCES};
     }
@@ -297,22 +309,48 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
   if (!in) refuse("the new content is not a .npy file: " + why);
 
   const Metalayer* nd_layer = frame_nd_metalayer(frame);
-  if (!nd_layer) refuse("the frame is not an N-d array");
-  const NdMeta old_meta = frame_nd_meta(frame, *nd_layer);
-  const int32_t typesize = frame.header().typesize;
-  const std::string descr = npy_descr(old_meta, typesize, nullptr);
+  const bool new_array = nd_layer == nullptr;
   if (in->fortran_order) refuse("the new .npy is in Fortran order; save it in C order (np.ascontiguousarray)");
-  if (int(in->shape.size()) != old_meta.ndim)
-    refuse("the new array has " + std::to_string(in->shape.size()) + " dimensions, the array " +
-           std::to_string(old_meta.ndim));
+  NdMeta meta, old_meta;
+  int32_t typesize = frame.header().typesize;
   bool swap = false;
-  if (in->dtype.descr != descr) {
-    std::optional<std::string> other = npy_descr_swapped(in->dtype.descr);
-    if (!other || *other != descr) refuse("the new dtype " + in->dtype.descr + " is not the array's " + descr);
-    swap = true;
+  if (new_array) {
+    if (frame.nchunks() != 0 || !frame.metalayers().empty() || frame.sparse())
+      refuse("the frame is not an N-d array (only an empty contiguous frame becomes one)");
+    if (in->shape.size() > size_t(kMaxBlockDims))
+      refuse("the new array has " + std::to_string(in->shape.size()) + " dimensions, b2nd at most " +
+             std::to_string(kMaxBlockDims));
+    if (in->dtype.itemsize > INT32_MAX) refuse("the new items are too large");
+    typesize = int32_t(in->dtype.itemsize);
+    NdPartition part;
+    try {
+      part = b2nd_partition(in->shape, typesize, options_.new_array_chunkshape, options_.new_array_blockshape,
+                            host_cache_sizes());
+    } catch (const FormatError& e) {
+      refuse(std::string("no chunk and block shape for it: ") + e.what());
+    }
+    meta.ndim = int(in->shape.size());
+    meta.shape = in->shape;
+    for (size_t k = 0; k < in->shape.size(); ++k) {
+      meta.chunkshape.push_back(int32_t(part.chunkshape[k]));
+      meta.blockshape.push_back(int32_t(part.blockshape[k]));
+    }
+    meta.dtype = in->dtype.descr;
+    old_meta = meta;
+  } else {
+    old_meta = frame_nd_meta(frame, *nd_layer);
+    const std::string descr = npy_descr(old_meta, typesize, nullptr);
+    if (int(in->shape.size()) != old_meta.ndim)
+      refuse("the new array has " + std::to_string(in->shape.size()) + " dimensions, the array " +
+             std::to_string(old_meta.ndim));
+    if (in->dtype.descr != descr) {
+      std::optional<std::string> other = npy_descr_swapped(in->dtype.descr);
+      if (!other || *other != descr) refuse("the new dtype " + in->dtype.descr + " is not the array's " + descr);
+      swap = true;
+    }
+    meta = old_meta;
+    meta.shape = in->shape;
   }
-  NdMeta meta = old_meta;
-  meta.shape = in->shape;
   int64_t items = 1, nchunks = 1;
   for (int i = 0; i < meta.ndim; ++i) {
     const int64_t dim = meta.shape[size_t(i)], cs = meta.chunkshape[size_t(i)];
@@ -328,27 +366,33 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
            std::to_string(in->header_len + body) + " (an incomplete copy?)");
   std::optional<NdLayout> layout;
   try {
-    layout.emplace(meta, typesize, nchunks, frame.header().chunksize);
+    layout.emplace(meta, typesize, nchunks, new_array ? 0 : frame.header().chunksize);
   } catch (const FormatError& e) {
     refuse(std::string("the new shape does not fit the array's chunks: ") + e.what());
   }
   const bool reshaped = meta.shape != old_meta.shape;
   ChunkChanges changes;
   changes.all = true;
-  run_commit(what, [&](FrameEditor& editor) {
-    if (reshaped) editor.set_metalayer(nd_layer->name, serialize_b2nd_meta(meta));
-    editor.truncate_chunks(0);
+  // Slab by slab along the first axis: one row of chunks is made from its
+  // C-order bytes, handed on (compressed on every core) and dropped.
+  const auto for_each_slab = [&](const std::function<void(std::vector<Bytes>&)>& take) {
     if (nchunks == 0) return;
-    // Slab by slab along the first axis: one row of chunks is made from its C-order
-    // bytes, handed to the editor and dropped.
     const int nd = meta.ndim;
     const int64_t row_chunks = nd == 0 ? 1 : nchunks / layout->chunks_per_dim()[0];
     const int64_t row_items = nd == 0 ? 1 : items / std::max<int64_t>(1, meta.shape[0]);
     const int64_t rows_per_slab = nd == 0 ? 1 : meta.chunkshape[0];
     const int64_t slabs = nd == 0 ? 1 : layout->chunks_per_dim()[0];
+    // The row's chunk buffers are reused (no fresh pages to fault in per row);
+    // padding is never written, so they are zeroed again only where a row holds
+    // chunks at the array's edge, whose padding earlier rows' chunks filled.
+    bool ragged = false;
+    for (int k = 1; k < nd; ++k) ragged = ragged || meta.shape[size_t(k)] % meta.chunkshape[size_t(k)] != 0;
+    std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
     Bytes piece;
     for (int64_t slab = 0; slab < slabs; ++slab) {
-      std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
+      const bool last = slab == slabs - 1 && nd > 0 && meta.shape[0] % meta.chunkshape[0] != 0;
+      if (slab > 0 && (ragged || last))
+        for (Bytes& c : chunks) std::fill(c.begin(), c.end(), uint8_t(0));
       const int64_t from = slab * rows_per_slab * row_items * typesize;
       const int64_t to = std::min(body, (slab + 1) * rows_per_slab * row_items * typesize);
       for (int64_t at = from; at < to; at += kSpoolPiece) {
@@ -361,13 +405,54 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
           return c;
         });
       }
-      std::vector<FrameEditor::ChunkPut> puts;
-      for (const Bytes& c : chunks) puts.push_back({-1, c});
-      editor.put_chunks(puts);
+      take(chunks);
     }
-  });
+  };
+  if (frame.sparse()) {
+    run_commit(what, [&](FrameEditor& editor) {
+      if (reshaped) editor.set_metalayer(nd_layer->name, serialize_b2nd_meta(meta));
+      editor.truncate_chunks(0);
+      for_each_slab([&](std::vector<Bytes>& chunks) {
+        std::vector<FrameEditor::ChunkPut> puts;
+        for (const Bytes& c : chunks) puts.push_back({-1, c});
+        editor.put_chunks(puts);
+      });
+    });
+  } else {
+    // A contiguous frame is written anew beside the old one and renamed over it:
+    // memory stays one slab, and a crash leaves the old array or the new one.
+    // (run_commit: the store's lock and the errors; rewrite() stages nothing for its commit.)
+    run_commit(what, [&](FrameEditor& editor) {
+      FrameParams params;
+      params.cparams = editor.compress_params();
+      params.cparams.typesize = typesize;
+      params.cparams.blocksize = int32_t(layout->block_items() * typesize);
+      params.cparams.geometry = BlockGeometry{};
+      params.cparams.geometry.typesize = typesize;
+      params.cparams.geometry.ndim = meta.ndim;
+      for (int k = 0; k < meta.ndim; ++k) params.cparams.geometry.blockshape[size_t(k)] = meta.blockshape[size_t(k)];
+      params.chunksize = int32_t(layout->chunk_bytes());
+      const Bytes nd_content = serialize_b2nd_meta(meta);
+      if (new_array) params.metalayers.push_back({"b2nd", nd_content});
+      for (const Metalayer& m : frame.metalayers())
+        params.metalayers.push_back(nd_layer && m.name == nd_layer->name ? Metalayer{m.name, nd_content} : m);
+      const CompressParams cparams = params.cparams;
+      editor.rewrite(params, [&](FrameWriter& writer) {
+        for (const Vlmetalayer& v : frame.vlmetalayers()) writer.set_vlmetalayer(v.name, frame.vlmetalayer_content(v));
+        for_each_slab([&](std::vector<Bytes>& chunks) {
+          std::vector<ByteSpan> inputs(chunks.begin(), chunks.end());
+          std::vector<EncodedChunk> encoded =
+              encode_in_parallel(inputs, [&](ByteSpan raw) { return encode_chunk(raw, cparams); });
+          for (EncodedChunk& e : encoded) {
+            if (e.error) std::rethrow_exception(e.error);
+            writer.append_raw(e.stored);
+          }
+        });
+      });
+    });
+  }
   install(changes, notes);
-  spdlog::info("{}: replaced: shape ({}){}", what, [&] {
+  spdlog::info("{}: {}: shape ({}){}", what, new_array ? "a new array" : "replaced", [&] {
     std::string t;
     for (int64_t d : meta.shape) t += (t.empty() ? "" : ", ") + std::to_string(d);
     return t;

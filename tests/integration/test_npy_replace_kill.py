@@ -4,8 +4,9 @@ this 2-core machine; the issue asks for 1 GB) is replaced by `cp` of a
 same-shape .npy; the daemon is killed at moments spread over the copy and its
 commit at close. python-blosc2 must then open the frame and read exactly the
 old array or exactly the new one, never a mix. The daemon's peak RSS of a round
-that is not killed is printed (not asserted: a replacement holds its compressed
-chunks until the commit, see docs/writing.md)."""
+that is not killed grows by at most the cache budget plus the batch bound
+(-o cache_size=64M: 64 + 32 MiB): the new frame is written beside the old one a
+row of chunks at a time, then renamed over it (docs/writing.md)."""
 
 import os
 import signal
@@ -33,8 +34,8 @@ def content(seed):
 def start(h, frame):
     mnt = h.new_dir()
     log = open(os.path.join(h.workdir, f"daemon-{os.path.basename(mnt)}.log"), "w")
-    daemon = subprocess.Popen([h.binary, "-f", frame, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=log)
+    daemon = subprocess.Popen([h.binary, "-f", "-o", "cache_size=64M", frame, mnt], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.time() + PATIENCE
     while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
         time.sleep(0.01)
@@ -77,14 +78,17 @@ def kill_during_replacement(h):
     # One uninterrupted round: how long cp takes, and the daemon's peak RSS.
     subprocess.run(["cp", base, frame], check=True)
     mnt, daemon, log = start(h, frame)
+    rss_before = peak_rss_mb(daemon.pid)
     t = time.monotonic()
     subprocess.run(["cp", npy, os.path.join(mnt, "array.npy")], check=True, timeout=600)
     took = time.monotonic() - t
     rss = peak_rss_mb(daemon.pid)
     stop(h, mnt, daemon, log, kill=False)
     check(np.array_equal(blosc2.open(frame, mode="r")[:], new), "the uninterrupted replacement reads back")
-    print(f"  uninterrupted: cp of {os.path.getsize(npy) >> 20} MiB took {took:.1f} s, daemon peak RSS {rss:.0f} MB",
-          flush=True)
+    print(f"  uninterrupted: cp of {os.path.getsize(npy) >> 20} MiB took {took:.1f} s, daemon peak RSS "
+          f"{rss_before:.0f} MB before, {rss:.0f} MB after", flush=True)
+    check(rss - rss_before <= 64 + 32,
+          f"the daemon's peak RSS grew by {rss - rss_before:.0f} MB, more than the cache budget plus the batch bound")
     outcomes = []
     for fraction in FRACTIONS:
         subprocess.run(["cp", base, frame], check=True)

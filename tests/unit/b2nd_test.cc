@@ -1,5 +1,6 @@
 // b2nd/caterva metalayers, the N-d chunk layout, and .npy headers.
 #include "b2nd.h"
+#include "b2nd_partition.h"
 
 #include <gtest/gtest.h>
 
@@ -549,6 +550,26 @@ TEST(NpyHeader, NumpyLoadsIt) {
   std::string got = run_python("import numpy as np\na = np.load('" + path.string() +
                                "', mmap_mode='r')\nprint(a.shape, a.dtype, a.tolist())\n");
   EXPECT_EQ(got, "(2, 3) int32 [[0, 1, 2], [3, 4, 5]]\n");
+}
+
+// python-blosc2 4.14.1 on an x86-64 with a 32 KiB L1, 512 KiB L2 and 32 MiB L3
+// (blosc2.asarray(np.zeros(shape, dtype)).chunks/.blocks there); the integration
+// test test_npy_create.py compares with python-blosc2 on the machine it runs on.
+TEST(B2ndPartition, PythonBlosc2Defaults) {
+  CacheSizes c;
+  c.l1_data = 32 << 10;
+  c.l2 = 512 << 10;
+  c.l3 = 32 << 20;
+  c.x86_64 = true;
+  NdPartition p = b2nd_partition({1000, 1000}, 8, std::nullopt, std::nullopt, c);
+  EXPECT_EQ(p.blockshape, (std::vector<int64_t>{10, 1000}));
+  EXPECT_EQ(p.chunkshape, (std::vector<int64_t>{1000, 1000}));
+  p = b2nd_partition({0, 5}, 4, std::nullopt, std::nullopt, c);
+  EXPECT_EQ(p.chunkshape, (std::vector<int64_t>{0, 5}));
+  p = b2nd_partition({33, 47}, 8, std::vector<int64_t>{10, 20}, std::vector<int64_t>{5, 4}, c);
+  EXPECT_EQ(p.blockshape, (std::vector<int64_t>{5, 4}));
+  EXPECT_THROW(b2nd_partition({33, 47}, 8, std::vector<int64_t>{10}, std::nullopt, c), FormatError);
+  EXPECT_THROW(b2nd_partition({33, 47}, 8, std::vector<int64_t>{4, 4}, std::vector<int64_t>{5, 4}, c), FormatError);
 }
 
 }  // namespace

@@ -201,5 +201,17 @@ TEST(FsOptions, UsageMentionsTheCacheStatsFile) {
   EXPECT_NE(usage_text("blosc2fs").find(".blosc2fs-cache"), std::string::npos);
 }
 
+TEST(FsOptions, NewArrayShapes) {
+  Options o = parse({"-o", "create,chunkshape=10,20,5,codec=lz4,blockshape=5x4x5", "f.b2nd", "m"});
+  ASSERT_TRUE(o.create.chunkshape && o.create.blockshape);
+  EXPECT_EQ(*o.create.chunkshape, (std::vector<int64_t>{10, 20, 5}));
+  EXPECT_EQ(*o.create.blockshape, (std::vector<int64_t>{5, 4, 5}));
+  EXPECT_EQ(o.create.cparams.codec, Codec::lz4);
+  EXPECT_EQ(*parse({"-o", "chunkshape=7:8", "a", "b"}).create.chunkshape, (std::vector<int64_t>{7, 8}));
+  EXPECT_THROW(parse({"-o", "chunkshape=10,0", "a", "b"}), UsageError);
+  EXPECT_THROW(parse({"-o", "blockshape=", "a", "b"}), UsageError);
+  EXPECT_THROW(parse({"-o", "chunkshape=3,,4", "a", "b"}), UsageError);
+}
+
 }  // namespace
 }  // namespace blosc2fs
