@@ -137,6 +137,7 @@ std::string Volume::name_of(const Node& node) {
 
 std::string Volume::path_of_node(const Node& node) const {
   if (is_zarr_kind(node.kind)) return zarr_path(node);
+  if (node.kind == NodeKind::scratch && node.dir == NodeKind::zarr_dir) return node.name;  // c/I/NAME already
   const NodeKind dir = dir_of(node);
   if (node.kind == NodeKind::root) return "/";
   if (dir == NodeKind::root) return name_of(node);
@@ -245,6 +246,7 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
     // "c" is a file in a 0-d array: looked up apart from the other names.
     if (is_zarr_kind(dir->kind) || (dir->kind == NodeKind::root && name == "c" && files_->zarr() &&
                                     files_->zarr()->zero_d())) {
+      if (std::optional<uint64_t> scratch = zarr_scratch(*dir, name)) return scratch;
       std::optional<Node> child = zarr_lookup(*dir, name);
       if (!child) return std::nullopt;
       return computed_inode(*child);
