@@ -108,6 +108,33 @@ def plain_region_write(h):
     region_write(h, (16, 7), False, "plain view")
 
 
+def odd_arrays(h):
+    """0-d (the file c beside zarr.json), 1-d (temporary files in c/), 3-d
+    big-endian, bool: zarr-python writes, python-blosc2 reads."""
+    folder = h.new_dir("odd")
+    cases = [("zero-d.b2nd", np.array(5.0), None, None, ()),
+             ("one-d.b2nd", np.arange(1000, dtype="i4"), (256,), (64,), (slice(200, 600),)),
+             ("three-d-be.b2nd", np.arange(7200, dtype=">f8").reshape(24, 30, 10), (8, 16, 10), (4, 8, 5),
+              (slice(5, 20), slice(3, 25), 2)),
+             ("bool.b2nd", np.zeros((50, 50), bool), (20, 20), (10, 10), (slice(None), 7))]
+    for name, a, chunks, blocks, region in cases:
+        path = os.path.join(folder, name)
+        extra = {} if chunks is None else {"chunks": chunks, "blocks": blocks}
+        blosc2.asarray(a, urlpath=path, mode="w", **extra)
+        want = a.copy()
+        want[region] = True if a.dtype == bool else 7
+        mnt = h.mount(path)
+        try:
+            z = zarr.open_array(mnt, mode="r+")
+            z[region] = True if a.dtype == bool else 7
+        finally:
+            h.unmount(mnt)
+        arr = blosc2.open(path)
+        got = arr[()] if arr.ndim == 0 else arr[:]
+        check(np.array_equal(got, want), f"{name}: python-blosc2 reads zarr-python's write")
+        check_equal(got.dtype, a.dtype, f"{name}: dtype")
+
+
 def xarray_region_write(h):
     """xarray to_zarr(region=...) into a folder of arrays mounted read-write."""
     folder = h.new_dir("dataset")
@@ -285,6 +312,7 @@ def main():
     h.require_fuse()
     h.test("zarr-python: a region of four chunks and attributes (sharded view)", sharded_region_write, h)
     h.test("zarr-python: a region of four chunks and attributes (plain view)", plain_region_write, h)
+    h.test("zarr-python: 0-d, 1-d, 3-d big-endian and bool arrays", odd_arrays, h)
     h.test("xarray: to_zarr(region=...) into a folder", xarray_region_write, h)
     h.test("SIGKILL during zarr-python chunk writes: old or new array", kill_during_writes, h)
     h.test("refused: other zarr.json changes, bad shards, zarr2/, read-only", refusals, h)
