@@ -377,16 +377,24 @@ void Volume::remember(uint64_t ino) {
 }
 
 void Volume::forget(uint64_t ino, uint64_t count) {
-  std::lock_guard lock(kernel_mutex_);
-  auto it = lookups_.find(ino);
-  if (it == lookups_.end()) return;
-  if (it->second <= count) {
+  {
+    std::lock_guard lock(kernel_mutex_);
+    auto it = lookups_.find(ino);
+    if (it == lookups_.end()) return;
+    if (it->second > count) {
+      it->second -= count;
+      return;
+    }
     lookups_.erase(it);
     changed_at_.erase(ino);
     opened_at_.erase(ino);
-  } else {
-    it->second -= count;
   }
+  // A renamed file's inode kept answering as the file it was renamed over
+  // (named_ alias); once the kernel lets go of it, nobody can ask again.
+  if (ino < kNamedBase || ino >= kChunkBase) return;
+  std::unique_lock lock(state_mutex_);
+  auto alias = named_.find(ino);
+  if (alias != named_.end() && computed_inode(alias->second)) named_.erase(alias);
 }
 
 // --- stat ---

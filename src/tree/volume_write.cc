@@ -572,7 +572,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   uint64_t ino;
   {
     std::unique_lock lock(state_mutex_);
-    if (dir->kind == NodeKind::zarr_dir) {
+    if (dir->kind == NodeKind::zarr_dir || dir->kind == NodeKind::zarr2_dir) {
       ino = zarr_create(*dir, name, flags);
     } else if (std::optional<Node> existing = lookup_node(dir->kind, name)) {
       if (flags & O_EXCL) throw FsError{EEXIST};

@@ -84,7 +84,17 @@ std::optional<uint64_t> Volume::zarr_scratch(const Node& dir, std::string_view n
   return it->second;
 }
 
+namespace {
+
+[[noreturn]] void refuse_v2_view(std::string_view name) {
+  spdlog::warn("zarr2/{}: refused: the Zarr v2 view takes no writes (write through c/ or chunks/)", name);
+  throw FsError{EPERM};
+}
+
+}  // namespace
+
 uint64_t Volume::zarr_create(const Node& dir, const std::string& name, int flags) {
+  if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(name);
   if (std::optional<uint64_t> ino = zarr_scratch(dir, name)) {
     if (flags & O_EXCL) throw FsError{EEXIST};
     if (flags & O_TRUNC) scratch_.at(*ino).content.clear();
@@ -100,13 +110,14 @@ uint64_t Volume::zarr_create(const Node& dir, const std::string& name, int flags
 }
 
 bool Volume::zarr_owns(const Node& dir, std::string_view name) const {
-  if (dir.kind == NodeKind::zarr_dir) return true;
+  if (dir.kind == NodeKind::zarr_dir || dir.kind == NodeKind::zarr2_dir) return true;
   const ZarrFiles* z = files_->zarr();
   return dir.kind == NodeKind::root && z && (name == "zarr.json" || (name == "c" && z->zero_d()));
 }
 
 void Volume::zarr_rename(const Node& dir, const std::string& from, const std::string& to, unsigned flags,
                          KernelNotes& notes) {
+  if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(from);
   std::optional<uint64_t> source;
   std::optional<Node> target;
   {
@@ -214,6 +225,9 @@ void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
   }
   install({}, notes, [&] {
     drop_name(NodeKind::root, scratch_name);
+    // The kernel holds the renamed inode under the name zarr.json until it
+    // drops the entry: it goes on answering as zarr.json meanwhile.
+    named_[scratch_ino] = Node{NodeKind::zarr_json};
     note_entry(notes, NodeKind::root, what);
   });
   note_inode(notes, fixed_file(NodeKind::zarr_json)->ino);
@@ -223,6 +237,12 @@ void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
 }
 
 void Volume::zarr_unlink(const Node& dir, const std::string& name, KernelNotes& notes) {
+  if (dir.kind == NodeKind::zarr2_dir) {
+    std::shared_lock lock(state_mutex_);
+    if (!zarr_lookup(dir, name)) throw FsError{ENOENT};
+    lock.unlock();
+    refuse_v2_view(name);
+  }
   std::optional<uint64_t> scratch;
   std::optional<Node> target;
   {

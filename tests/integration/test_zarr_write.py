@@ -286,6 +286,11 @@ def refusals(h):
                      "a key outside the grid")
         expect_errno(errno.EPERM, lambda: put(os.path.join(mnt, "zarr2"), "0.0", b"x"),
                      "the v2 view")
+        expect_errno(errno.EPERM, lambda: open(os.path.join(mnt, "zarr2", ".scratch"), "wb"),
+                     "an editor's scratch name in the v2 view")
+        expect_errno(errno.EPERM, lambda: os.unlink(os.path.join(mnt, "zarr2", "0.0")), "removing a v2 chunk")
+        check_equal(sorted(os.listdir(os.path.join(mnt, "zarr2")))[:3], [".zarray", ".zattrs", "0.0"],
+                    "zarr2/ after the refusals")
         expect_errno(errno.EPERM, lambda: os.unlink(os.path.join(mnt, "zarr.json")), "removing zarr.json")
         check_equal(sorted(os.listdir(os.path.join(mnt, "c", "0"))), ["0", "1"], "c/0 after the refusals")
     finally:
