@@ -161,6 +161,19 @@ def whole_rows(size_mb):
             f"(zarr-python on a zstd Zarr copy on disk: {fmt(other)}, {mbps(other):.0f} MB/s)",
             f"{fmt(ours)}, {mbps(ours):.0f} MB/s", f"{fmt(ref)}, {mbps(ref):.0f} MB/s",
             ">= 0.5x in-process and ahead of the Zarr copy", verdict(ref[0] / ours[0] >= 0.5 and ours[0] < other[0]))
+        # The same files on local disk, no mount: what zarr-python itself costs
+        # for this layout (a shard of small inner chunks is decoded inner chunk
+        # by inner chunk in Python).
+        view_copy = os.path.join(ROOT, name + ".view")
+        if not os.path.exists(view_copy):
+            mount(path)
+            shutil.copytree(MNT, view_copy + ".tmp", ignore=lambda d, names: [
+                n for n in names if d == MNT and n not in ("zarr.json", "c")])
+            unmount()
+            os.replace(view_copy + ".tmp", view_copy)
+        local = cold(lambda: zarr.open_array(view_copy, mode="r")[:])
+        row(f"zarr: whole {label}, zarr-python on a local-disk copy of the view's zarr.json and c/ (no mount), cold",
+            f"{fmt(local)}, {mbps(local):.0f} MB/s", "—", "—", "info")
         # dask takes zarr-python's .chunks, which for a sharded array are the inner chunks
         # (the b2nd blocks): a task per block. The shards (the b2nd chunks) are its unit.
         def dask_mean():

@@ -271,4 +271,64 @@ std::string zarr_v2_key(const ZarrArrayPlan& plan, int64_t n) {
   return key;
 }
 
+namespace {
+
+// One spelling of the same metadata: objects compared as maps, empty
+// "configuration" objects and empty "storage_transformers" lists dropped.
+nlohmann::json canonical_metadata(const nlohmann::json& value) {
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : value) out.push_back(canonical_metadata(item));
+    return out;
+  }
+  if (!value.is_object()) return value;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, item] : value.items()) {
+    if ((key == "configuration" && item.is_object() && item.empty()) ||
+        (key == "storage_transformers" && item.is_array() && item.empty()))
+      continue;
+    out[key] = canonical_metadata(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Json> zarr_attributes_only_change(const std::string& current, std::string_view written,
+                                                std::string* why) {
+  auto refuse = [&](std::string reason) -> std::optional<Json> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  nlohmann::json now, next;
+  try {
+    now = nlohmann::json::parse(current);
+    next = nlohmann::json::parse(written);
+  } catch (const std::exception& e) {
+    return refuse(std::string("not JSON: ") + e.what());
+  }
+  if (!next.is_object()) return refuse("not a JSON object");
+  nlohmann::json attributes = nlohmann::json::object();
+  if (auto it = next.find("attributes"); it != next.end()) {
+    if (!it->is_object()) return refuse("\"attributes\" is not an object");
+    attributes = *it;
+    next.erase("attributes");
+  }
+  now.erase("attributes");
+  const nlohmann::json a = canonical_metadata(now), b = canonical_metadata(next);
+  if (a != b) {
+    for (const auto& [key, value] : a.items())
+      if (!b.contains(key) || b[key] != value) return refuse("\"" + key + "\" differs from the array's");
+    for (const auto& [key, value] : b.items())
+      if (!a.contains(key)) return refuse("\"" + key + "\" is not in the array's zarr.json");
+    return refuse("fields differ from the array's");
+  }
+  // Back to the ordered form attrs/ keeps (the writer's order).
+  Json out = Json::object();
+  const Json ordered = Json::parse(written);
+  if (auto it = ordered.find("attributes"); it != ordered.end())
+    for (const auto& [key, value] : it->items()) out[key] = value;
+  return out;
+}
+
 }  // namespace blosc2fs

@@ -71,6 +71,14 @@ Json frame_attributes(const Frame& frame);
 // zarr.json of a group.
 std::string zarr_group_json(const Json& attrs);
 
+// The attributes of `written`, a zarr.json a Zarr writer wrote over the array's
+// `current` one, when they are all it changes (zarr-python rewrites the whole
+// zarr.json for `arr.attrs[k] = v`); nullopt with *why set otherwise. Fields
+// are compared as JSON values, not as text: key order, 0 against 0.0, an empty
+// "configuration" or "storage_transformers" against none are no change.
+std::optional<Json> zarr_attributes_only_change(const std::string& current, std::string_view written,
+                                                std::string* why);
+
 // Bytes [offset, offset + out.size()) of a shard's index (clipped to it):
 // block i at (i * blockbytes, blockbytes), little-endian uint64 pairs, or
 // every entry "empty" (2^64 - 1 twice: the inner chunk is the fill value)

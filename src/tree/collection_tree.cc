@@ -1,4 +1,9 @@
+// CollectionTree: names, attributes and reads of the place's directories,
+// datasets and files; the datasets' trees opened on demand. The listing of the
+// source is in collection_listing.cc, the writes passed to datasets in
+// collection_writes.cc.
 #include "collection_tree.h"
+#include "collection_tree_internal.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -19,30 +24,15 @@
 
 namespace blosc2fs {
 
+using collection_tree_detail::join;
+using collection_tree_detail::kZarrGroupName;
+
 namespace {
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm {};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string join(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
-
-// Every directory of the place is a Zarr group (docs/zarr.md); a folder has no
-// attributes of its own to give it.
-const std::string kZarrGroupName = "zarr.json";
+// A folder has no attributes of its own to give its group.
 const std::string& group_json() {
   static const std::string text = zarr_group_json(Json::object());
   return text;
-}
-
-bool single_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos;
 }
 
 const char* type_name(CollectionEntry::Type type) {
@@ -57,183 +47,7 @@ const char* type_name(CollectionEntry::Type type) {
 
 }  // namespace
 
-// Turns an open file's number into its dataset tree's own for one call, and
-// back (and the call's kernel notes into the mount's numbers) when it ends.
-class CollectionTree::ChildCall {
- public:
-  ChildCall(CollectionTree& tree, size_t slot, uint64_t local, OpenFile* file, KernelNotes& notes)
-      : tree_(tree), slot_(slot), file_(file), notes_(notes) {
-    if (file_) {
-      mount_ino_ = file_->ino;
-      file_->ino = local;
-    }
-  }
-  ~ChildCall() {
-    if (file_) file_->ino = mount_ino_;
-    tree_.translate(slot_, notes_);
-  }
-  ChildCall(const ChildCall&) = delete;
-  ChildCall& operator=(const ChildCall&) = delete;
-
- private:
-  CollectionTree& tree_;
-  size_t slot_;
-  OpenFile* file_;
-  KernelNotes& notes_;
-  uint64_t mount_ino_ = 0;
-};
-
-CollectionTree::CollectionTree(std::shared_ptr<CollectionSource> source, Settings settings)
-    : source_(std::move(source)), settings_(std::move(settings)) {
-  settings_.max_open = std::max<size_t>(settings_.max_open, 1);
-  if (source_->remote()) settings_.writable = false;
-  ::clock_gettime(CLOCK_REALTIME, &mount_time_);
-  dirs_.push_back(Dir{});
-  dir_index_[""] = 0;
-  round_at_ = std::chrono::steady_clock::now();
-  // The mount refuses to start without its top level, with the source's own
-  // error as it is (its type, errno and the one line naming the place).
-  const std::string version = source_->version("");  // before the listing, as list_now takes it
-  std::vector<CollectionEntry> top = source_->list("");
-  std::lock_guard lock(mutex_);
-  dirs_[0].version = version;
-  apply_listing(0, std::move(top), nullptr);
-  ++listings_;
-  listed_at_text_ = utc_now();
-}
-
 CollectionTree::~CollectionTree() = default;
-
-size_t CollectionTree::dir_for(const std::string& path) {
-  auto it = dir_index_.find(path);
-  if (it != dir_index_.end()) return it->second;
-  const size_t d = dirs_.size();
-  Dir dir;
-  dir.path = path;
-  dirs_.push_back(std::move(dir));
-  dir_index_[path] = d;
-  return d;
-}
-
-void CollectionTree::list_now(size_t d, KernelNotes* notes, bool if_changed) {
-  std::string path, was;
-  {
-    std::lock_guard lock(mutex_);
-    path = dirs_[d].path;
-    was = dirs_[d].version;
-  }
-  // Taken before the listing: a change while it is read shows at the next refresh.
-  const std::string version = source_->version(path);
-  if (if_changed && !version.empty() && version == was) {
-    std::lock_guard lock(mutex_);
-    dirs_[d].listed_at = std::chrono::steady_clock::now();
-    return;
-  }
-  std::vector<CollectionEntry> entries;
-  try {
-    entries = source_->list(path);
-  } catch (const std::exception& e) {
-    const std::string why = source_->name() + (path.empty() ? "" : "/" + path) + ": cannot be listed: " + e.what();
-    std::lock_guard lock(mutex_);
-    Dir& dir = dirs_[d];
-    if (dir.failure != why) spdlog::error("{}", why);
-    dir.failure = why;
-    // A directory listed before keeps its listing until the next try.
-    dir.listed_at = std::chrono::steady_clock::now();
-    if (!dir.fetched && d != 0) {
-      const IoError* io = dynamic_cast<const IoError*>(&e);
-      throw FsError{io && io->error_number() == ENOENT ? ENOENT : EIO};
-    }
-    return;
-  }
-  std::lock_guard lock(mutex_);
-  dirs_[d].failure.clear();
-  dirs_[d].version = version;
-  apply_listing(d, std::move(entries), notes);
-  ++listings_;
-  listed_at_text_ = utc_now();
-}
-
-void CollectionTree::ensure_listed(size_t d) {
-  {
-    std::lock_guard lock(mutex_);
-    if (dirs_[d].fetched) return;
-  }
-  list_now(d, nullptr);
-}
-
-void CollectionTree::apply_listing(size_t d, std::vector<CollectionEntry> entries, KernelNotes* notes) {
-  std::set<std::string> before;
-  const bool was_fetched = dirs_[d].fetched;
-  for (const Child& c : dirs_[d].children) before.insert(c.name);
-  const std::string dir_path = dirs_[d].path;
-  std::map<std::string, Child> children;
-  const std::string reserved = source_->description_name();
-  for (CollectionEntry& e : entries) {
-    // Sources check names; a second check costs nothing and keeps every name inside the mount.
-    if (!single_name(e.name)) continue;
-    if ((d == 0 && e.name == reserved) || e.name == kZarrGroupName) {
-      spdlog::warn("{}: {} is not shown: the mount's own {} takes its name", source_->name(), join(dir_path, e.name),
-                   e.name);
-      continue;
-    }
-    const std::string path = join(dir_path, e.name);
-    if (e.type == CollectionEntry::Type::directory) {
-      const size_t sub = dir_for(path);
-      dirs_[sub].present = true;
-      children[e.name] = Child{e.name, true, sub};
-      continue;
-    }
-    auto it = item_index_.find(path);
-    if (it != item_index_.end()) {
-      Item& old = *items_[it->second];
-      const bool same = old.entry.type == e.type && old.entry.kind == e.kind && old.entry.link_target == e.link_target;
-      if (!same) {
-        // Another kind of entry under the same name: a new inode, the old one gone.
-        old.present = false;
-        item_index_.erase(it);
-        it = item_index_.end();
-      } else {
-        // Only the size may differ (readers of the type, kind and target hold no lock).
-        if (old.entry.size != e.size) {
-          old.bytes.reset();  // a file that changed: its bytes fetched anew
-          old.entry.size = e.size;
-        }
-        old.present = true;
-      }
-    }
-    if (it == item_index_.end()) {
-      if (items_.size() >= kMaxItems) continue;
-      auto item = std::make_unique<Item>();
-      item->path = path;
-      item->entry = e;
-      it = item_index_.emplace(path, items_.size()).first;
-      items_.push_back(std::move(item));
-    }
-    children[e.name] = Child{e.name, false, it->second};
-  }
-  // What went away.
-  for (const Child& c : dirs_[d].children) {
-    if (children.count(c.name) && children[c.name].directory == c.directory && children[c.name].index == c.index)
-      continue;
-    if (c.directory) dirs_[c.index].present = false;
-    else items_[c.index]->present = false;
-  }
-  Dir& dir = dirs_[d];
-  dir.children.clear();
-  for (auto& [name, child] : children) dir.children.push_back(child);
-  dir.fetched = true;
-  dir.listed_at = std::chrono::steady_clock::now();
-  if (!notes || !was_fetched) return;
-  std::set<std::string> now;
-  for (const Child& c : dir.children) now.insert(c.name);
-  if (now == before) return;
-  notes->inodes.push_back(dir_ino(d));  // its listing
-  for (const std::string& name : before)
-    if (!now.count(name)) notes->entries.emplace_back(dir_ino(d), name);
-  for (const std::string& name : now)
-    if (!before.count(name)) notes->entries.emplace_back(dir_ino(d), name);  // a remembered "no such name"
-}
 
 std::optional<size_t> CollectionTree::dir_index(uint64_t ino) const {
   if (ino == kRootIno) return 0;
@@ -710,158 +524,6 @@ void CollectionTree::read_pieces(uint64_t ino, const OpenFile& file, int64_t off
   if (!text) text = std::make_shared<const std::string>(description());
   MutableByteSpan dst = out.add_copy(size);
   out.trim_copy(copy_from(as_bytes(*text), offset, dst));
-}
-
-void CollectionTree::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped(file.ino);
-  if (!m) throw FsError{refusal()};
-  std::shared_ptr<MountTree> tree = child(m->slot);
-  ChildCall call(*this, m->slot, m->local, &file, notes);
-  tree->write(file, offset, data, notes);
-}
-
-void CollectionTree::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
-  std::optional<Mapped> m = mapped(file.ino);
-  if (!m) return;
-  std::shared_ptr<MountTree> tree = child_if_open(m->slot);
-  if (!tree) return;
-  ChildCall call(*this, m->slot, m->local, &file, notes);
-  tree->flush(file, notes, fsync);
-}
-
-void CollectionTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped_below_dataset(file->ino);
-  if (!m) {
-    std::optional<size_t> slot;
-    try {
-      slot = item_of(file->ino);
-    } catch (const FsError&) {
-    }
-    if (!slot) return;
-    std::lock_guard lock(mutex_);
-    Item& f = *items_[*slot];
-    if (f.open_files && --f.open_files == 0 && !source_->remote()) f.bytes.reset();  // a local file: its descriptor
-    return;
-  }
-  std::shared_ptr<MountTree> tree = child_if_open(m->slot);
-  if (!tree) return;
-  {
-    std::lock_guard lock(mutex_);
-    Item& d = *items_[m->slot];
-    if (d.open_files) --d.open_files;
-  }
-  file->ino = m->local;
-  ChildCall call(*this, m->slot, m->local, nullptr, notes);
-  tree->release(std::move(file), notes);
-}
-
-struct stat CollectionTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
-  if (std::optional<Mapped> m = mapped(ino)) {
-    std::shared_ptr<MountTree> tree = child(m->slot);
-    struct stat st;
-    {
-      ChildCall call(*this, m->slot, m->local, file, notes);
-      st = tree->setattr(m->local, file, size, notes);
-    }
-    st.st_ino = ino;
-    return st;
-  }
-  if (size) throw FsError{refusal()};
-  return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
-}
-
-std::pair<uint64_t, std::unique_ptr<OpenFile>> CollectionTree::create(uint64_t parent, std::string_view name,
-                                                                      int flags, KernelNotes& notes) {
-  const std::optional<Mapped> at = inside_dataset(parent);
-  if (!at) throw FsError{refusal()};
-  const size_t s = at->slot;
-  const uint64_t local = at->local;
-  std::shared_ptr<MountTree> tree = child(s);
-  std::pair<uint64_t, std::unique_ptr<OpenFile>> made;
-  {
-    ChildCall call(*this, s, local, nullptr, notes);
-    made = tree->create(local, name, flags, notes);
-  }
-  const uint64_t ino = to_mount(s, made.first);
-  made.second->ino = ino;
-  {
-    std::lock_guard lock(mutex_);
-    ++items_[s]->open_files;
-  }
-  return {ino, std::move(made.second)};
-}
-
-void CollectionTree::unlink(uint64_t parent, std::string_view name, KernelNotes& notes) {
-  const std::optional<Mapped> at = inside_dataset(parent);
-  if (!at) throw FsError{refusal()};
-  std::shared_ptr<MountTree> tree = child(at->slot);
-  ChildCall call(*this, at->slot, at->local, nullptr, notes);
-  tree->unlink(at->local, name, notes);
-}
-
-std::optional<CollectionTree::Mapped> CollectionTree::inside_dataset(uint64_t ino) const {
-  if (std::optional<Mapped> m = mapped(ino)) return m;
-  if (std::optional<size_t> slot = item_of(ino); slot && item(*slot).is_dataset()) return Mapped{*slot, kRootIno};
-  return std::nullopt;
-}
-
-void CollectionTree::rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
-                            unsigned flags, KernelNotes& notes) {
-  const std::optional<Mapped> from = inside_dataset(parent), to = inside_dataset(new_parent);
-  if (!from || !to) throw FsError{refusal()};
-  if (from->slot != to->slot) throw FsError{EXDEV};
-  std::shared_ptr<MountTree> tree = child(from->slot);
-  ChildCall call(*this, from->slot, from->local, nullptr, notes);
-  tree->rename(from->local, name, to->local, new_name, flags, notes);
-}
-
-void CollectionTree::maybe_refresh(KernelNotes& notes) {
-  // Open local datasets follow what other programs do to their files, looked
-  // at as often as a Volume looks at its own (every request asks).
-  const auto now = std::chrono::steady_clock::now();
-  bool children_due = false;
-  if (!source_->remote()) {
-    std::lock_guard lock(mutex_);
-    children_due = now - children_refreshed_at_ >= settings_.leaf_options.refresh_interval;
-    if (children_due) children_refreshed_at_ = now;
-  }
-  if (children_due) {
-    std::vector<std::pair<size_t, std::shared_ptr<MountTree>>> open;
-    {
-      std::lock_guard lock(mutex_);
-      for (size_t s : lru_) open.emplace_back(s, items_[s]->tree);
-      for (size_t s : open_stores_) open.emplace_back(s, items_[s]->tree);
-    }
-    for (auto& [slot, tree] : open) {
-      KernelNotes own;
-      try {
-        tree->maybe_refresh(own);
-      } catch (const std::exception& e) {
-        spdlog::debug("{}: refresh: {}", source_->name(), e.what());
-      }
-      translate(slot, own);
-      notes.inodes.insert(notes.inodes.end(), own.inodes.begin(), own.inodes.end());
-      notes.attributes.insert(notes.attributes.end(), own.attributes.begin(), own.attributes.end());
-      notes.entries.insert(notes.entries.end(), own.entries.begin(), own.entries.end());
-    }
-  }
-  std::unique_lock round(refresh_mutex_, std::try_to_lock);
-  if (!round.owns_lock()) return;  // another thread is listing
-  std::vector<size_t> due;
-  {
-    std::lock_guard lock(mutex_);
-    if (std::chrono::steady_clock::now() - round_at_ < settings_.list_ttl) return;
-    round_at_ = std::chrono::steady_clock::now();
-    for (size_t d = 0; d < dirs_.size(); ++d)
-      if (dirs_[d].fetched && dirs_[d].present) due.push_back(d);
-  }
-  source_->relist();
-  for (size_t d : due) {
-    try {
-      list_now(d, &notes, true);
-    } catch (const FsError&) {
-    }
-  }
 }
 
 std::string CollectionTree::description() {

@@ -137,6 +137,7 @@ std::string Volume::name_of(const Node& node) {
 
 std::string Volume::path_of_node(const Node& node) const {
   if (is_zarr_kind(node.kind)) return zarr_path(node);
+  if (node.kind == NodeKind::scratch && node.dir == NodeKind::zarr_dir) return node.name;  // c/I/NAME already
   const NodeKind dir = dir_of(node);
   if (node.kind == NodeKind::root) return "/";
   if (dir == NodeKind::root) return name_of(node);
@@ -245,6 +246,7 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
     // "c" is a file in a 0-d array: looked up apart from the other names.
     if (is_zarr_kind(dir->kind) || (dir->kind == NodeKind::root && name == "c" && files_->zarr() &&
                                     files_->zarr()->zero_d())) {
+      if (std::optional<uint64_t> scratch = zarr_scratch(*dir, name)) return scratch;
       std::optional<Node> child = zarr_lookup(*dir, name);
       if (!child) return std::nullopt;
       return computed_inode(*child);
@@ -375,16 +377,24 @@ void Volume::remember(uint64_t ino) {
 }
 
 void Volume::forget(uint64_t ino, uint64_t count) {
-  std::lock_guard lock(kernel_mutex_);
-  auto it = lookups_.find(ino);
-  if (it == lookups_.end()) return;
-  if (it->second <= count) {
+  {
+    std::lock_guard lock(kernel_mutex_);
+    auto it = lookups_.find(ino);
+    if (it == lookups_.end()) return;
+    if (it->second > count) {
+      it->second -= count;
+      return;
+    }
     lookups_.erase(it);
     changed_at_.erase(ino);
     opened_at_.erase(ino);
-  } else {
-    it->second -= count;
   }
+  // A renamed file's inode kept answering as the file it was renamed over
+  // (named_ alias); once the kernel lets go of it, nobody can ask again.
+  if (ino < kNamedBase || ino >= kChunkBase) return;
+  std::unique_lock lock(state_mutex_);
+  auto alias = named_.find(ino);
+  if (alias != named_.end() && computed_inode(alias->second)) named_.erase(alias);
 }
 
 // --- stat ---

@@ -307,6 +307,23 @@ class Volume : public MountTree {
   // become a read of a megabyte of blocks.
   blksize_t zarr_io_size(const Node& node) const;  // state lock shared
 
+  // zarr_writes.cc: writes through the Zarr view (docs/zarr.md). A Zarr writer's
+  // temporary files (`<key>.<hex>.partial`) are scratch files, in c/...
+  // directories named by their path; renamed onto a chunk file they replace
+  // that chunk, onto zarr.json they change the attributes.
+  static bool is_zarr_scratch_name(std::string_view name);
+  std::string zarr_scratch_key(const Node& dir, std::string_view name) const;  // state lock
+  std::optional<uint64_t> zarr_scratch(const Node& dir, std::string_view name) const;  // state lock
+  uint64_t zarr_create(const Node& dir, const std::string& name, int flags);  // exclusive + commit
+  // Whether a rename or unlink in `dir` is the Zarr view's to make.
+  bool zarr_owns(const Node& dir, std::string_view name) const;  // state lock
+  void zarr_rename(const Node& dir, const std::string& from, const std::string& to, unsigned flags,
+                   KernelNotes& notes);  // commit
+  void zarr_unlink(const Node& dir, const std::string& name, KernelNotes& notes);  // commit
+  void zarr_commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, const std::string& to,
+                         KernelNotes& notes);  // commit
+  void zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes);  // commit
+
   // Records an open file and the version it opens on; whether a file of an
   // older version of that inode is still open. Takes kernel_mutex_.
   bool note_open(OpenFile& file);

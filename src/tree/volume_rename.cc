@@ -51,6 +51,10 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
   std::optional<uint64_t> source_ino, target_ino;
   {
     std::shared_lock lock(state_mutex_);
+    if (zarr_owns(*dir, to)) {
+      lock.unlock();
+      return zarr_rename(*dir, from, to, flags, notes);
+    }
     source = lookup_node(dir->kind, from);
     if (source) source_ino = known_ino_of(*source);
     target = lookup_node(dir->kind, to);

@@ -576,12 +576,15 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   uint64_t ino;
   {
     std::unique_lock lock(state_mutex_);
-    if (std::optional<Node> existing = lookup_node(dir->kind, name)) {
+    if (dir->kind == NodeKind::zarr_dir || dir->kind == NodeKind::zarr2_dir) {
+      ino = zarr_create(*dir, name, flags);
+    } else if (std::optional<Node> existing = lookup_node(dir->kind, name)) {
       if (flags & O_EXCL) throw FsError{EEXIST};
       if (!is_writable_file(existing->kind)) throw FsError{EACCES};
       ino = ino_of(*existing);
       if (flags & O_TRUNC) truncate_node(ino, *existing, 0);
-    } else if (is_scratch_name(name)) {
+    } else if (is_scratch_name(name) ||
+               (dir->kind == NodeKind::root && files_->zarr() && is_zarr_scratch_name(name))) {
       ino = add_scratch(dir->kind, name, {}, std::nullopt);
     } else {
       ino = create_real(dir->kind, name);
@@ -615,6 +618,10 @@ void Volume::unlink(uint64_t parent, std::string_view name_view, KernelNotes& no
   std::optional<uint64_t> ino;
   {
     std::shared_lock lock(state_mutex_);
+    if (zarr_owns(*dir, name)) {
+      lock.unlock();
+      return zarr_unlink(*dir, name, notes);
+    }
     target = lookup_node(dir->kind, name);
     if (target) ino = known_ino_of(*target);
   }

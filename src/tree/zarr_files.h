@@ -44,6 +44,12 @@ class ZarrFiles {
   // the chunk shape) from its decoded b2nd chunk `decoded` (blocks in C order over
   // the block grid): NdLayout::read over the chunk seen as a one-chunk array.
   void relayout(ByteSpan decoded, int64_t offset, MutableByteSpan out) const;
+  // The decoded b2nd chunk (blocks in C order over the block grid) that a
+  // written v3 chunk file stands for, or nullopt with *why set: a shard is
+  // taken apart by its index (every inner chunk uncompressed, one block long,
+  // inside the file, or "empty": zeros), a plain chunk re-laid out into block
+  // order (NdLayout::write, as array.npy writes are). zarr_writes.cc.
+  std::optional<Bytes> decoded_chunk_of(ByteSpan written, std::string* why) const;
   // The decoded chunk's size the layout needs.
   int64_t decoded_chunk_bytes() const { return chunk_layout_ ? chunk_layout_->chunk_bytes() : 0; }
 

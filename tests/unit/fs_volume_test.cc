@@ -503,5 +503,110 @@ TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
   v->release(std::move(later), notes);
 }
 
+// Writes through the Zarr view (zarr_writes.cc): a writer's temporary file in
+// c/ renamed over a chunk key. b2nd-1d-i4: chunks of 16384 items in blocks of
+// 2048 (a shard of 8 inner chunks, each 8192 bytes); b2nd-2d-u1: chunks 110 x 3
+// in blocks 57 x 3 (plain: C order over the chunk shape).
+TEST_F(FsVolume, ZarrShardRenamedOverAChunkKey) {
+  const auto path = copy("b2nd-1d-i4.b2nd");
+  auto v = mount(path);
+  KernelNotes notes;
+  const uint64_t c = dir(*v, "c");
+  const uint64_t chunk1 = v->lookup(c, "1").value();
+  const Bytes before2 = read_all(*v, v->lookup(c, "2").value());
+  constexpr size_t kBlock = 8192, kBlocks = 8;
+  // Blocks stored in reverse order, block 3 left to the fill value.
+  Bytes shard(kBlock * kBlocks + 16 * kBlocks, 0);
+  for (size_t i = 0; i < kBlocks; ++i) {
+    const size_t at = (kBlocks - 1 - i) * kBlock;
+    for (size_t k = 0; k < kBlock; ++k) shard[at + k] = uint8_t(i * 16 + k % 7);
+    uint64_t offset = at, nbytes = kBlock;
+    if (i == 3) offset = nbytes = ~uint64_t(0);
+    std::memcpy(shard.data() + kBlock * kBlocks + 16 * i, &offset, 8);
+    std::memcpy(shard.data() + kBlock * kBlocks + 16 * i + 8, &nbytes, 8);
+  }
+  auto put_key = [&](const Bytes& content) {
+    put(*v, c, "1.0123456789abcdef0123456789abcdef.partial", content);
+    return errno_of([&] { v->rename(c, "1.0123456789abcdef0123456789abcdef.partial", c, "1", 0, notes); });
+  };
+  ASSERT_EQ(put_key(shard), 0);
+  EXPECT_FALSE(v->lookup(c, "1.0123456789abcdef0123456789abcdef.partial"));
+  const Bytes got = read_all(*v, chunk1);
+  ASSERT_EQ(got.size(), kBlock * kBlocks + 16 * kBlocks);
+  for (size_t i = 0; i < kBlocks; ++i)
+    for (size_t k = 0; k < kBlock; k += 1000)
+      EXPECT_EQ(got[i * kBlock + k], i == 3 ? 0 : uint8_t(i * 16 + k % 7)) << "block " << i;
+  EXPECT_EQ(read_all(*v, v->lookup(c, "2").value()), before2);
+  v->shutdown();
+  EXPECT_EQ(Frame::open(path)->read_chunk(1), Bytes(got.begin(), got.begin() + kBlock * kBlocks));
+
+  // Hostile indexes: refused, the chunk unchanged, the temporary file left to its writer.
+  auto w = mount(path);
+  v.swap(w);
+  const Bytes committed = read_all(*v, chunk1);
+  auto with_entry = [&](size_t i, uint64_t offset, uint64_t nbytes) {
+    Bytes bad = shard;
+    std::memcpy(bad.data() + kBlock * kBlocks + 16 * i, &offset, 8);
+    std::memcpy(bad.data() + kBlock * kBlocks + 16 * i + 8, &nbytes, 8);
+    return bad;
+  };
+  EXPECT_EQ(put_key(with_entry(0, 0, kBlock - 1)), EINVAL);                  // not one block long
+  EXPECT_EQ(put_key(with_entry(0, kBlock * kBlocks, kBlock)), EINVAL);       // into the index
+  EXPECT_EQ(put_key(with_entry(0, ~uint64_t(0) - 100, kBlock)), EINVAL);     // wraps around
+  EXPECT_EQ(put_key(with_entry(0, ~uint64_t(0), kBlock)), EINVAL);           // half "empty"
+  EXPECT_EQ(put_key(Bytes(16 * kBlocks - 1, 0)), EINVAL);                    // shorter than the index
+  EXPECT_EQ(read_all(*v, chunk1), committed);
+  EXPECT_TRUE(v->lookup(c, "1.0123456789abcdef0123456789abcdef.partial"));
+  // Other names in c/, keys out of the grid, writes in place: refused.
+  EXPECT_EQ(errno_of([&] { v->create(c, "notes.txt", O_WRONLY | O_CREAT, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->rename(c, "1.0123456789abcdef0123456789abcdef.partial", c, "7", 0, notes); }),
+            EPERM);
+  EXPECT_EQ(errno_of([&] { v->create(c, "1", O_WRONLY | O_CREAT | O_TRUNC, notes); }), EACCES);
+  v->unlink(c, "1.0123456789abcdef0123456789abcdef.partial", notes);
+  // Removing a key stores the fill value.
+  v->unlink(c, "2", notes);
+  EXPECT_EQ(read_all(*v, v->lookup(c, "2").value()).size(), kBlock * kBlocks + 16 * kBlocks);
+  v->shutdown();
+  EXPECT_EQ(Frame::open(path)->read_chunk(2), Bytes(kBlock * kBlocks, 0));
+}
+
+TEST_F(FsVolume, ZarrPlainChunkRenamedOverAChunkKey) {
+  const auto path = copy("b2nd-2d-u1.b2nd");
+  auto v = mount(path);
+  KernelNotes notes;
+  const uint64_t c0 = v->lookup(dir(*v, "c"), "0").value();
+  Bytes plain(110 * 3);
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = uint8_t(i * 7);
+  put(*v, c0, "0.ffff.partial", plain);
+  EXPECT_EQ(errno_of([&] { v->rename(c0, "0.ffff.partial", c0, "0", 0, notes); }), 0);
+  EXPECT_EQ(read_all(*v, v->lookup(c0, "0").value()), plain);
+  put(*v, c0, "0.ffff.partial", Bytes(plain.size() + 1));
+  EXPECT_EQ(errno_of([&] { v->rename(c0, "0.ffff.partial", c0, "0", 0, notes); }), EINVAL);
+  v->shutdown();
+  // Block order in the frame: rows 0..56 then 57..109 (and 4 rows of padding).
+  const Bytes stored = Frame::open(path)->read_chunk(0);
+  EXPECT_EQ(Bytes(stored.begin(), stored.begin() + 330), plain);
+}
+
+TEST_F(FsVolume, ZarrJsonTakesOnlyAttributeChanges) {
+  const auto path = copy("b2nd-1d-i4.b2nd");
+  auto v = mount(path);
+  KernelNotes notes;
+  const uint64_t zj = v->lookup(kRootIno, "zarr.json").value();
+  auto meta = nlohmann::json::parse(text_of(read_all(*v, zj)));
+  meta["attributes"]["units"] = "K";
+  put(*v, kRootIno, "zarr.0123.partial", bytes_of(meta.dump()));
+  v->rename(kRootIno, "zarr.0123.partial", kRootIno, "zarr.json", 0, notes);
+  EXPECT_EQ(nlohmann::json::parse(text_of(read_all(*v, zj)))["attributes"]["units"], "K");
+  EXPECT_EQ(text_of(read_all(*v, v->lookup(dir(*v, "attrs"), "units").value())), "\"K\"\n");
+  meta["shape"] = {5};
+  put(*v, kRootIno, "zarr.0123.partial", bytes_of(meta.dump()));
+  EXPECT_EQ(errno_of([&] { v->rename(kRootIno, "zarr.0123.partial", kRootIno, "zarr.json", 0, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->unlink(kRootIno, "zarr.json", notes); }), EPERM);
+  v->unlink(kRootIno, "zarr.0123.partial", notes);
+  v->shutdown();
+  EXPECT_EQ(msgpack_to_json(vlmeta(path, "units")).value(), Json("K"));
+}
+
 }  // namespace
 }  // namespace blosc2fs

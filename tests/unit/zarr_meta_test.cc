@@ -112,5 +112,40 @@ TEST(ZarrMeta, ShardIndexAndKeys) {
   EXPECT_EQ(zarr_v2_key(*grid, 7), "2.1");
 }
 
+TEST(ZarrMeta, AttributesOnlyChange) {
+  auto plan = plan_zarr_array(nd({30, 21}, {12, 8}, {4, 4}, "<f4"), 4, Json::object());
+  ASSERT_TRUE(plan);
+  const std::string current = zarr_v3_array_json(*plan, Json::object({{"units", "K"}}));
+  // Another spelling (key order, 0 for 0.0, empty storage_transformers) with new attributes.
+  nlohmann::json respelled = nlohmann::json::parse(current);
+  respelled["fill_value"] = 0;
+  respelled["storage_transformers"] = nlohmann::json::array();
+  respelled["attributes"] = {{"units", "C"}, {"scale", 2}};
+  std::string why;
+  auto attrs = zarr_attributes_only_change(current, respelled.dump(), &why);
+  ASSERT_TRUE(attrs) << why;
+  EXPECT_EQ((*attrs)["units"], "C");
+  EXPECT_EQ((*attrs)["scale"], 2);
+  // No attributes at all: every one removed.
+  nlohmann::json bare = nlohmann::json::parse(current);
+  bare.erase("attributes");
+  attrs = zarr_attributes_only_change(current, bare.dump(), &why);
+  ASSERT_TRUE(attrs) << why;
+  EXPECT_TRUE(attrs->empty());
+  // Anything else is refused, saying what differs.
+  nlohmann::json reshaped = nlohmann::json::parse(current);
+  reshaped["shape"] = {31, 21};
+  EXPECT_FALSE(zarr_attributes_only_change(current, reshaped.dump(), &why));
+  EXPECT_NE(why.find("shape"), std::string::npos) << why;
+  nlohmann::json extra = nlohmann::json::parse(current);
+  extra["consolidated_metadata"] = nlohmann::json::object({{"kind", "inline"}});
+  EXPECT_FALSE(zarr_attributes_only_change(current, extra.dump(), &why));
+  EXPECT_FALSE(zarr_attributes_only_change(current, "{\"zarr_format\": 3", &why));
+  EXPECT_FALSE(zarr_attributes_only_change(current, "[1]", &why));
+  nlohmann::json bad_attrs = nlohmann::json::parse(current);
+  bad_attrs["attributes"] = 3;
+  EXPECT_FALSE(zarr_attributes_only_change(current, bad_attrs.dump(), &why));
+}
+
 }  // namespace
 }  // namespace blosc2fs
