@@ -171,6 +171,30 @@ def daemon_pid(mnt):
     raise TestFailure(f"no daemon process found for {mnt}")
 
 
+def process_status_kib(pid, field):
+    """A size line of /proc/PID/status ("VmHWM", "RssAnon", ...), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise TestFailure(f"no {field} for process {pid}")
+
+
+def stop_process(proc):
+    """Kills proc unless it has exited, and reaps it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=PATIENCE)
+
+
+def wait_or_kill(proc, seconds=30):
+    """Gives proc `seconds` to exit on its own, then kills it; reaps it."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        stop_process(proc)
+
+
 class Harness:
     def __init__(self, title, watchdog_seconds=120):
         parser = argparse.ArgumentParser(description=title)
@@ -319,6 +343,26 @@ class Harness:
             raise TestFailure(f"blosc2fs returned 0 but {mnt} is not a mount point")
         self.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
         return mnt
+
+    def start_foreground(self, args, mnt, stderr=subprocess.DEVNULL, env=None, what="the mount"):
+        """Starts `blosc2fs -f ARGS... MNT` (the tests that signal or kill the
+        daemon need its process) and returns it once MNT is mounted; a daemon
+        that exits first, or a mount that does not appear, is a TestFailure
+        (the daemon killed). The caller stops the daemon on every path."""
+        daemon = subprocess.Popen([self.binary, "-f", *args, mnt], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        if not (wait_until(lambda: os.path.ismount(mnt) or daemon.poll() is not None, interval=0.01)
+                and os.path.ismount(mnt)):
+            stop_process(daemon)
+            raise TestFailure(f"{what} did not appear (daemon status {daemon.returncode})")
+        self.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
+        return daemon
+
+    def detach(self, mnt):
+        """Detaches the mount of a killed daemon (lazily: a reader may still
+        hold it) and forgets it."""
+        subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
+        self.mounts.pop(mnt, None)
 
     def unmount(self, mnt):
         conn = self.mounts.pop(mnt, None)

@@ -20,8 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (FUSERMOUNT, PATIENCE, Harness, check, check_equal, check_one_version, read_across_change,  # noqa: E402
-                     read_file, wait_until)
+from harness import (Harness, check, check_equal, check_one_version, read_across_change,  # noqa: E402
+                     read_file, stop_process, wait_or_kill, wait_until)
 from remote_servers import SeaweedS3  # noqa: E402
 from test_remote import same_trees  # noqa: E402
 from writes import frame_state, sh  # noqa: E402
@@ -281,15 +281,9 @@ def kill_during_commits(h):
         mnt = h.new_dir()
         log_path = os.path.join(h.workdir, f"crash-edits{number}.log")
         open(log_path, "w").close()
-        daemon = subprocess.Popen([h.binary, "-f", root, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        daemon = h.start_foreground([root], mnt, what=f"round {number}: the mount")
         editor = None
         try:
-            deadline = time.time() + PATIENCE
-            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
-                time.sleep(0.01)
-            check(os.path.ismount(mnt), f"round {number}: the mount did not appear")
-            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
             editor = subprocess.Popen([sys.executable, "-c", EDIT_LOOP, os.path.join(mnt, "sub", os.path.basename(frame)),
                                        log_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
@@ -297,17 +291,10 @@ def kill_during_commits(h):
             daemon.send_signal(signal.SIGKILL)
             daemon.wait(timeout=30)
         finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait(timeout=30)
-            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
-            h.mounts.pop(mnt, None)
+            stop_process(daemon)
+            h.detach(mnt)
             if editor is not None:
-                try:
-                    editor.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    editor.kill()
-                    editor.wait(timeout=30)
+                wait_or_kill(editor)
         done = [int(x) for x in open(log_path).read().split()]
         last = done[-1] if done else -1
         allowed = {b"value-%d" % i for i in (last, last + 1) if i >= 0} | ({None} if last < 0 else set())

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal  # noqa: E402
+from harness import Harness, check, check_equal, stop_process, wait_or_kill  # noqa: E402
 from writes import frame_state  # noqa: E402
 
 ROUNDS = 60
@@ -68,15 +68,9 @@ def one_round(h, rng, number, name, base):
     mnt = h.new_dir()
     log_path = os.path.join(h.workdir, f"edits{number}.log")
     daemon_log = open(os.path.join(h.workdir, f"daemon{number}.log"), "w")
-    daemon = subprocess.Popen([h.binary, "-f", frame, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=daemon_log)
+    daemon = h.start_foreground([frame], mnt, stderr=daemon_log, what=f"round {number}: the mount")
     editor = None
     try:
-        deadline = time.time() + PATIENCE
-        while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
-            time.sleep(0.01)
-        check(os.path.ismount(mnt), f"round {number}: the mount did not appear")
-        h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
         open(log_path, "w").close()
         editor = subprocess.Popen([sys.executable, "-c", EDIT_LOOP, mnt, log_path, str(APPEND)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -84,17 +78,10 @@ def one_round(h, rng, number, name, base):
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(timeout=30)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(timeout=30)
-        subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
-        h.mounts.pop(mnt, None)
+        stop_process(daemon)
+        h.detach(mnt)
         if editor is not None:
-            try:
-                editor.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                editor.kill()
-                editor.wait(timeout=30)
+            wait_or_kill(editor)
         daemon_log.close()
 
     done = last_done(log_path)

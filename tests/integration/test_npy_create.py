@@ -15,7 +15,7 @@ import blosc2
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, daemon_pid  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, daemon_pid, process_status_kib  # noqa: E402
 
 STRUCT = np.dtype([("a", "<i4"), ("b", "<f8")])
 
@@ -130,14 +130,6 @@ def not_over_an_array(h):
         h.unmount(mnt)
 
 
-def vm_hwm_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise TestFailure(f"no VmHWM for process {pid}")
-
-
 def bounded_memory_replacement(h):
     """A 256 MB float32 .npy replaces an array of the same dtype through a mount
     with a 64 MB cache: the daemon's peak RSS grows by at most the cache budget
@@ -155,9 +147,9 @@ def bounded_memory_replacement(h):
     mnt = h.mount(frame, ["-o", "cache_size=64M"])
     try:
         pid = daemon_pid(mnt)
-        before = vm_hwm_kib(pid)
+        before = process_status_kib(pid, "VmHWM")
         shutil.copyfile(src, os.path.join(mnt, "array.npy"))
-        after = vm_hwm_kib(pid)
+        after = process_status_kib(pid, "VmHWM")
         print(f"  daemon VmHWM {before} KiB before, {after} KiB after the 256 MiB replacement", flush=True)
         bound_kib = (64 + 32) * 1024
         check(after - before <= bound_kib,

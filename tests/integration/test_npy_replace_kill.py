@@ -18,7 +18,7 @@ import blosc2
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check  # noqa: E402
+from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, process_status_kib, stop_process  # noqa: E402
 
 SHAPE = (256, 512, 512)  # float32: 256 MiB
 CHUNKS, BLOCKS = (16, 512, 512), (2, 128, 512)
@@ -34,14 +34,7 @@ def content(seed):
 def start(h, frame):
     mnt = h.new_dir()
     log = open(os.path.join(h.workdir, f"daemon-{os.path.basename(mnt)}.log"), "w")
-    daemon = subprocess.Popen([h.binary, "-f", "-o", "cache_size=64M", frame, mnt], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.time() + PATIENCE
-    while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
-        time.sleep(0.01)
-    check(os.path.ismount(mnt), "the mount did not appear")
-    h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
-    return mnt, daemon, log
+    return mnt, h.start_foreground(["-o", "cache_size=64M", frame], mnt, stderr=log), log
 
 
 def stop(h, mnt, daemon, log, kill):
@@ -52,20 +45,13 @@ def stop(h, mnt, daemon, log, kill):
             subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, timeout=PATIENCE)
         daemon.wait(timeout=PATIENCE)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(timeout=30)
-        subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
-        h.mounts.pop(mnt, None)
+        stop_process(daemon)
+        h.detach(mnt)
         log.close()
 
 
 def peak_rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return process_status_kib(pid, "VmHWM") / 1024
 
 
 def kill_during_replacement(h):

@@ -21,7 +21,7 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, daemon_pid  # noqa: E402
+from harness import Harness, TestFailure, check, check_equal, daemon_pid, stop_process, wait_or_kill  # noqa: E402
 from writes import sh, vim_substitute  # noqa: E402
 
 import blosc2  # noqa: E402
@@ -777,32 +777,19 @@ def b2d_kill_during_edits(h):
             s["/grp/arr"] = np.arange(8, dtype="f8")
             s["/sc"] = blosc2.SChunk(chunksize=1000, data=b"x" * 1000)
         mnt = h.new_dir()
-        daemon = subprocess.Popen([h.binary, "-f", path, mnt], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        daemon = h.start_foreground([path], mnt, what=f"round {round_number}: the mount")
         editor = None
         try:
-            deadline = time.time() + 30
-            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
-                time.sleep(0.01)
-            check(os.path.ismount(mnt), f"round {round_number}: the mount did not appear")
-            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
             editor = subprocess.Popen([sys.executable, "-c", STORE_EDIT_LOOP, mnt], stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0.1, 0.8))
             daemon.send_signal(signal.SIGKILL)
             daemon.wait(timeout=30)
         finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait(timeout=30)
-            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True, timeout=30)
-            h.mounts.pop(mnt, None)
+            stop_process(daemon)
+            h.detach(mnt)
             if editor is not None:
-                try:
-                    editor.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    editor.kill()
-                    editor.wait(timeout=30)
+                wait_or_kill(editor)
         s = blosc2.TreeStore(path, mode="r")
         check_equal(sorted(s.keys()), ["/grp", "/grp/arr", "/sc"], f"round {round_number}: keys")
         check(np.array_equal(s["/grp/arr"][:], np.arange(8, dtype="f8")), f"round {round_number}: array")

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, daemon_pid  # noqa: E402
+from harness import Harness, check, check_equal, daemon_pid, process_status_kib  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
@@ -214,14 +214,6 @@ def every_kind(h):
             h.unmount(mnt)
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    raise TestFailure(f"no RssAnon for process {pid}")
-
-
 @dataclass
 class Wide:
     id: int = blosc2.field(blosc2.int64())
@@ -248,10 +240,10 @@ def head_of_large(h):
     mnt = h.mount(path, ["-o", "ro"])
     try:
         pid = daemon_pid(mnt)
-        before = rss_kib(pid)
+        before = process_status_kib(pid, "RssAnon")
         r = subprocess.run(["head", "-c", "4000", os.path.join(mnt, "table.csv")], capture_output=True, timeout=300)
         check_equal(r.returncode, 0, "head -c status")
-        after_head = rss_kib(pid)
+        after_head = process_status_kib(pid, "RssAnon")
         t = blosc2.open(path)
         got = list(csv.reader(io.StringIO(r.stdout.decode("utf-8", "ignore"), newline="")))[:-1]
         check(len(got) >= 3, f"head -c 4000 gave {len(got)} whole lines")
@@ -268,7 +260,7 @@ def head_of_large(h):
             for _ in csv.reader(f):
                 lines += 1
         check_equal(lines, n + 1, "table.csv lines")
-        after_all = rss_kib(pid)
+        after_all = process_status_kib(pid, "RssAnon")
         print(f"    RssAnon {after_all} KiB after reading all of table.csv", flush=True)
         # Less than the text (about 120 MB): it was never held whole.
         check(after_all - before < 100_000, f"reading the whole table grew the daemon by {after_all - before} KiB")

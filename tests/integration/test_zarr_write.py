@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal
+from harness import PATIENCE, Harness, TestFailure, check, check_equal, stop_process
 
 rng = np.random.default_rng(20261127)
 
@@ -192,15 +192,9 @@ def kill_during_writes(h):
         log_path = os.path.join(h.workdir, f"zarr-writes{number}.log")
         open(log_path, "w").close()
         daemon_log = open(os.path.join(h.workdir, f"zarr-daemon{number}.log"), "w")
-        daemon = subprocess.Popen([h.binary, "-f", path, mnt], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=daemon_log)
+        daemon = h.start_foreground([path], mnt, stderr=daemon_log, what=f"round {number}: the mount")
         writer = None
         try:
-            deadline = time.time() + PATIENCE
-            while not os.path.ismount(mnt) and time.time() < deadline and daemon.poll() is None:
-                time.sleep(0.01)
-            check(os.path.ismount(mnt), f"round {number}: the mount did not appear")
-            h.mounts[mnt] = os.minor(os.stat(mnt).st_dev)
             writer = subprocess.Popen([sys.executable, "-c", WRITE_LOOP, mnt, log_path],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
@@ -213,16 +207,13 @@ def kill_during_writes(h):
             daemon.send_signal(signal.SIGKILL)
             daemon.wait(timeout=30)
         finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait(timeout=30)
+            stop_process(daemon)
             # The writer goes before the mount point is detached: it would
             # otherwise go on writing into the bare directory beneath.
             if writer is not None:
                 writer.kill()
                 writer.wait(timeout=30)
-            subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, timeout=30)
-            h.mounts.pop(mnt, None)
+            h.detach(mnt)
             daemon_log.close()
         with open(log_path) as f:
             done = max([int(line) for line in f if line.strip()] or [0])
