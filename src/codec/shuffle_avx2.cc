@@ -146,8 +146,35 @@ void planes_to_bytes_avx2(const uint8_t* plane0, size_t plane_stride, uint8_t* b
 // the parity of (matrix byte 7 - i) AND (byte j of the selector), so with selector byte j
 // = 1 << j and matrix byte 7 - i = plane i, byte j collects bit j of every plane: item j.
 // Loading the planes in reverse order puts plane i at matrix byte 7 - i.
-__attribute__((target("avx2,gfni"))) void planes_to_bytes_avx2_gfni(const uint8_t* plane0, size_t plane_stride,
-                                                                     uint8_t* bytes, size_t groups) {
+// Not always_inline: a function without GFNI (the kernel's body) may call it, and once the
+// body is inlined into the GFNI kernel the compilers inline it there too.
+struct HardwareAffine {
+  __attribute__((target("avx2,gfni"))) inline __m256i operator()(__m256i select, __m256i matrix) const {
+    return _mm256_gf2p8affine_epi64_epi8(select, matrix, 0);
+  }
+};
+
+// GF2P8AFFINEQB with imm8 0 computed from its definition in Intel's SDM, in software: lets a
+// CPU without GFNI check everything else the GFNI kernel does.
+struct ModelAffine {
+  B2FS_INLINE __m256i operator()(__m256i select, __m256i matrix) const {
+    alignas(32) uint8_t x[32], a[32], out[32];
+    store(x, select);
+    store(a, matrix);
+    for (size_t q = 0; q < 32; q += 8)
+      for (size_t j = 0; j < 8; ++j) {
+        uint8_t result = 0;
+        for (size_t i = 0; i < 8; ++i)
+          result |= uint8_t((__builtin_popcount(a[q + 7 - i] & x[q + j]) & 1) << i);
+        out[q + j] = result;
+      }
+    return load(out);
+  }
+};
+
+template <class Affine>
+B2FS_INLINE void planes_to_bytes_affine(const uint8_t* plane0, size_t plane_stride, uint8_t* bytes, size_t groups,
+                                        Affine affine) {
   const __m256i select = _mm256_set1_epi64x(0x8040201008040201LL);
   const size_t vec_groups = groups / 32 * 32;
   for (size_t g = 0; g < vec_groups; g += 32) {
@@ -156,10 +183,19 @@ __attribute__((target("avx2,gfni"))) void planes_to_bytes_avx2_gfni(const uint8_
     for (size_t k = 0; k < 8; ++k) x[k] = load(plane0 + (7 - k) * plane_stride + g);
     perfect_shuffle<8, 3>(x);
 #pragma GCC unroll 16
-    for (size_t v = 0; v < 8; ++v) x[v] = _mm256_gf2p8affine_epi64_epi8(select, x[v], 0);
+    for (size_t v = 0; v < 8; ++v) x[v] = affine(select, x[v]);
     join_halves(x, bytes + 8 * g);
   }
   planes_to_bytes_scalar(plane0 + vec_groups, plane_stride, bytes + 8 * vec_groups, groups - vec_groups);
+}
+
+__attribute__((target("avx2,gfni"))) void planes_to_bytes_avx2_gfni(const uint8_t* plane0, size_t plane_stride,
+                                                                     uint8_t* bytes, size_t groups) {
+  planes_to_bytes_affine(plane0, plane_stride, bytes, groups, HardwareAffine{});
+}
+
+void planes_to_bytes_avx2_gfni_model(const uint8_t* plane0, size_t plane_stride, uint8_t* bytes, size_t groups) {
+  planes_to_bytes_affine(plane0, plane_stride, bytes, groups, ModelAffine{});
 }
 
 }  // namespace
@@ -199,6 +235,10 @@ void bitunshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typ
 
 void bitunshuffle_avx2_gfni(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
   bitunshuffle_by_streams(src, dst, size, typesize, unshuffle_avx2, planes_to_bytes_avx2_gfni);
+}
+
+void bitunshuffle_avx2_gfni_model(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize) {
+  bitunshuffle_by_streams(src, dst, size, typesize, unshuffle_avx2, planes_to_bytes_avx2_gfni_model);
 }
 
 }  // namespace blosc2fs::shuffle_detail

@@ -42,6 +42,9 @@ void bitunshuffle_avx2(const uint8_t* src, uint8_t* dst, size_t size, size_t typ
 // bitunshuffle_avx2 with the bit transpose done by GFNI; only when gfni_supported().
 // The avx2 kernel set uses it when the CPU has GFNI.
 void bitunshuffle_avx2_gfni(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
+// The same kernel with GFNI's one instruction computed in software (any AVX2 CPU): the
+// tests' check of the kernel's loads, shuffles and stores where the CPU has no GFNI.
+void bitunshuffle_avx2_gfni_model(const uint8_t* src, uint8_t* dst, size_t size, size_t typesize);
 bool gfni_supported();
 
 // unshuffle_streams() per instruction set; see shuffle.h.
