@@ -1,10 +1,12 @@
 // Endian-explicit loads and stores, and a bounds-checked cursor over untrusted bytes.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "error.h"
@@ -13,13 +15,30 @@ namespace blosc2fs {
 
 using ByteSpan = std::span<const uint8_t>;
 using MutableByteSpan = std::span<uint8_t>;
+
+// Bytes read as the text they hold (JSON, msgpack strings, .npy headers).
+inline std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 using Bytes = std::vector<uint8_t>;
 
 inline uint16_t load_le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+// On a little-endian host these are single unaligned loads and stores, which the
+// codecs' word loops need (a byte-by-byte form is not always merged into one).
 inline uint32_t load_le32(const uint8_t* p) {
+  if constexpr (std::endian::native == std::endian::little) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
-inline uint64_t load_le64(const uint8_t* p) { return uint64_t(load_le32(p)) | uint64_t(load_le32(p + 4)) << 32; }
+inline uint64_t load_le64(const uint8_t* p) {
+  if constexpr (std::endian::native == std::endian::little) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  return uint64_t(load_le32(p)) | uint64_t(load_le32(p + 4)) << 32;
+}
 inline uint16_t load_be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 inline uint32_t load_be32(const uint8_t* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
@@ -30,6 +49,10 @@ inline void store_le32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 inline void store_le64(uint8_t* p, uint64_t v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 8);
+    return;
+  }
   for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 inline void store_be16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v >> 8), p[1] = uint8_t(v); }

@@ -33,6 +33,9 @@ class IoError : public std::runtime_error {
 // Throws IoError for the current errno: "<what>: <strerror>".
 [[noreturn]] void throw_errno(const std::string& what);
 
+// A number as messages write it: "1000000", "-1".
+inline std::string str(int64_t n) { return std::to_string(n); }
+
 // A count as messages write it, in groups of three digits: "1,000,000".
 std::string count_text(unsigned long long n);
 

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <memory>
 
+#include "bytes.h"
+
 namespace blosc2fs {
 
 namespace {
@@ -25,18 +27,6 @@ constexpr size_t kMaxFarDistance = 8192 + 65535;      // far form: d + 8192, d a
 constexpr size_t kMinMatch = 4;
 constexpr size_t kMinFarMatch = 6;                    // a far match costs 4+ bytes
 constexpr size_t kMinInput = 16;                      // below this, store literals only
-
-inline uint32_t load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline uint64_t load64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
 
 // Copies a match of `len` bytes from `dist` bytes back; the source may overlap the
 // destination. Once dist bytes are copied the output repeats with period dist, so
@@ -204,19 +194,19 @@ int blosclz_compress(int clevel, const uint8_t* src, size_t src_size, uint8_t* d
   size_t ip = 0;
   size_t anchor = 0;
   while (ip < search_limit) {
-    const uint32_t seq = load32(src + ip);
+    const uint32_t seq = load_le32(src + ip);
     uint32_t& slot = table[hash(seq)];
     const size_t ref = slot;
     slot = uint32_t(ip);
     const size_t dist = ip - ref;
-    if (ref < ip && dist <= kMaxFarDistance && load32(src + ref) == seq) {
+    if (ref < ip && dist <= kMaxFarDistance && load_le32(src + ref) == seq) {
       size_t len = kMinMatch;
       for (;;) {
         if (ip + len + 8 > match_limit) {
           while (ip + len < match_limit && src[ref + len] == src[ip + len]) ++len;
           break;
         }
-        const uint64_t diff = load64(src + ip + len) ^ load64(src + ref + len);
+        const uint64_t diff = load_le64(src + ip + len) ^ load_le64(src + ref + len);
         if (diff) {
           len += size_t(std::countr_zero(diff)) / 8;
           break;
@@ -228,7 +218,7 @@ int blosclz_compress(int clevel, const uint8_t* src, size_t src_size, uint8_t* d
         ip += len;
         anchor = ip;
         // Seed the table with the match's last position to find the next repeat sooner.
-        table[hash(load32(src + ip - 1))] = uint32_t(ip - 1);
+        table[hash(load_le32(src + ip - 1))] = uint32_t(ip - 1);
         continue;
       }
     }

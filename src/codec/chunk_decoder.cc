@@ -7,6 +7,7 @@
 #include "chunk_codec.h"
 #include "codec_registry.h"
 #include "dynamic_plugins.h"
+#include "error.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -14,15 +15,14 @@
 
 namespace blosc2fs {
 
-namespace {
+// How a chunk holds its blocks. Not in the unnamed namespace: ChunkView::Impl holds one.
+enum class BlockLayout : uint8_t { empty, special, memcpyed, regular, vlblocks };
 
-enum class Layout : uint8_t { empty, special, memcpyed, regular, vlblocks };
+namespace {
 
 constexpr int32_t kMaxDictSize = 32768;
 constexpr uint8_t kBlosc2Instrumented = 0x80;
 constexpr size_t kScratchKeep = size_t(64) << 20;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 [[noreturn]] void corrupt(const std::string& why) { throw FormatError("chunk: " + why); }
 
@@ -72,7 +72,7 @@ struct ChunkView::Impl {
     uint8_t meta = 0;      // plugin filters: their filters_meta byte
   };
 
-  Layout layout = Layout::empty;
+  BlockLayout layout = BlockLayout::empty;
   int32_t blocksize = 0;  // regular geometry (also for special and memcpyed chunks)
   std::vector<int64_t> vl_offsets;      // VL: uncompressed start of each block, plus nbytes
   std::vector<uint32_t> block_starts;   // regular and VL: where each block's bytes begin
@@ -252,14 +252,14 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
   nblocks_ = h.nblocks();
 
   if (h.special() != Special::none) {
-    m->layout = Layout::special;
+    m->layout = BlockLayout::special;
     if (h.special() == Special::value) m->special_value = chunk_.subspan(size_t(kExtendedHeaderSize));
     if (h.special() == Special::nan && h.typesize != 4 && h.typesize != 8)
       corrupt("NaN special chunk with typesize " + str(h.typesize) + " (only 4 or 8 have a NaN)");
   } else if (h.memcpyed()) {
-    m->layout = Layout::memcpyed;
+    m->layout = BlockLayout::memcpyed;
   } else if (h.nbytes == 0) {
-    m->layout = Layout::empty;
+    m->layout = BlockLayout::empty;
     nblocks_ = 0;
   } else {
     check_codec(h);
@@ -272,10 +272,10 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
     }
     m->init_filters(h);
     if (h.vlblocks()) {
-      m->layout = Layout::vlblocks;
+      m->layout = BlockLayout::vlblocks;
       m->init_vlblocks(h, chunk_);
     } else {
-      m->layout = Layout::regular;
+      m->layout = BlockLayout::regular;
       m->read_tables(h, chunk_, nblocks_);
     }
   }
@@ -285,25 +285,25 @@ ChunkView::ChunkView(ByteSpan chunk, DecodeRules rules) : chunk_(chunk), header_
 std::pair<int64_t, int64_t> ChunkView::block_stored_extent(int32_t j) const {
   if (j < 0 || j >= nblocks_) throw std::out_of_range("chunk: block " + str(j) + " of " + str(nblocks_));
   const Impl& m = *impl_;
-  if (m.layout == Layout::regular) return {m.block_starts[size_t(j)], m.block_limits[size_t(j)]};
-  if (m.layout == Layout::vlblocks) return {m.block_starts[size_t(j)], m.block_ends[size_t(j)]};
+  if (m.layout == BlockLayout::regular) return {m.block_starts[size_t(j)], m.block_limits[size_t(j)]};
+  if (m.layout == BlockLayout::vlblocks) return {m.block_starts[size_t(j)], m.block_ends[size_t(j)]};
   return {0, int64_t(chunk_.size())};
 }
 
 int64_t ChunkView::block_offset(int32_t j) const {
   if (j < 0 || j >= nblocks_) throw std::out_of_range("chunk: block " + str(j) + " of " + str(nblocks_));
-  if (impl_->layout == Layout::vlblocks) return impl_->vl_offsets[size_t(j)];
+  if (impl_->layout == BlockLayout::vlblocks) return impl_->vl_offsets[size_t(j)];
   return int64_t(j) * impl_->blocksize;
 }
 
 int32_t ChunkView::block_size(int32_t j) const {
   const int64_t offset = block_offset(j);
-  if (impl_->layout == Layout::vlblocks) return int32_t(impl_->vl_offsets[size_t(j) + 1] - offset);
+  if (impl_->layout == BlockLayout::vlblocks) return int32_t(impl_->vl_offsets[size_t(j) + 1] - offset);
   return int32_t(std::min<int64_t>(impl_->blocksize, header_.nbytes - offset));
 }
 
 bool ChunkView::needs_reference_block() const {
-  return impl_->layout == Layout::regular && impl_->has_delta && nblocks_ > 1;
+  return impl_->layout == BlockLayout::regular && impl_->has_delta && nblocks_ > 1;
 }
 
 void ChunkView::Impl::fill_special(const ChunkView& view, uint8_t* out, size_t n, int64_t chunk_offset) const {
@@ -523,20 +523,20 @@ void ChunkView::decode_range(int64_t offset, MutableByteSpan out) const {
   if (size == 0) return;
   const Impl& m = *impl_;
   switch (m.layout) {
-    case Layout::empty:
+    case BlockLayout::empty:
       return;
-    case Layout::special:
+    case BlockLayout::special:
       m.fill_special(*this, out.data(), out.size(), offset);
       return;
-    case Layout::memcpyed:
+    case BlockLayout::memcpyed:
       std::memcpy(out.data(), chunk_.data() + header_.header_size() + offset, out.size());
       return;
-    case Layout::regular:
-    case Layout::vlblocks:
+    case BlockLayout::regular:
+    case BlockLayout::vlblocks:
       break;
   }
   ScratchTrim trim;
-  const bool vl = m.layout == Layout::vlblocks;
+  const bool vl = m.layout == BlockLayout::vlblocks;
   const int64_t end = offset + size;
   int32_t first = vl ? int32_t(std::upper_bound(m.vl_offsets.begin(), m.vl_offsets.end(), offset) -
                                m.vl_offsets.begin()) - 1

@@ -22,6 +22,7 @@
 #include "chunk_codec.h"
 #include "codec_registry.h"
 #include "dynamic_plugins.h"
+#include "error.h"
 #include "filters.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
@@ -38,8 +39,6 @@ constexpr int32_t kMaxSplitStreams = 16;
 constexpr int32_t kMinItemsPerStream = 32;
 constexpr int64_t kMaxChunkBytes = int64_t(INT32_MAX) - kExtendedHeaderSize;
 constexpr uint8_t kExtendedMarker = kFlagShuffle | kFlagBitshuffle;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 [[noreturn]] void bad_params(const std::string& why) { throw FormatError("encode_chunk: " + why); }
 

@@ -2,6 +2,7 @@
 #include "chunk_format.h"
 
 #include "codec_registry.h"
+#include "error.h"
 
 #include <string>
 
@@ -14,8 +15,6 @@ constexpr uint8_t kVersionAlpha = 3;
 constexpr uint8_t kVersionNewest = 6;
 
 [[noreturn]] void bad_header(const std::string& why) { throw FormatError("chunk header: " + why); }
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "codec_registry.h"
+#include "error.h"
 
 extern char** environ;
 
@@ -51,8 +52,6 @@ void* open_plugin_library(const fs::path& library) {
 
 constexpr size_t kMaxSymbolName = 256;
 constexpr size_t kMaxLookupOutput = 4096;
-
-std::string str(long long v) { return std::to_string(v); }
 
 bool valid_plugin_name(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;

@@ -8,6 +8,8 @@
 #include <bit>
 #include <cstring>
 
+#include "bytes.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -16,14 +18,6 @@ namespace blosc2fs {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "the word tricks below number bytes from the low end");
-
-uint64_t load64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-void store64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
 
 // XOR is bytewise, so a word of W bytes only matters for which trailing bytes are
 // left alone and for the stride of the reference block's running XOR.
@@ -35,7 +29,7 @@ size_t delta_word_size(size_t typesize) {
 
 void xor_into(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t size) {
   size_t p = 0;
-  for (; p + 8 <= size; p += 8) store64(dst + p, load64(a + p) ^ load64(b + p));
+  for (; p + 8 <= size; p += 8) store_le64(dst + p, load_le64(a + p) ^ load_le64(b + p));
   for (; p < size; ++p) dst[p] = a[p] ^ b[p];
 }
 
@@ -53,11 +47,11 @@ void running_xor(uint8_t* data, size_t size) {
   uint64_t carry = 0;
   size_t p = 0;
   for (; p + 8 <= size; p += 8) {
-    uint64_t local = load64(data + p);
+    uint64_t local = load_le64(data + p);
     if constexpr (Word == 1) local ^= local << 8;
     if constexpr (Word <= 2) local ^= local << 16;
     if constexpr (Word <= 4) local ^= local << 32;
-    store64(data + p, local ^ carry);
+    store_le64(data + p, local ^ carry);
     carry ^= (local >> kTop) * kSplat;
   }
   for (p = p < Word ? Word : p; p < size; ++p) data[p] ^= data[p - Word];

@@ -7,6 +7,7 @@
 // read here first, and the image it describes must fit the block the plugin would
 // have filled before OpenJPEG sees a byte.
 #include "jpeg2000.h"
+#include "error.h"
 
 #include <openjpeg.h>
 #include <setjmp.h>
@@ -54,8 +55,6 @@ constexpr int64_t kMinPixelsPerTile = 64;
 constexpr int64_t kMaxTiles = 4096;
 constexpr int64_t kMaxTileComponents = 4096;
 constexpr int kMaxComponents = 1024;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 const char* codec_name(uint8_t id) {
   switch (id) {
@@ -287,41 +286,41 @@ int guarded_openjpeg(const OpenJpegCall& call) {
 }
 
 // How a plugin lays samples out in its block.
-enum class Layout {
+enum class SampleLayout {
   planar_int32,              // OpenHTJ2K (36): each component's w*h samples as int32
   interleaved_by_component,  // Grok, J2K (37, 39): pixel-interleaved, prec/8 bytes per component
   interleaved_common,        // HTJ2K (40): pixel-interleaved, 1 byte if every prec <= 8, else 2
 };
 
-Layout layout_of(uint8_t codec_id) {
+SampleLayout layout_of(uint8_t codec_id) {
   switch (codec_id) {
-    case kCodecOpenHtj2k: return Layout::planar_int32;
-    case kCodecHtj2k: return Layout::interleaved_common;
-    default: return Layout::interleaved_by_component;
+    case kCodecOpenHtj2k: return SampleLayout::planar_int32;
+    case kCodecHtj2k: return SampleLayout::interleaved_common;
+    default: return SampleLayout::interleaved_by_component;
   }
 }
 
 // Bytes per sample of a component of `precision` bits in the block.
-int64_t sample_bytes(Layout layout, const Siz& siz, int precision) {
+int64_t sample_bytes(SampleLayout layout, const Siz& siz, int precision) {
   switch (layout) {
-    case Layout::planar_int32: return 4;
-    case Layout::interleaved_common: return siz.max_precision <= 8 ? 1 : 2;
-    case Layout::interleaved_by_component: return precision / 8;
+    case SampleLayout::planar_int32: return 4;
+    case SampleLayout::interleaved_common: return siz.max_precision <= 8 ? 1 : 2;
+    case SampleLayout::interleaved_by_component: return precision / 8;
   }
   return 0;
 }
 
 // Where sample p of component c goes in the block.
-int64_t sample_offset(Layout layout, const Siz& siz, int64_t pixels, int c, int64_t p) {
+int64_t sample_offset(SampleLayout layout, const Siz& siz, int64_t pixels, int c, int64_t p) {
   const int64_t isz = sample_bytes(layout, siz, siz.precision[size_t(c)]);
-  if (layout == Layout::planar_int32) return (c * pixels + p) * isz;
+  if (layout == SampleLayout::planar_int32) return (c * pixels + p) * isz;
   return (p * siz.components() + c) * isz;
 }
 
 // Checks that the image SIZ describes fits `block_size` bytes in `layout`, as
 // the plugin lays it out, so that no buffer OpenJPEG sizes by the header exceeds
 // a few times the block, and that its tiles are few enough.
-void check_fits(const Siz& siz, Layout layout, size_t block_size, const std::string& what) {
+void check_fits(const Siz& siz, SampleLayout layout, size_t block_size, const std::string& what) {
   const int64_t cap = int64_t(block_size);
   const int nc = siz.components();
   const std::string image =
@@ -338,7 +337,7 @@ void check_fits(const Siz& siz, Layout layout, size_t block_size, const std::str
   }
   // OpenHTJ2K's decoder returns the bytes it wrote and c-blosc2 wants the whole
   // block; the others return the block, zero past the image.
-  if (end > cap || (layout == Layout::planar_int32 && end != cap))
+  if (end > cap || (layout == SampleLayout::planar_int32 && end != cap))
     throw FormatError(what + ": " + image + " takes " + str(end) + " bytes, the block " + str(cap));
   // Then the tiles OpenJPEG sets up for it.
   const int64_t tiles = siz.tiles_across > kMaxTiles || siz.tiles_down > kMaxTiles
@@ -380,7 +379,7 @@ void copy_low_bytes(const OPJ_INT32* __restrict samples, uint8_t* __restrict out
 }
 
 // Decodes a JP2 file or raw codestream into `out` in `layout`.
-void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const std::string& what) {
+void decode_image(ByteSpan payload, SampleLayout layout, MutableByteSpan out, const std::string& what) {
   const bool jp2 = payload.size() >= sizeof kJp2Signature && std::memcmp(payload.data(), kJp2Signature, 12) == 0;
   if (!jp2 && !(payload.size() >= 2 && payload[0] == 0xFF && payload[1] == 0x4F))
     throw FormatError(what + ": neither a JP2 file nor a JPEG 2000 codestream");
@@ -435,7 +434,7 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
                         str(siz.precision[size_t(c)]) + " bits its header says");
   }
   const int64_t pixels = siz.width * siz.height;
-  if (nc == 1 && layout != Layout::planar_int32 && sample_bytes(layout, siz, siz.precision[0]) == 1) {
+  if (nc == 1 && layout != SampleLayout::planar_int32 && sample_bytes(layout, siz, siz.precision[0]) == 1) {
     // A 1-byte array's image, the usual kind (check_fits: pixels <= out.size()).
     copy_low_bytes(image->comps[0].data, out.data(), size_t(pixels));
     std::memset(out.data() + pixels, 0, out.size() - size_t(pixels));
@@ -445,7 +444,7 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
   for (int c = 0; c < nc; ++c) {
     const OPJ_INT32* samples = image->comps[c].data;
     const int64_t isz = sample_bytes(layout, siz, siz.precision[size_t(c)]);
-    const int64_t stride = layout == Layout::planar_int32 ? isz : int64_t(nc) * isz;
+    const int64_t stride = layout == SampleLayout::planar_int32 ? isz : int64_t(nc) * isz;
     uint8_t* dst = out.data() + sample_offset(layout, siz, pixels, c, 0);
     for (int64_t p = 0; p < pixels && isz > 0; ++p, dst += stride) {
       const uint32_t v = uint32_t(samples[p]);
@@ -456,7 +455,7 @@ void decode_image(ByteSpan payload, Layout layout, MutableByteSpan out, const st
 
 // The float frame of J2K and HTJ2K: floats quantised to unsigned samples of an
 // inner image, with the scale in a 64-byte header. Checked in the plugin's order.
-void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, const std::string& what) {
+void decode_float_frame(ByteSpan block, SampleLayout layout, MutableByteSpan out, const std::string& what) {
   ByteReader r(block, what + ": float frame");
   if (block.size() < kFloatFrameHeader) r.fail("truncated: " + str(int64_t(block.size())) + " bytes, no 64-byte header");
   r.take(8);
@@ -500,7 +499,7 @@ void decode_float_frame(ByteSpan block, Layout layout, MutableByteSpan out, cons
 
 void jpeg2000_decode(uint8_t codec_id, ByteSpan in, MutableByteSpan out) {
   const std::string what = codec_name(codec_id);
-  const Layout layout = layout_of(codec_id);
+  const SampleLayout layout = layout_of(codec_id);
   const bool float_frame = (codec_id == kCodecJ2k || codec_id == kCodecHtj2k) && in.size() >= sizeof kFloatFrameMagic &&
                            std::memcmp(in.data(), kFloatFrameMagic, sizeof kFloatFrameMagic) == 0;
   if (float_frame)

@@ -8,6 +8,7 @@
 // fails. We place and check the same way, so we decode exactly what c-blosc2
 // decodes and refuse what it refuses.
 #include "ndcell.h"
+#include "error.h"
 
 #include <cstring>
 #include <string>
@@ -22,8 +23,6 @@ constexpr int kMaxNdcellDims = 8;
 [[noreturn]] void fail(const char* filter, const std::string& why) {
   throw FormatError(std::string(filter) + ": " + why);
 }
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 // The block shape and cell sizes, validated: every product fits in int64 and the
 // block is exactly `size` bytes.

@@ -6,6 +6,7 @@
 // is relative to the referring token's position. Cells at the block's right and
 // bottom edges are clipped; their bytes are read with the clipped row length.
 #include "ndlz.h"
+#include "error.h"
 
 #include <algorithm>
 #include <array>
@@ -24,8 +25,6 @@ constexpr uint8_t kTokenLiteral = 0x00;
 constexpr uint8_t kTokenConstant = 0x40;
 constexpr uint8_t kTokenCellMatch = 0xC0;
 constexpr size_t kMaxOffset = 0xFFFF;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 // Rows of a clipped cell: C, or the remainder of the block's edge.
 int64_t clipped(int64_t index, int64_t count, int64_t extent, int cell) {

@@ -48,8 +48,6 @@ constexpr size_t kWriterWordBytes = 8;
 using Axes = std::array<size_t, kMaxZfpDims>;        // x, y, z, w
 using Strides = std::array<ptrdiff_t, kMaxZfpDims>;  // in items
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 bool is_zfp_codec(uint8_t codec_id) {

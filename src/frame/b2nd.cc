@@ -1,6 +1,7 @@
 // The b2nd / caterva metalayer and the chunk/block layout of N-d arrays
 // (format-notes §7, seeds 000 and 003).
 #include "b2nd.h"
+#include "error.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,8 +12,6 @@
 namespace blosc2fs {
 
 namespace {
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 // a * b, or nullopt-like -1 when it exceeds `limit` (all inputs non-negative).
 int64_t mul_capped(int64_t a, int64_t b, int64_t limit) {
@@ -34,7 +33,7 @@ NdMeta parse_nd_meta(ByteSpan content, bool caterva) {
   in.u8();
   meta.version = in.u8();
   meta.ndim = in.u8();
-  if (meta.ndim > kMaxDims) in.fail(num(meta.ndim) + " dimensions, more than " + num(kMaxDims));
+  if (meta.ndim > kMaxDims) in.fail(str(meta.ndim) + " dimensions, more than " + str(kMaxDims));
   in.u8();
   for (int i = 0; i < meta.ndim; ++i) {
     in.u8();
@@ -56,7 +55,7 @@ NdMeta parse_nd_meta(ByteSpan content, bool caterva) {
   if (in.remaining() == 0) return meta;
   in.expect(0xDB, "a str32 (DB) dtype");
   uint32_t len = in.be32();
-  if (len > in.remaining()) in.fail("dtype of " + num(len) + " bytes does not fit");
+  if (len > in.remaining()) in.fail("dtype of " + str(len) + " bytes does not fit");
   ByteSpan text = in.take(len);
   meta.dtype = std::string(text.begin(), text.end());
   return meta;
@@ -103,12 +102,12 @@ NdLayout::NdLayout(const NdMeta& meta, int32_t typesize, int64_t frame_nchunks, 
   if (nd < 0 || nd > kMaxDims || meta.shape.size() != size_t(nd) || meta.chunkshape.size() != size_t(nd) ||
       meta.blockshape.size() != size_t(nd))
     throw FormatError(context + "inconsistent number of dimensions");
-  if (typesize <= 0) throw FormatError(context + "typesize " + num(typesize) + " is not positive");
+  if (typesize <= 0) throw FormatError(context + "typesize " + str(typesize) + " is not positive");
   typesize_ = typesize;
   const int64_t kLimit = INT64_MAX / 2;
   nitems_ = 1;
   for (int i = 0; i < nd; ++i) {
-    if (meta.shape[i] < 0) throw FormatError(context + "negative shape in dimension " + num(i));
+    if (meta.shape[i] < 0) throw FormatError(context + "negative shape in dimension " + str(i));
     nitems_ = mul_capped(nitems_, meta.shape[i], kLimit);
     if (nitems_ < 0) throw FormatError(context + "the array has too many items");
   }
@@ -131,7 +130,7 @@ NdLayout::NdLayout(const NdMeta& meta, int32_t typesize, int64_t frame_nchunks, 
         chunk_items_ = 0;
         continue;
       }
-      throw FormatError(context + "chunk and block shapes must be positive (dimension " + num(i) + ")");
+      throw FormatError(context + "chunk and block shapes must be positive (dimension " + str(i) + ")");
     }
     extchunkshape_[i] = (cs + bs - 1) / bs * bs;
     blocks_per_dim_[i] = extchunkshape_[i] / bs;
@@ -144,11 +143,11 @@ NdLayout::NdLayout(const NdMeta& meta, int32_t typesize, int64_t frame_nchunks, 
     if (nchunks_ < 0) throw FormatError(context + "too many chunks");
   }
   if (nchunks_ != frame_nchunks)
-    throw FormatError(context + "shape and chunkshape give " + num(nchunks_) + " chunks, the frame has " +
-                      num(frame_nchunks));
+    throw FormatError(context + "shape and chunkshape give " + str(nchunks_) + " chunks, the frame has " +
+                      str(frame_nchunks));
   if (nchunks_ > 0 && frame_chunksize > 0 && chunk_bytes() != frame_chunksize)
-    throw FormatError(context + "chunks of " + num(chunk_bytes()) + " bytes expected, the frame's chunksize is " +
-                      num(frame_chunksize));
+    throw FormatError(context + "chunks of " + str(chunk_bytes()) + " bytes expected, the frame's chunksize is " +
+                      str(frame_chunksize));
 }
 
 int64_t NdLayout::nitems() const { return nitems_; }
@@ -162,8 +161,8 @@ int64_t NdLayout::chunk_bytes() const { return chunk_items_ * typesize_; }
 template <class Emit>
 void NdLayout::walk(int64_t offset, int64_t len, Emit&& emit) const {
   if (offset < 0 || len < 0 || offset > array_bytes() || len > array_bytes() - offset)
-    throw std::out_of_range("N-d array: byte range " + num(offset) + "+" + num(len) + " is outside the " +
-                            num(array_bytes()) + "-byte array");
+    throw std::out_of_range("N-d array: byte range " + str(offset) + "+" + str(len) + " is outside the " +
+                            str(array_bytes()) + "-byte array");
   if (len == 0) return;
   const int64_t ts = typesize_;
   const int nd = int(shape_.size());
@@ -211,8 +210,8 @@ void NdLayout::read(int64_t offset, MutableByteSpan out,
     if (it == chunks.end()) {
       ByteSpan data = chunk_data(chunk);
       if (int64_t(data.size()) < need)
-        throw FormatError("N-d array: chunk " + num(chunk) + " holds " + num(int64_t(data.size())) +
-                          " bytes, the layout needs " + num(need));
+        throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
+                          " bytes, the layout needs " + str(need));
       it = chunks.emplace(chunk, data).first;
     }
     std::memcpy(out.data() + dst, it->second.data() + src, size_t(n));
@@ -228,8 +227,8 @@ void NdLayout::write(int64_t offset, ByteSpan in,
     if (it == chunks.end()) {
       MutableByteSpan data = chunk_for_write(chunk);
       if (int64_t(data.size()) < need)
-        throw FormatError("N-d array: chunk " + num(chunk) + " holds " + num(int64_t(data.size())) +
-                          " bytes, the layout needs " + num(need));
+        throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
+                          " bytes, the layout needs " + str(need));
       it = chunks.emplace(chunk, data).first;
     }
     std::memcpy(it->second.data() + dst, in.data() + src, size_t(n));

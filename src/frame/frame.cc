@@ -16,6 +16,7 @@
 
 #include "b2nd.h"
 #include "chunk_codec.h"
+#include "error.h"
 #include "frame_impl.h"
 
 namespace blosc2fs {
@@ -27,8 +28,6 @@ constexpr int64_t kMaxNchunks = INT32_MAX / 8;
 // runs cost nothing). Allow what a real frame of this file size could need.
 constexpr int64_t kIndexBytesFloor = int64_t(64) << 20;
 constexpr int64_t kIndexBytesPerFileByte = 1024;
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -55,7 +54,7 @@ int64_t special_index_entry(Special kind) {
 }
 
 std::string sframe_chunk_filename(int64_t id) {
-  if (id < 0 || id > int64_t(UINT32_MAX)) throw FormatError("chunk-file number " + num(id) + " is out of range");
+  if (id < 0 || id > int64_t(UINT32_MAX)) throw FormatError("chunk-file number " + str(id) + " is out of range");
   char name[32];
   std::snprintf(name, sizeof name, "%08X.chunk", unsigned(id));
   return name;
@@ -115,10 +114,10 @@ void Frame::Impl::open(std::shared_ptr<const ByteSource> source, std::shared_ptr
   file = std::move(source);
   chunk_dir = std::move(chunks);
   file_size = file->size();
-  if (off < 0 || off > file_size) throw FormatError("frame offset " + num(off) + " is outside the file");
+  if (off < 0 || off > file_size) throw FormatError("frame offset " + str(off) + " is outside the file");
   const int64_t available = file_size - off;
   if (available < kBeta1HeaderLen)
-    throw FormatError("not a Blosc2 frame: " + num(available) + " bytes, shorter than a frame header");
+    throw FormatError("not a Blosc2 frame: " + str(available) + " bytes, shorter than a frame header");
 
   Bytes fixed = file->read_bytes(off, size_t(std::min<int64_t>(available, kFrameHeaderMinLen)), "frame header");
   const FrameLayout layout = frame_header_layout(fixed);
@@ -131,22 +130,22 @@ void Frame::Impl::open(std::shared_ptr<const ByteSource> source, std::shared_ptr
                               : has_trailer                  ? kUsermetaTrailerMinLen
                                                              : 0;
   if (frame_len < min_header + min_trailer)
-    throw FormatError("frame length " + num(frame_len) + " is too small");
+    throw FormatError("frame length " + str(frame_len) + " is too small");
   if (frame_len > available)
-    throw FormatError("frame length " + num(frame_len) + " exceeds the file (" + num(available) +
+    throw FormatError("frame length " + str(frame_len) + " exceeds the file (" + str(available) +
                       " bytes from the frame start)");
 
   if (has_trailer) {
     Bytes tail = file->read_bytes(off + frame_len - kFrameTrailerMinLen, kFrameTrailerMinLen, "trailer");
     if (tail[2] != 0xCE)
-      throw FormatError("no trailer: byte " + num(frame_len - 23) + " of the frame is not the CE trailer-length marker");
+      throw FormatError("no trailer: byte " + str(frame_len - 23) + " of the frame is not the CE trailer-length marker");
     trailer_len = load_be32(tail.data() + 3);
     if (trailer_len < min_trailer || trailer_len > std::min<int64_t>(INT32_MAX, frame_len - min_header))
-      throw FormatError("trailer length " + num(trailer_len) + " is out of range");
+      throw FormatError("trailer length " + str(trailer_len) + " is out of range");
   }
   if (header_len < min_header || header_len > frame_len - trailer_len)
-    throw FormatError("header length " + num(header_len) + " is out of range (" +
-                      (has_trailer ? "trailer starts at " : "the frame ends at ") + num(frame_len - trailer_len) +
+    throw FormatError("header length " + str(header_len) + " is out of range (" +
+                      (has_trailer ? "trailer starts at " : "the frame ends at ") + str(frame_len - trailer_len) +
                       ")");
 
   ParsedHeader parsed = parse_frame_header(file->read_bytes(off, size_t(header_len), "frame header"));
@@ -157,14 +156,14 @@ void Frame::Impl::open(std::shared_ptr<const ByteSource> source, std::shared_ptr
   const int64_t trailer_start = header.nbytes == 0 ? header_len : frame_len - trailer_len;
   metalayers = std::move(parsed.metalayers);
   if (header.frame_type != (sparse ? 1 : 0))
-    throw FormatError("frame type " + num(header.frame_type) + (sparse ? " in a directory (sparse frames are 1)"
+    throw FormatError("frame type " + str(header.frame_type) + (sparse ? " in a directory (sparse frames are 1)"
                                                                         : " in a file (contiguous frames are 0)"));
   if (header.layout == FrameLayout::current) {
     vlmetalayers = parse_frame_trailer(file->read_bytes(off + trailer_start, size_t(trailer_len), "trailer"));
   } else if (has_trailer) {
     if (trailer_start + trailer_len > frame_len)
-      throw FormatError("usermeta trailer of " + num(trailer_len) + " bytes at byte " + num(trailer_start) +
-                        " runs past the frame's end (" + num(frame_len) + ")");
+      throw FormatError("usermeta trailer of " + str(trailer_len) + " bytes at byte " + str(trailer_start) +
+                        " runs past the frame's end (" + str(frame_len) + ")");
     UsermetaTrailer parsed_trailer =
         parse_usermeta_trailer(file->read_bytes(off + trailer_start, size_t(trailer_len), "usermeta trailer"));
     header.layout = parsed_trailer.layout;
@@ -203,33 +202,33 @@ void Frame::Impl::load_index() {
   const bool sparse = h.sparse();
   if (h.nbytes == 0) return;  // c-blosc2 writes no index then: the trailer follows the header
   if (h.chunksize < 0)
-    throw FormatError("chunksize " + num(h.chunksize) + " with " + num(h.nbytes) + " bytes of data");
+    throw FormatError("chunksize " + str(h.chunksize) + " with " + str(h.nbytes) + " bytes of data");
   if (h.chunksize > 0) {
     nchunks = h.nbytes / h.chunksize + (h.nbytes % h.chunksize != 0);
-    if (nchunks > kMaxNchunks) throw FormatError(num(nchunks) + " chunks, more than the format allows");
+    if (nchunks > kMaxNchunks) throw FormatError(str(nchunks) + " chunks, more than the format allows");
   }
 
   const int64_t trailer_start = h.frame_len - trailer_len;
   const int64_t index_pos = h.header_len + (sparse ? 0 : h.cbytes);
   if (!sparse && h.cbytes > trailer_start - h.header_len)
-    throw FormatError("compressed size " + num(h.cbytes) + " exceeds the space between header and trailer");
+    throw FormatError("compressed size " + str(h.cbytes) + " exceeds the space between header and trailer");
   const int64_t index_len = trailer_start - index_pos;
-  const std::string context = "index chunk at byte " + num(index_pos) + ": ";
-  if (index_len < kBlosc1HeaderSize) throw FormatError(context + "only " + num(index_len) + " bytes for it");
+  const std::string context = "index chunk at byte " + str(index_pos) + ": ";
+  if (index_len < kBlosc1HeaderSize) throw FormatError(context + "only " + str(index_len) + " bytes for it");
 
   Bytes head = file->read_bytes(offset + index_pos, size_t(std::min<int64_t>(index_len, kExtendedHeaderSize)),
                                "index chunk");
   ChunkHeader ih = with_error_context(context, [&] { return parse_chunk_header(head); });
   if (ih.cbytes > index_len)
-    throw FormatError(context + "its " + num(ih.cbytes) + " bytes exceed the " + num(index_len) + " available");
+    throw FormatError(context + "its " + str(ih.cbytes) + " bytes exceed the " + str(index_len) + " available");
   Bytes chunk = file->read_bytes(offset + index_pos, size_t(ih.cbytes), "index chunk");
   ChunkView view = with_error_context(context, [&] { return ChunkView(chunk, decode_rules); });
 
   if (h.chunksize == 0) {
-    if (view.nbytes() % 8 != 0) throw FormatError(context + num(view.nbytes()) + " bytes is not a multiple of 8");
+    if (view.nbytes() % 8 != 0) throw FormatError(context + str(view.nbytes()) + " bytes is not a multiple of 8");
     nchunks = view.nbytes() / 8;
   } else if (int64_t(view.nbytes()) != nchunks * 8) {
-    throw FormatError(context + "holds " + num(view.nbytes() / 8) + " entries for " + num(nchunks) + " chunks");
+    throw FormatError(context + "holds " + str(view.nbytes() / 8) + " entries for " + str(nchunks) + " chunks");
   }
 
   const ChunkHeader& vh = view.header();
@@ -246,7 +245,7 @@ void Frame::Impl::load_index() {
     uniform_entry = int64_t(load_le64(pattern));
   } else {
     if (nchunks * 8 > std::max(kIndexBytesFloor, file_size * kIndexBytesPerFileByte))
-      throw FormatError(context + num(nchunks) + " entries is implausible for a file of " + num(file_size) +
+      throw FormatError(context + str(nchunks) + " entries is implausible for a file of " + str(file_size) +
                         " bytes");
     index.resize(size_t(nchunks));
     MutableByteSpan out(reinterpret_cast<uint8_t*>(index.data()), index.size() * 8);
@@ -259,10 +258,10 @@ void Frame::Impl::load_index() {
     if (e < 0) return;
     if (sparse) {
       if (e > int64_t(UINT32_MAX))
-        throw FormatError("index entry " + num(n) + ": chunk-file number " + num(e) + " is out of range");
+        throw FormatError("index entry " + str(n) + ": chunk-file number " + str(e) + " is out of range");
     } else if (e > h.cbytes - kExtendedHeaderSize) {
-      throw FormatError("index entry " + num(n) + ": offset " + num(e) + " leaves no room for a chunk in the " +
-                        num(h.cbytes) + "-byte chunk region");
+      throw FormatError("index entry " + str(n) + ": offset " + str(e) + " leaves no room for a chunk in the " +
+                        str(h.cbytes) + "-byte chunk region");
     }
   };
   if (index_uniform) {
@@ -302,11 +301,11 @@ namespace {
 Bytes decompress_metadata_chunk(ByteSpan stored, DecodeRules rules) {
   ChunkView view(stored, rules);
   if (size_t(view.header().cbytes) != stored.size())
-    throw FormatError("stored " + num(int64_t(stored.size())) + " bytes but the chunk says " +
-                      num(view.header().cbytes));
+    throw FormatError("stored " + str(int64_t(stored.size())) + " bytes but the chunk says " +
+                      str(view.header().cbytes));
   // A special chunk claims any size for free; metadata is never that large.
   if (int64_t(view.nbytes()) > std::max(kIndexBytesFloor, int64_t(stored.size()) * 4096))
-    throw FormatError("claims " + num(view.nbytes()) + " bytes, implausible for " + num(int64_t(stored.size())) +
+    throw FormatError("claims " + str(view.nbytes()) + " bytes, implausible for " + str(int64_t(stored.size())) +
                       " stored");
   Bytes out(size_t(view.nbytes()));
   view.decode(out);

@@ -6,13 +6,12 @@
 #include <stdexcept>
 
 #include "chunk_codec.h"
+#include "error.h"
 #include "frame_impl.h"
 
 namespace blosc2fs {
 
 namespace {
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 std::string hex_entry(int64_t raw) {
   char text[24];
@@ -22,11 +21,11 @@ std::string hex_entry(int64_t raw) {
 
 }  // namespace
 
-std::string Frame::Impl::chunk_context(int64_t n) const { return "chunk " + num(n) + " of " + path.string() + ": "; }
+std::string Frame::Impl::chunk_context(int64_t n) const { return "chunk " + str(n) + " of " + path.string() + ": "; }
 
 void Frame::Impl::check_chunk_number(int64_t n) const {
   if (n < 0 || n >= nchunks)
-    throw std::out_of_range("chunk " + num(n) + " of " + path.string() + ": the frame has " + num(nchunks) +
+    throw std::out_of_range("chunk " + str(n) + " of " + path.string() + ": the frame has " + str(nchunks) +
                             " chunks");
 }
 
@@ -111,12 +110,12 @@ int64_t Frame::Impl::stored_extent(int64_t entry) const {
 
 ChunkHeader Frame::Impl::read_header_at(const Location& loc) {
   if (loc.available < kBlosc1HeaderSize)
-    throw FormatError("only " + num(loc.available) + " bytes where the chunk should be");
+    throw FormatError("only " + str(loc.available) + " bytes where the chunk should be");
   Bytes head = loc.file().read_bytes(loc.pos, size_t(std::min<int64_t>(loc.available, kExtendedHeaderSize)),
                                      "chunk header");
   ChunkHeader h = parse_chunk_header(head);
   if (h.cbytes > loc.available)
-    throw FormatError("the chunk's " + num(h.cbytes) + " bytes exceed the " + num(loc.available) +
+    throw FormatError("the chunk's " + str(h.cbytes) + " bytes exceed the " + str(loc.available) +
                       " bytes available for it");
   return h;
 }
@@ -253,12 +252,12 @@ Bytes Frame::Impl::decoded_chunk(int64_t n) const {
 // may size the buffer it decodes into.
 Bytes Frame::Impl::decode_viewed(int64_t n, const ChunkView& view) const {
   if (fixed_chunksize() && view.nbytes() != fixed_chunk_nbytes(n))
-    throw FormatError("holds " + num(view.nbytes()) + " bytes where the frame's chunksize implies " +
-                      num(fixed_chunk_nbytes(n)));
+    throw FormatError("holds " + str(view.nbytes()) + " bytes where the frame's chunksize implies " +
+                      str(fixed_chunk_nbytes(n)));
   if (!fixed_chunksize() && view.nbytes() != nbytes_of(n))
-    throw FormatError("holds " + num(view.nbytes()) + " bytes where the frame's index implies " + num(nbytes_of(n)));
+    throw FormatError("holds " + str(view.nbytes()) + " bytes where the frame's index implies " + str(nbytes_of(n)));
   if (view.nbytes() > header.nbytes)
-    throw FormatError("claims " + num(view.nbytes()) + " bytes, more than the whole frame's " + num(header.nbytes));
+    throw FormatError("claims " + str(view.nbytes()) + " bytes, more than the whole frame's " + str(header.nbytes));
   Bytes out(size_t(view.nbytes()));
   view.decode(out);
   return out;

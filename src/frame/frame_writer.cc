@@ -8,14 +8,13 @@
 #include <cstdio>
 #include <thread>
 
+#include "error.h"
 #include "file.h"
 #include "parallel_encode.h"
 
 namespace blosc2fs {
 
 namespace {
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 void check_name(const std::string& name, const char* what) {
   if (name.empty() || name.size() > size_t(kMaxMetalayerNameLen))
@@ -142,10 +141,10 @@ void FrameWriter::Impl::check_size(int64_t n) const {
   if (n <= 0) throw FormatError(path.string() + ": cannot append an empty chunk");
   if (!fixed()) return;
   if (last_nbytes >= 0 && last_nbytes < params.chunksize)
-    throw FormatError(path.string() + ": chunk " + num(int64_t(index.size()) - 1) + " was shorter than chunksize " +
-                      num(params.chunksize) + ", so it must stay the last one");
+    throw FormatError(path.string() + ": chunk " + str(int64_t(index.size()) - 1) + " was shorter than chunksize " +
+                      str(params.chunksize) + ", so it must stay the last one");
   if (n > params.chunksize)
-    throw FormatError(path.string() + ": a chunk of " + num(n) + " bytes exceeds chunksize " + num(params.chunksize));
+    throw FormatError(path.string() + ": a chunk of " + str(n) + " bytes exceeds chunksize " + str(params.chunksize));
 }
 
 void FrameWriter::append(ByteSpan data) {
@@ -160,8 +159,8 @@ void FrameWriter::append_raw(ByteSpan chunk) {
   ChunkView view(chunk);
   const ChunkHeader& h = view.header();
   if (size_t(h.cbytes) != chunk.size())
-    throw FormatError(w.path.string() + ": raw chunk of " + num(int64_t(chunk.size())) + " bytes says cbytes " +
-                      num(h.cbytes));
+    throw FormatError(w.path.string() + ": raw chunk of " + str(int64_t(chunk.size())) + " bytes says cbytes " +
+                      str(h.cbytes));
   if (h.lazy()) throw FormatError(w.path.string() + ": raw chunk is a lazy chunk, which never goes to disk");
   w.check_size(h.nbytes);
   Bytes scratch(size_t(h.nbytes));

@@ -62,8 +62,6 @@ std::string join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 bool retryable(const HttpAnswer& a) { return (a.curl_code != 0 && !a.body_overflow) || a.status == 429 || a.status >= 500; }
 
 // urlpath names a file on the server's disk: not ours to show.
@@ -234,11 +232,11 @@ void Caterva2Session::log_in() {
       throw IoError(what + ": the answer holds no " + kCookieName + " cookie (is login enabled on the server?)", EIO);
     }
     if (a.curl_code == 0 && (a.status == 400 || a.status == 401 || a.status == 403))
-      throw IoError(what + ": the server refused the login of " + login_->user + " (HTTP " + num(a.status) + ")",
+      throw IoError(what + ": the server refused the login of " + login_->user + " (HTTP " + str(a.status) + ")",
                     EACCES);
     if (a.curl_code == 0 && a.status == 404)
       throw IoError(what + ": no login there (HTTP 404): the server has login=false?", EACCES);
-    const std::string why = a.curl_code ? a.curl_error : "HTTP " + num(a.status);
+    const std::string why = a.curl_code ? a.curl_error : "HTTP " + str(a.status);
     if (!retryable(a) || attempt >= attempts) throw IoError(what + ": " + why, EIO);
     client_->count_retry();
     if (!client_->backoff_sleep(client_->backoff(attempt))) throw IoError(what + ": the mount is shutting down", EIO);
@@ -304,8 +302,8 @@ Bytes Caterva2Session::get(const std::string& url, size_t max_body, const std::s
   try {
     // A refused cookie logs in again there (the client's reauthenticate hook).
     HttpAnswer a = perform_with_retries(*client_, request, what, [&](const HttpAnswer& a) -> Outcome {
-      if (a.status != 200) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
-      if (a.body_overflow) return {Verdict::fail, EIO, "the answer is longer than " + num(int64_t(max_body)) + " bytes"};
+      if (a.status != 200) return {Verdict::fail, EIO, "unexpected HTTP " + str(a.status)};
+      if (a.body_overflow) return {Verdict::fail, EIO, "the answer is longer than " + str(int64_t(max_body)) + " bytes"};
       if (!a.content_encoding.empty() && a.content_encoding != "identity")
         return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + ")"};
       return {};
@@ -325,7 +323,7 @@ std::vector<std::string> Caterva2Session::list_below(const std::string& relative
   nlohmann::json j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   if (j.is_discarded() || !j.is_array()) throw IoError(what + ": the answer is not a JSON list", EIO);
   if (j.size() > kMaxListEntries)
-    throw IoError(what + ": " + num(int64_t(j.size())) + " paths, more than " + num(int64_t(kMaxListEntries)), EIO);
+    throw IoError(what + ": " + str(int64_t(j.size())) + " paths, more than " + str(int64_t(kMaxListEntries)), EIO);
   std::set<std::string> paths;
   size_t skipped = 0;
   for (const auto& item : j) {

@@ -1,6 +1,7 @@
 #include "remote_object.h"
 
 #include "byteranges.h"
+#include "error.h"
 #include "retried_request.h"
 
 #include <curl/curl.h>
@@ -28,16 +29,14 @@ constexpr int64_t kMultipartOverhead = 4096;
 // A read that misses fetches at least this much.
 constexpr int64_t kMinFetch = 64 << 10;
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 bool identity_encoding(const std::string& e) { return e.empty() || e == "identity"; }
 
 }  // namespace
 
 std::string ObjectIdentity::text() const {
-  if (!etag.empty()) return "etag " + etag + ", size " + num(size);
-  if (!last_modified.empty()) return "last-modified " + last_modified + ", size " + num(size);
-  return "size " + num(size);
+  if (!etag.empty()) return "etag " + etag + ", size " + str(size);
+  if (!last_modified.empty()) return "last-modified " + last_modified + ", size " + str(size);
+  return "size " + str(size);
 }
 
 RemoteObject::RemoteObject(std::shared_ptr<RemoteClient> client, RemoteUrl url)
@@ -48,7 +47,7 @@ RemoteObject::~RemoteObject() { client_->range_cache().forget_object(cache_id_);
 bool RemoteObject::open_head_and_tail() {
   HttpRequest request;
   request.url = url_.request;
-  request.headers.push_back("Range: bytes=0-" + num(kOpenBytes - 1) + ",-" + num(kOpenBytes));
+  request.headers.push_back("Range: bytes=0-" + str(kOpenBytes - 1) + ",-" + str(kOpenBytes));
   request.max_body = size_t(2 * kOpenBytes + kMultipartOverhead);
   std::string fall_back;                           // why the server's answer calls for single ranges
   std::vector<std::pair<int64_t, Bytes>> pieces;   // (offset, bytes) to cache
@@ -71,7 +70,7 @@ bool RemoteObject::open_head_and_tail() {
       fall_back = "HTTP 416";
       return {};
     }
-    if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
+    if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + str(a.status)};
     if (!identity_encoding(a.content_encoding))
       return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + "), not the object's bytes"};
     if (a.body_overflow) {
@@ -97,7 +96,7 @@ bool RemoteObject::open_head_and_tail() {
         const bool merged = tail_first <= head_last + 1 && p.first == 0 && p.last == t - 1;
         if (!head && !tail && !merged)
           return {Verdict::fail, EIO,
-                  "a part holds bytes " + num(p.first) + "-" + num(p.last) + "/" + num(t) + ", not a range asked for"};
+                  "a part holds bytes " + str(p.first) + "-" + str(p.last) + "/" + str(t) + ", not a range asked for"};
         for (const auto& [offset, bytes] : pieces)
           if (offset == p.first) return {Verdict::fail, EIO, "two parts hold the same range"};
         has_head = has_head || p.first == 0;
@@ -121,7 +120,7 @@ bool RemoteObject::open_head_and_tail() {
     }
     if (int64_t(a.body.size()) != r->last + 1)
       return {Verdict::retry, EIO,
-              "the answer was cut short (" + num(int64_t(a.body.size())) + " of " + num(r->last + 1) + " bytes)"};
+              "the answer was cut short (" + str(int64_t(a.body.size())) + " of " + str(r->last + 1) + " bytes)"};
     head_only = r->last != r->total - 1;
     pieces.emplace_back(0, a.body);
     total = r->total;
@@ -174,7 +173,7 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
   request.url = object->url_.request;
   request.sign_s3 = object->url_.s3();
   request.s3_region = object->url_.region;
-  request.headers.push_back("Range: bytes=0-" + num(kOpenBytes - 1));
+  request.headers.push_back("Range: bytes=0-" + str(kOpenBytes - 1));
   request.max_body = size_t(kOpenBytes);
   ContentRange range;
   bool empty = false;
@@ -194,15 +193,15 @@ std::shared_ptr<const RemoteObject> RemoteObject::open(std::shared_ptr<RemoteCli
           }
           return {Verdict::fail, EIO, "HTTP 416 to a request for its first bytes"};
         }
-        if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + num(a.status)};
+        if (a.status != 206) return {Verdict::fail, EIO, "unexpected HTTP " + str(a.status)};
         if (!identity_encoding(a.content_encoding))
           return {Verdict::fail, EIO, "the answer is encoded (" + a.content_encoding + "), not the object's bytes"};
         auto r = parse_content_range(a.content_range);
         if (!r || r->total < 1 || r->first != 0 || r->last != std::min(kOpenBytes, r->total) - 1)
           return {Verdict::fail, EIO, "Content-Range '" + a.content_range + "' is not the range asked for"};
         if (int64_t(a.body.size()) != r->last + 1)
-          return {Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
-                                           num(r->last + 1) + " bytes)"};
+          return {Verdict::retry, EIO, "the answer was cut short (" + str(int64_t(a.body.size())) + " of " +
+                                           str(r->last + 1) + " bytes)"};
         range = *r;
         return {};
       });
@@ -225,7 +224,7 @@ HttpRequest RemoteObject::range_request(int64_t start, int64_t end) const {
   request.sign_s3 = url_.s3();
   request.s3_region = url_.region;
   request.headers = pinning_headers();
-  request.headers.push_back("Range: bytes=" + num(start) + "-" + num(end - 1));
+  request.headers.push_back("Range: bytes=" + str(start) + "-" + str(end - 1));
   request.max_body = size_t(end - start);
   return request;
 }
@@ -249,19 +248,19 @@ void RemoteObject::changed(const std::string& why) const {
 std::string RemoteObject::check_answer(const HttpAnswer& a, int64_t start, int64_t end) const {
   if (a.status == 412) return "changed: HTTP 412 to If-Match";
   if (a.status == 200) return "the server ignored the Range request (HTTP 200)";
-  if (a.status != 206) return "unexpected HTTP " + num(a.status);
+  if (a.status != 206) return "unexpected HTTP " + str(a.status);
   if (!identity_encoding(a.content_encoding)) return "the answer is encoded (" + a.content_encoding + ")";
   if (!identity_.etag.empty() && a.etag != identity_.etag) return "changed: ETag " + a.etag;
   auto r = parse_content_range(a.content_range);
   if (!r || r->total != identity_.size) return "changed: Content-Range '" + a.content_range + "'";
   if (r->first != start || r->last != end - 1)
-    return "Content-Range '" + a.content_range + "' for bytes " + num(start) + "-" + num(end - 1);
+    return "Content-Range '" + a.content_range + "' for bytes " + str(start) + "-" + str(end - 1);
   if (a.body_overflow) return "the answer is longer than the range asked for";
   return {};
 }
 
 RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
-  const std::string what = name() + " bytes " + num(start) + "-" + num(end - 1);
+  const std::string what = name() + " bytes " + str(start) + "-" + str(end - 1);
   HttpAnswer answer;
   try {
     answer = perform_with_retries(*client_, range_request(start, end), what, [&](const HttpAnswer& a) {
@@ -269,8 +268,8 @@ RemoteObject::Extent RemoteObject::fetch(int64_t start, int64_t end) const {
       if (wrong.starts_with("changed")) changed(wrong.substr(9));
       if (!wrong.empty()) return Outcome{Verdict::fail, EIO, wrong};
       if (int64_t(a.body.size()) != end - start)
-        return Outcome{Verdict::retry, EIO, "the answer was cut short (" + num(int64_t(a.body.size())) + " of " +
-                                                num(end - start) + " bytes)"};
+        return Outcome{Verdict::retry, EIO, "the answer was cut short (" + str(int64_t(a.body.size())) + " of " +
+                                                str(end - start) + " bytes)"};
       return Outcome{};
     });
   } catch (const IoError& e) {

@@ -70,6 +70,31 @@ std::string percent_encode(const std::string& text, bool keep_slash) {
   return out;
 }
 
+std::optional<std::string> percent_decode(std::string_view text, PlusSign plus) {
+  const auto hex_value = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+' && plus == PlusSign::space) {
+      out += ' ';
+    } else if (text[i] != '%') {
+      out += text[i];
+    } else {
+      const int hi = i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
+      const int lo = hi >= 0 ? hex_value(text[i + 2]) : -1;
+      if (lo < 0) return std::nullopt;
+      out += char(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
+
 RemoteUrl parse_remote_url(const std::string& argument, const std::string& s3_endpoint,
                            const std::string& s3_region) {
   for (unsigned char c : argument)

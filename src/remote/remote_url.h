@@ -2,7 +2,9 @@
 // request URL, a display form and the URLs of names below one are made.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace blosc2fs {
 
@@ -41,5 +43,11 @@ RemoteUrl parse_remote_url(const std::string& argument, const std::string& s3_en
 // Percent-encodes every byte but unreserved ones (RFC 3986) and, when
 // `keep_slash`, '/'.
 std::string percent_encode(const std::string& text, bool keep_slash);
+
+// What a '+' means where text is percent-decoded: itself in a URL's path, a space in
+// a form (S3 listings encode keys so).
+enum class PlusSign { kept, space };
+// %XX escapes decoded once; nothing when an escape is malformed.
+std::optional<std::string> percent_decode(std::string_view text, PlusSign plus);
 
 }  // namespace blosc2fs

@@ -16,8 +16,6 @@ namespace blosc2fs {
 
 namespace {
 
-std::string num(int64_t v) { return std::to_string(v); }
-
 // An S3 error's <Code> (never anything that could hold a secret).
 std::string s3_error_code(const Bytes& body) {
   const std::string text(body.begin(), body.end());
@@ -47,16 +45,16 @@ Outcome transport_outcome(const HttpAnswer& a) {
       a.curl_code == CURLE_SSL_CERTPROBLEM)
     return {Verdict::fail, EACCES, "TLS: " + a.curl_error + " (-o ca_file= trusts a private CA)"};
   if (a.curl_code != CURLE_OK && !a.body_overflow) return {Verdict::retry, EIO, a.curl_error};
-  if (a.status == 429 || a.status >= 500) return {Verdict::retry, EIO, "HTTP " + num(a.status)};
+  if (a.status == 429 || a.status >= 500) return {Verdict::retry, EIO, "HTTP " + str(a.status)};
   if (a.status == 401 || a.status == 403) {
     const std::string code = s3_error_code(a.body);
     return {Verdict::fail, EACCES,
-            "access denied (HTTP " + num(a.status) + (code.empty() ? "" : ", " + code) + "): check the credentials"};
+            "access denied (HTTP " + str(a.status) + (code.empty() ? "" : ", " + code) + "): check the credentials"};
   }
   if (a.status == 404) return {Verdict::fail, ENOENT, "no such object (HTTP 404)"};
   if (a.status >= 300 && a.status < 400)
     return {Verdict::fail, EIO,
-            "redirected (HTTP " + num(a.status) +
+            "redirected (HTTP " + str(a.status) +
                 "), which S3 requests and -o http_header_file= never follow: mount the URL it points to"};
   return {};
 }

@@ -4,8 +4,10 @@
 
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "error.h"
+#include "remote_url.h"
 
 namespace blosc2fs {
 
@@ -30,31 +32,11 @@ struct State {
   int64_t size = -1;  // <EncodingType>url</EncodingType>: keys are form-encoded
 };
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // S3 encodes listed keys as a form does: %XX for a byte, '+' for a space.
 std::string url_decode_key(const std::string& key) {
-  std::string out;
-  out.reserve(key.size());
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (key[i] == '+') {
-      out += ' ';
-    } else if (key[i] == '%') {
-      const int hi = i + 2 < key.size() ? hex_value(key[i + 1]) : -1;
-      const int lo = hi >= 0 ? hex_value(key[i + 2]) : -1;
-      if (lo < 0) throw std::runtime_error("S3 listing: a key with a malformed %-escape");
-      out += char(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += key[i];
-    }
-  }
-  return out;
+  auto decoded = percent_decode(key, PlusSign::space);
+  if (!decoded) throw std::runtime_error("S3 listing: a key with a malformed %-escape");
+  return std::move(*decoded);
 }
 
 std::string local_name(const XML_Char* name) {

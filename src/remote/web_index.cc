@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "html_links.h"
+#include "remote_url.h"
 
 namespace blosc2fs {
 
@@ -18,32 +19,6 @@ namespace {
 std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// %XX escapes decoded once ('+' stays '+': a path is not a form). Nothing
-// when an escape is malformed.
-std::optional<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    const int hi = i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
-    const int lo = hi >= 0 ? hex_value(text[i + 2]) : -1;
-    if (lo < 0) return std::nullopt;
-    out += char(hi * 16 + lo);
-    i += 2;
-  }
   return out;
 }
 
@@ -91,7 +66,7 @@ PageUrl parse_page_url(const std::string& url) {
   page.directory_path = path;
   const auto raw = split_path(std::string_view(path).substr(1));
   for (size_t i = 0; i + 1 < raw.size(); ++i) {
-    auto decoded = percent_decode(raw[i]);
+    auto decoded = percent_decode(raw[i], PlusSign::kept);
     page.parts.push_back(decoded ? *decoded : std::string(raw[i]));
   }
   return page;
@@ -148,7 +123,7 @@ std::optional<ListedEntry> entry_of_link(std::string_view href, const PageUrl& p
       if (last) parts.emplace_back();
       continue;
     }
-    auto decoded = percent_decode(raw[i]);
+    auto decoded = percent_decode(raw[i], PlusSign::kept);
     if (!decoded || decoded->find_first_of(std::string_view("/\0", 2)) != std::string::npos || *decoded == "." ||
         *decoded == "..")
       return std::nullopt;

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collection_tree_internal.h"
 #include "error.h"
 #include "file.h"
 #include "frame.h"
@@ -24,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string join(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
+using collection_tree_detail::join;
 
 // frame.json's and store.json's "source" of a remote dataset: where it is,
 // what was pinned, the mount's counters as they are now.

@@ -21,8 +21,6 @@ namespace blosc2fs {
 
 namespace {
 
-std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
-
 bool chunk_inode(uint64_t ino) { return ino >= kChunkBase && ino < kRawBase + uint64_t(kMaxChunksShown); }
 bool zarr_inode(uint64_t ino) { return ino >= kZarrChunkBase && ino < kZarr2ChunkBase + uint64_t(kMaxZarrChunks); }
 

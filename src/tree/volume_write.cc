@@ -24,7 +24,6 @@ namespace {
 // Files held whole in memory (layers being written, scratch files) stay below this.
 constexpr int64_t kMaxHeldFile = int64_t(1) << 30;
 
-std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
 // Files whose writes are staged in the chunk overlay.
 bool chunk_file(NodeKind kind) {

@@ -34,7 +34,7 @@ struct Field {
   }
 };
 
-struct Mode {
+struct ZfpDecodeMode {
   uint8_t codec;
   uint8_t meta;
   std::string name() const {
@@ -44,7 +44,7 @@ struct Mode {
 };
 
 // As c-blosc2's zfp plugin sets the stream up.
-void set_libzfp_mode(zfp_stream* z, const Mode& m, const Field& f) {
+void set_libzfp_mode(zfp_stream* z, const ZfpDecodeMode& m, const Field& f) {
   if (m.codec == kCodecZfpAccuracy) zfp_stream_set_accuracy(z, std::pow(10.0, double(int8_t(m.meta))));
   if (m.codec == kCodecZfpPrecision) zfp_stream_set_precision(z, std::min(m.meta + unsigned(3 + 2 * f.ndim), 64u));
   if (m.codec == kCodecZfpRate)
@@ -52,7 +52,7 @@ void set_libzfp_mode(zfp_stream* z, const Mode& m, const Field& f) {
                         unsigned(f.ndim), zfp_false);
 }
 
-ZfpMode our_mode(const Mode& m, const Field& f) {
+ZfpMode our_mode(const ZfpDecodeMode& m, const Field& f) {
   if (m.codec == kCodecZfpAccuracy) return zfp_accuracy_mode(std::pow(10.0, double(int8_t(m.meta))));
   if (m.codec == kCodecZfpPrecision) return zfp_precision_mode(std::min(m.meta + unsigned(3 + 2 * f.ndim), 64u));
   return zfp_rate_mode(m.meta / 100.0 * (f.doubles ? 64 : 32), f.doubles, f.ndim);
@@ -62,7 +62,7 @@ struct Libzfp {
   zfp_stream* zfp = nullptr;
   zfp_field* field = nullptr;
   bitstream* bits = nullptr;
-  Libzfp(const Mode& m, const Field& f, void* data) {
+  Libzfp(const ZfpDecodeMode& m, const Field& f, void* data) {
     zfp = zfp_stream_open(nullptr);
     set_libzfp_mode(zfp, m, f);
     const zfp_type t = f.doubles ? zfp_type_double : zfp_type_float;
@@ -87,7 +87,7 @@ struct Libzfp {
   }
 };
 
-Buffer libzfp_encode(const Mode& m, const Field& f, Buffer values) {
+Buffer libzfp_encode(const ZfpDecodeMode& m, const Field& f, Buffer values) {
   Libzfp z(m, f, values.data());
   Buffer out(z.max_size() + 8, 0);
   z.attach(out);
@@ -103,7 +103,7 @@ struct Decoded {
 };
 
 // libzfp reads past the stream's end without a check: it gets zeros there.
-Decoded libzfp_decode(const Mode& m, const Field& f, const Buffer& stream) {
+Decoded libzfp_decode(const ZfpDecodeMode& m, const Field& f, const Buffer& stream) {
   Decoded d{Buffer(f.bytes(), 0), false};
   Libzfp z(m, f, d.values.data());
   Buffer padded(stream.size() + 2 * z.max_size() + 64, 0);
@@ -114,7 +114,7 @@ Decoded libzfp_decode(const Mode& m, const Field& f, const Buffer& stream) {
   return d;
 }
 
-Decoded our_decode(const Mode& m, const Field& f, const Buffer& stream) {
+Decoded our_decode(const ZfpDecodeMode& m, const Field& f, const Buffer& stream) {
   Decoded d{Buffer(f.bytes() + 1, 0x5A), false};
   ZfpFieldShape shape;
   shape.doubles = f.doubles;
@@ -129,7 +129,7 @@ Decoded our_decode(const Mode& m, const Field& f, const Buffer& stream) {
 
 // Compares where both decoders finish; values only when both read whole streams
 // (what a short stream leaves in out is not part of the contract).
-void expect_same_decode(const Mode& m, const Field& f, const Buffer& stream, const std::string& what) {
+void expect_same_decode(const ZfpDecodeMode& m, const Field& f, const Buffer& stream, const std::string& what) {
   const Decoded ref = libzfp_decode(m, f, stream);
   const Decoded ours = our_decode(m, f, stream);
   ASSERT_EQ(ours.complete, ref.complete) << what;
@@ -200,8 +200,8 @@ std::vector<Field> fields() {
   return out;
 }
 
-std::vector<Mode> modes() {
-  std::vector<Mode> out;
+std::vector<ZfpDecodeMode> modes() {
+  std::vector<ZfpDecodeMode> out;
   for (int meta : {255, 254, 253, 252, 251, 250, 0, 1, 3, 20, 127, 128, 200, 240})
     out.push_back({kCodecZfpAccuracy, uint8_t(meta)});
   for (int meta : {0, 1, 2, 5, 10, 16, 20, 25, 30, 40, 50, 53, 60, 255})
@@ -216,7 +216,7 @@ TEST(ZfpDecoder, ModesMatchLibzfp) {
     for (int meta = 0; meta < 256; ++meta)
       for (bool doubles : {false, true})
         for (int ndim = 1; ndim <= 4; ++ndim) {
-          const Mode m{codec, uint8_t(meta)};
+          const ZfpDecodeMode m{codec, uint8_t(meta)};
           const Field f{doubles, ndim, {4, 4, 4, 4}};
           zfp_stream* z = zfp_stream_open(nullptr);
           set_libzfp_mode(z, m, f);
@@ -263,7 +263,7 @@ TEST(ZfpDecoder, CoefficientOrderTransformAndScale) {
       for (int plane : {0, 4, 17, 30, 31})
         for (unsigned exponent : {0u, 1u, 100u, 127u, 200u, 255u}) {
           const Field f{false, ndim, {4, ndim > 1 ? 4u : 1u, ndim > 2 ? 4u : 1u, ndim > 3 ? 4u : 1u}};
-          const Mode m{kCodecZfpPrecision, 255};
+          const ZfpDecodeMode m{kCodecZfpPrecision, 255};
           expect_same_decode(m, f, one_coefficient_stream(ndim, i, plane, exponent),
                              "coefficient " + std::to_string(i) + " plane " + std::to_string(plane) + " exponent " +
                                  std::to_string(exponent) + " " + f.name());
@@ -276,7 +276,7 @@ TEST(ZfpDecoder, MatchesLibzfpOnEncodedFields) {
   for (const Field& f : fields())
     for (Data data : kAllData) {
       const Buffer values = make_values(data, f, seed++);
-      for (const Mode& m : modes()) {
+      for (const ZfpDecodeMode& m : modes()) {
         const Buffer stream = libzfp_encode(m, f, values);
         const std::string what = f.name() + ", " + data_name(data) + ", " + m.name();
         expect_same_decode(m, f, stream, what);
@@ -294,8 +294,8 @@ TEST(ZfpDecoder, MatchesLibzfpOnLargerFields) {
                        {true, 3, {16, 16, 16, 1}},    {false, 1, {5000, 1, 1, 1}}, {true, 4, {9, 8, 7, 6}}};
   for (const Field& f : big)
     for (Data data : {Data::kSmooth, Data::kMixed, Data::kRandomBits})
-      for (const Mode& m : {Mode{kCodecZfpAccuracy, 253}, Mode{kCodecZfpAccuracy, 250}, Mode{kCodecZfpPrecision, 16},
-                            Mode{kCodecZfpPrecision, 60}, Mode{kCodecZfpRate, 50}, Mode{kCodecZfpRate, 7}})
+      for (const ZfpDecodeMode& m : {ZfpDecodeMode{kCodecZfpAccuracy, 253}, ZfpDecodeMode{kCodecZfpAccuracy, 250}, ZfpDecodeMode{kCodecZfpPrecision, 16},
+                            ZfpDecodeMode{kCodecZfpPrecision, 60}, ZfpDecodeMode{kCodecZfpRate, 50}, ZfpDecodeMode{kCodecZfpRate, 7}})
         expect_same_decode(m, f, libzfp_encode(m, f, make_values(data, f, 99)),
                            f.name() + ", " + data_name(data) + ", " + m.name());
 }
@@ -305,7 +305,7 @@ TEST(ZfpDecoder, MatchesLibzfpOnLargerFields) {
 TEST(ZfpDecoder, MatchesLibzfpOnGarbage) {
   std::mt19937 rng(7);
   for (const Field& f : fields())
-    for (const Mode& m : modes())
+    for (const ZfpDecodeMode& m : modes())
       for (size_t length : {size_t(0), size_t(3), size_t(40), size_t(700), size_t(6000)}) {
         Buffer stream(length);
         // Some streams of mostly ones: long runs, every coefficient significant early.
@@ -322,7 +322,7 @@ TEST(ZfpDecoder, CutStreams) {
   const Field cut_fields[] = {{false, 2, {9, 6, 1, 1}}, {true, 3, {5, 4, 6, 1}}, {false, 4, {4, 5, 4, 4}},
                               {true, 1, {23, 1, 1, 1}}};
   for (const Field& f : cut_fields)
-    for (const Mode& m : {Mode{kCodecZfpAccuracy, 252}, Mode{kCodecZfpPrecision, 30}, Mode{kCodecZfpRate, 40}}) {
+    for (const ZfpDecodeMode& m : {ZfpDecodeMode{kCodecZfpAccuracy, 252}, ZfpDecodeMode{kCodecZfpPrecision, 30}, ZfpDecodeMode{kCodecZfpRate, 40}}) {
       const Buffer stream = libzfp_encode(m, f, make_values(Data::kSmooth, f, 5));
       for (size_t n = 0; n <= stream.size(); ++n) {
         // Exactly n bytes on the heap, so that ASan sees a read past them.
@@ -340,7 +340,7 @@ TEST(ZfpDecoder, CodecReportsShortStreams) {
   g.blockshape[0] = 16;
   g.blockshape[1] = 64;
   const Field f{false, 2, {64, 16, 1, 1}};
-  const Mode m{kCodecZfpAccuracy, 253};
+  const ZfpDecodeMode m{kCodecZfpAccuracy, 253};
   const Buffer stream = libzfp_encode(m, f, make_values(Data::kSmooth, f, 3));
   Buffer out(f.bytes());
   EXPECT_NO_THROW(zfp_decode(m.codec, m.meta, stream, out, g));
