@@ -424,14 +424,42 @@ class Harness:
                 print(f"  cannot unmount {mnt}: {e}", flush=True)
 
     def _abort(self, conn):
-        """Aborts a FUSE connection so that requests stuck on it fail at once."""
+        """Aborts a FUSE connection so that requests stuck on it fail at once.
+        Mounts the FUSE control file system for the write when the machine has
+        not (and unmounts it again). True when the connection was aborted."""
         if conn is None:
-            return
+            return False
+        ctl = "/sys/fs/fuse/connections"
+        mounted_here = False
+        if not os.path.exists(os.path.join(ctl, str(conn))) and not is_mounted(ctl):
+            mounted_here = subprocess.run(["mount", "-t", "fusectl", "fusectl", ctl],
+                                          capture_output=True, timeout=PATIENCE).returncode == 0
         try:
-            with open(f"/sys/fs/fuse/connections/{conn}/abort", "w") as f:
+            with open(os.path.join(ctl, str(conn), "abort"), "w") as f:
                 f.write("1")
+            return True
         except OSError:
+            return False
+        finally:
+            if mounted_here:
+                subprocess.run(["umount", ctl], capture_output=True, timeout=PATIENCE)
+
+    def wait_killed(self, daemon, mnt, what):
+        """Waits for the SIGKILLed daemon of mnt. Killed while its notify thread
+        invalidated an entry of a directory in which a writer's rename waited for
+        the daemon's answer, it cannot exit: the kernel holds that thread on the
+        directory's lock, which the rename holds until the connection ends, which
+        needs the thread's /dev/fuse gone. Aborting the connection (what an
+        administrator would do) frees both."""
+        try:
+            daemon.wait(timeout=15)
+            return
+        except subprocess.TimeoutExpired:
             pass
+        if not self._abort(self.mounts.get(mnt)):
+            raise TestFailure(f"{what}: the killed daemon did not exit, and its FUSE connection could not be aborted")
+        daemon.wait(timeout=PATIENCE)
+        print(f"  {what}: the killed daemon exited once its FUSE connection was aborted", flush=True)
 
     def _mounts_under_workdir(self):
         return sorted(point for point in mount_points() if point.startswith(self.workdir + os.sep))

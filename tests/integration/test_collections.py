@@ -289,7 +289,7 @@ def kill_during_commits(h):
                                       stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0.1, 0.6))
             daemon.send_signal(signal.SIGKILL)
-            daemon.wait(timeout=30)
+            h.wait_killed(daemon, mnt, f"round {number}")
         finally:
             stop_process(daemon)
             h.detach(mnt)

@@ -76,7 +76,7 @@ def one_round(h, rng, number, name, base):
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.02, 0.8))
         daemon.send_signal(signal.SIGKILL)
-        daemon.wait(timeout=30)
+        h.wait_killed(daemon, mnt, f"round {number}")
     finally:
         stop_process(daemon)
         h.detach(mnt)

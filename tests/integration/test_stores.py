@@ -784,7 +784,7 @@ def b2d_kill_during_edits(h):
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0.1, 0.8))
             daemon.send_signal(signal.SIGKILL)
-            daemon.wait(timeout=30)
+            h.wait_killed(daemon, mnt, f"round {round_number}")
         finally:
             stop_process(daemon)
             h.detach(mnt)
