@@ -29,7 +29,7 @@
 #   local mount of the same file in the same rounds.
 #   zarr: the Zarr view (bench/zarr_view.py): zarr-python slices of an 8,000 x 8,000 array
 #   and whole arrays against python-blosc2 in-process and a zstd Zarr copy on disk,
-#   dask's mean, and the requests of one inner chunk from nginx.
+#   dask's mean, and the requests of one chunk from nginx.
 #   codecs: single-threaded decoding of python-blosc2's plugin-codec frames
 #   (bench/plugin_codecs.py), codec_bench beside python-blosc2, both on one CPU;
 #   and `cat data` of a 512 MB OpenZL (SH_BD_ZSTD) float32 frame through a mount

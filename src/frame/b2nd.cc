@@ -179,21 +179,30 @@ void NdLayout::walk(int64_t offset, int64_t len, Emit&& emit) const {
     rest /= shape_[size_t(i)];
   }
   const size_t last = size_t(nd - 1);
+  const int64_t cs = chunkshape_[last], bs = blockshape_[last];
   while (item < end_item) {
-    int64_t chunk = 0, block = 0, in_block = 0;
-    for (size_t i = 0; i < size_t(nd); ++i) {
+    // The leading dimensions' share of the position, the same along a row:
+    // only the last dimension's is worked out per run (a whole-chunk re-layout
+    // of small blocks is mostly runs).
+    int64_t row_chunk = 0, row_block = 0, row_in_block = 0;
+    for (size_t i = 0; i < last; ++i) {
       int64_t in_chunk = g[i] % chunkshape_[i];
-      chunk = chunk * chunks_per_dim_[i] + g[i] / chunkshape_[i];
-      block = block * blocks_per_dim_[i] + in_chunk / blockshape_[i];
-      in_block = in_block * blockshape_[i] + in_chunk % blockshape_[i];
+      row_chunk = row_chunk * chunks_per_dim_[i] + g[i] / chunkshape_[i];
+      row_block = row_block * blocks_per_dim_[i] + in_chunk / blockshape_[i];
+      row_in_block = row_in_block * blockshape_[i] + in_chunk % blockshape_[i];
     }
-    int64_t in_chunk = g[last] % chunkshape_[last];
-    int64_t block_end = std::min((in_chunk / blockshape_[last] + 1) * blockshape_[last], chunkshape_[last]);
-    int64_t run = std::min({block_end - in_chunk, shape_[last] - g[last], end_item - item});
-    int64_t lo = std::max(item * ts, offset), hi = std::min((item + run) * ts, end);
-    emit(chunk, (block * block_items_ + in_block) * ts + (lo - item * ts), lo - offset, hi - lo);
-    item += run;
-    g[last] += run;
+    while (item < end_item && g[last] < shape_[last]) {
+      const int64_t in_chunk = g[last] % cs;
+      const int64_t chunk = row_chunk * chunks_per_dim_[last] + g[last] / cs;
+      const int64_t block = row_block * blocks_per_dim_[last] + in_chunk / bs;
+      const int64_t in_block = row_in_block * bs + in_chunk % bs;
+      const int64_t block_end = std::min((in_chunk / bs + 1) * bs, cs);
+      const int64_t run = std::min({block_end - in_chunk, shape_[last] - g[last], end_item - item});
+      const int64_t lo = std::max(item * ts, offset), hi = std::min((item + run) * ts, end);
+      emit(chunk, (block * block_items_ + in_block) * ts + (lo - item * ts), lo - offset, hi - lo);
+      item += run;
+      g[last] += run;
+    }
     for (size_t i = last; i > 0 && g[i] == shape_[i]; --i) {
       g[i] = 0;
       ++g[i - 1];
@@ -205,16 +214,22 @@ void NdLayout::read(int64_t offset, MutableByteSpan out,
                     const std::function<ByteSpan(int64_t)>& chunk_data) const {
   std::unordered_map<int64_t, ByteSpan> chunks;
   const int64_t need = chunk_bytes();
+  int64_t last_chunk = -1;  // runs come mostly from the chunk of the run before
+  const uint8_t* last_data = nullptr;
   walk(offset, int64_t(out.size()), [&](int64_t chunk, int64_t src, int64_t dst, int64_t n) {
-    auto it = chunks.find(chunk);
-    if (it == chunks.end()) {
-      ByteSpan data = chunk_data(chunk);
-      if (int64_t(data.size()) < need)
-        throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
-                          " bytes, the layout needs " + str(need));
-      it = chunks.emplace(chunk, data).first;
+    if (chunk != last_chunk) {
+      auto it = chunks.find(chunk);
+      if (it == chunks.end()) {
+        ByteSpan data = chunk_data(chunk);
+        if (int64_t(data.size()) < need)
+          throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
+                            " bytes, the layout needs " + str(need));
+        it = chunks.emplace(chunk, data).first;
+      }
+      last_chunk = chunk;
+      last_data = it->second.data();
     }
-    std::memcpy(out.data() + dst, it->second.data() + src, size_t(n));
+    std::memcpy(out.data() + dst, last_data + src, size_t(n));
   });
 }
 

@@ -146,6 +146,7 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
     }
   }
   if (nitems == 0) plan.chunk_in_c_order = false;
+  if (plan.chunk_items * typesize < kMinShardBytes) plan.sharded = false;
   if (plan.sharded) plan.nblocks = plan.chunk_items / plan.block_items;
   plan.dimension_names = dimension_names(meta, attrs);
   return plan;

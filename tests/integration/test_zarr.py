@@ -81,15 +81,21 @@ def make_place(h):
     folder = h.new_dir("place")
     names = []
     for dt in DTYPES:
-        # Chunks a multiple of the blocks, square tiles (not c-blosc2's fast path): a
-        # sharded view whose blocks are not rows; edge chunks in both dimensions.
+        # Chunks a multiple of the blocks, square tiles (not c-blosc2's fast path), but
+        # under 1 MiB: a plain view re-laid out from blocks; edge chunks in both dimensions.
         names.append(os.path.basename(write(folder, f"dt-{dt.replace('>', 'be-')}.b2nd", values((30, 21), dt),
                                             chunks=(12, 8), blocks=(4, 4))))
     shapes = {
         "d0.b2nd": (np.array(3.25), None, None),
         "empty.b2nd": (np.zeros((0, 5), np.float32), None, None),
         "d1.b2nd": (values((1000,), "f8"), (300,), (64,)),       # not a multiple: plain, re-laid out
-        "d1-sharded.b2nd": (values((1000,), "i4"), (256,), (64,)),
+        "d1-small.b2nd": (values((1000,), "i4"), (256,), (64,)),  # whole blocks, under 1 MiB: plain
+        # Chunks of at least 1 MiB that are multiples of the blocks: shards of blocks.
+        "d1-sharded.b2nd": (values((600000,), "i4"), (262144,), (65536,)),
+        "d2-sharded.b2nd": (values((600, 520), "f4"), (512, 512), (128, 128)),
+        "d2-sharded-be.b2nd": (values((300, 600), ">f8"), (256, 512), (64, 128)),
+        "d2-sharded-u1.b2nd": (values((1100, 1030), "u1"), (1024, 1024), (256, 256)),
+        "d3-rows-sharded.b2nd": (values((10, 256, 512), "u2"), (4, 256, 512), (1, 256, 512)),
         "d3-plain.b2nd": (values((7, 1001, 3), "f8"), (7, 1001, 3), (5, 1001, 3)),
         "d3-rows.b2nd": (values((20, 30, 40), "u2"), (10, 30, 40), (2, 30, 40)),  # the decoded chunk is C order
         "d4.b2nd": (values((6, 7, 9, 10), "f4"), (4, 5, 6, 7), (2, 5, 3, 7)),
@@ -113,13 +119,15 @@ def make_place(h):
     arr[20:37] = values((17, 10), "f4")
     names.append("resized.b2nd")
     # Special chunks: zeros and uninitialized ones read as zeros, a NaN chunk as NaN.
-    blosc2.zeros((64, 64), dtype=np.float32, urlpath=os.path.join(folder, "zeros.b2nd"), mode="w",
+    blosc2.zeros((1024, 600), dtype=np.float32, urlpath=os.path.join(folder, "zeros.b2nd"), mode="w",
+                 chunks=(512, 512), blocks=(128, 128))
+    blosc2.zeros((64, 64), dtype=np.float32, urlpath=os.path.join(folder, "zeros-small.b2nd"), mode="w",
                  chunks=(32, 32), blocks=(8, 8))
     blosc2.uninit((64, 64), dtype=np.float64, urlpath=os.path.join(folder, "uninit.b2nd"), mode="w",
                   chunks=(32, 32), blocks=(8, 8))
     blosc2.full((40, 30), np.nan, dtype=np.float64, urlpath=os.path.join(folder, "nan.b2nd"), mode="w",
                 chunks=(20, 15), blocks=(5, 15))
-    names += ["zeros.b2nd", "nan.b2nd"]
+    names += ["zeros.b2nd", "zeros-small.b2nd", "nan.b2nd"]
     # Dimension names as xarray-blosc2 records them, and attributes.
     path = write(folder, "named.b2nd", values((24, 36), "f4"), (12, 12), (4, 12))
     arr = blosc2.open(path, mode="a")
@@ -177,11 +185,20 @@ def arrays_read_exactly(h, mnt, expected):
 
 
 def views_are_sharded_or_plain(h, mnt):
-    """Chunks that are multiples of the blocks are shards of blocks; others plain."""
-    for name, sharded in [("dt-f4.b2nd", True), ("d1.b2nd", False), ("d1-sharded.b2nd", True),
-                          ("d3-plain.b2nd", False), ("d2-plain-tiles.b2nd", False), ("d0.b2nd", False)]:
+    """Chunks of at least 1 MiB that are multiples of the blocks are shards of
+    blocks (a file of the chunk plus a 16-byte index entry per block); others plain."""
+    for name, nblocks in [("dt-f4.b2nd", 0), ("d1.b2nd", 0), ("d1-small.b2nd", 0), ("d1-sharded.b2nd", 4),
+                          ("d2-sharded.b2nd", 16), ("d2-sharded-be.b2nd", 16), ("d2-sharded-u1.b2nd", 16),
+                          ("d3-rows-sharded.b2nd", 4), ("d3-plain.b2nd", 0), ("d2-plain-tiles.b2nd", 0),
+                          ("d0.b2nd", 0)]:
         meta = json.loads(read_file(os.path.join(mnt, name, "zarr.json")))
-        check_equal(meta["codecs"][0]["name"] == "sharding_indexed", sharded, f"{name} sharded")
+        check_equal(meta["codecs"][0]["name"] == "sharding_indexed", nblocks > 0, f"{name} sharded")
+        if name == "d0.b2nd":
+            continue
+        chunk = meta["chunk_grid"]["configuration"]["chunk_shape"]
+        itemsize = np.dtype(blosc2.open(os.path.join(h.place, name)).dtype).itemsize
+        first = os.path.join(mnt, name, "c", *["0"] * len(chunk))
+        check_equal(os.stat(first).st_size, int(np.prod(chunk)) * itemsize + 16 * nblocks, f"{name}: c/0... size")
     d0 = os.path.join(mnt, "d0.b2nd")
     check(os.path.isfile(os.path.join(d0, "c")), "a 0-d array's one chunk is the file c")
     check_equal(np.frombuffer(read_file(os.path.join(d0, "c")), "<f8")[0], 3.25, "0-d chunk c")
@@ -214,21 +231,26 @@ def keys_out_of_range(h, mnt):
 
 
 def special_chunks_cost_no_decode(h, mnt):
-    """A chunk stored as zeros (or uninitialized) is a shard whose index says
+    """A sharded chunk stored as zeros (or uninitialized) is a shard whose index says
     "fill value": zarr-python reads none of its bytes and nothing is decoded."""
     stats = os.path.join(mnt, "zeros.b2nd")
     before = h.cache_stats(stats)["decoded_blocks"]
     z = zarr.open_array(stats, mode="r")
-    check_same(z[:], np.zeros((64, 64), np.float32), "zeros")
+    check_same(z[:], np.zeros((1024, 600), np.float32), "zeros")
     check_equal(h.cache_stats(stats)["decoded_blocks"] - before, 0, "blocks decoded reading a zeros array")
     index = read_file(os.path.join(stats, "c", "0", "0"))[-16:]
     check_equal(index, b"\xff" * 16, "a zeros chunk's last index entry")
+    # Plain chunks of zeros are made without a decode too.
+    small = os.path.join(mnt, "zeros-small.b2nd")
+    before = h.cache_stats(small)["decoded_blocks"]
+    check_same(zarr.open_array(small, mode="r")[:], np.zeros((64, 64), np.float32), "small zeros")
+    check_equal(h.cache_stats(small)["decoded_blocks"] - before, 0, "blocks decoded reading a plain zeros array")
 
 
 def partial_shard_reads(h):
     """A few inner chunks of a shard decode only their blocks."""
     folder = h.new_dir("partial")
-    path = write(folder, "big.b2nd", values((1000, 1000), "f4"), (500, 500), (50, 50))
+    path = write(folder, "big.b2nd", values((1000, 1000), "f4"), (512, 512), (64, 64))  # 1 MiB chunks
     mnt = h.mount(path, ["-o", "ro"])
     try:
         z = zarr.open_array(mnt, mode="r")
@@ -236,11 +258,11 @@ def partial_shard_reads(h):
         before = h.cache_stats(mnt)["decoded_blocks"]
         check_same(z[220:230, 320:330], want, "a slice inside one block")
         decoded = h.cache_stats(mnt)["decoded_blocks"] - before
-        check(1 <= decoded <= 3, f"{decoded} blocks decoded for a slice inside one block (100 per chunk)")
+        check(1 <= decoded <= 3, f"{decoded} blocks decoded for a slice inside one block (64 per chunk)")
         before = h.cache_stats(mnt)["decoded_blocks"]
         check_same(z[:, 333], blosc2.open(path)[:, 333], "a column")
         decoded = h.cache_stats(mnt)["decoded_blocks"] - before
-        check(decoded <= 2 * 20 + 4, f"{decoded} blocks decoded for a column of 20 blocks")
+        check(decoded <= 2 * 16 + 4, f"{decoded} blocks decoded for a column of 16 blocks")
     finally:
         h.unmount(mnt)
 
@@ -258,7 +280,7 @@ def other_readers(h, mnt, expected):
     want = float(expected["d4.b2nd"].astype(np.float64).sum())
     check(abs(got - want) <= 1e-3 * max(1.0, abs(want)), f"dask sum {got} where {want}")
     # zarr2/ is a v2 array: zarr-python reads it too.
-    for name in ("dt-i2.b2nd", "d1.b2nd", "d3-plain.b2nd", "d0.b2nd"):
+    for name in ("dt-i2.b2nd", "d1.b2nd", "d3-plain.b2nd", "d0.b2nd", "d2-sharded.b2nd", "d3-rows-sharded.b2nd"):
         z2 = zarr.open_array(os.path.join(mnt, name, "zarr2"), mode="r", zarr_format=2)
         check_same(z2[...], expected[name], f"zarr v2 view {name}")
 
@@ -275,7 +297,7 @@ for path in sys.argv[1:]:
 print(json.dumps(out))
 """
     names = ["dt-f4.b2nd", "dt-u2.b2nd", "dt-i4.b2nd", "dt-be-f8.b2nd", "dt-u1.b2nd", "d2-plain-tiles.b2nd",
-             "named.b2nd"]
+             "named.b2nd", "d2-sharded-be.b2nd"]
     paths = [os.path.join(mnt, n, "zarr2") for n in names]
     r = subprocess.run([sys.executable, "-c", script] + paths, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
@@ -408,7 +430,7 @@ def huge_grid(h):
         with os.scandir(os.path.join(mnt, "c")) as it:
             first = [e.name for _, e in zip(range(1000), it)]
         check_equal(first[:3] + first[-1:], ["0", "1", "2", "999"], "the first page of c/")
-        check_equal(os.stat(os.path.join(mnt, "c", "249999999")).st_size, 8 + 16, "the last shard's size")
+        check_equal(os.stat(os.path.join(mnt, "c", "249999999")).st_size, 8, "the last chunk's size (plain)")
         for key in ("c/250000000", "c/0/0", "zarr2/250000000"):
             try:
                 os.stat(os.path.join(mnt, key))
@@ -424,7 +446,7 @@ def huge_grid(h):
 
 def remote_nginx(h):
     """A web index served by nginx (a collection over HTTP) is a Zarr group like a local
-    folder; one inner chunk of a remote array of 10,000 chunks costs about one request."""
+    folder; one chunk of a remote array of 10,000 chunks costs about one request."""
     root = h.new_dir("served")
     lake = os.path.join(root, "lake")
     os.makedirs(os.path.join(lake, "sub"))
@@ -444,11 +466,11 @@ def remote_nginx(h):
         single = h.mount(f"{nginx.url}/lake/many.b2nd")
         z = zarr.open_array(single, mode="r")
         before = len(nginx.requests())
-        check_same(z[505:507, 705:707], blosc2.open(many)[505:507, 705:707], "one inner chunk over HTTP")
+        check_same(z[505:507, 705:707], blosc2.open(many)[505:507, 705:707], "one chunk over HTTP")
         time.sleep(0.2)  # nginx logs a request after answering it
         made = nginx.requests()[before:]
         # None when the chunk lay in a range the mount fetched already (the frame's tail).
-        check(len(made) <= 2, f"{len(made)} requests for one inner chunk: {made}")
+        check(len(made) <= 2, f"{len(made)} requests for one chunk: {made}")
 
 
 def s3_prefix(h):

@@ -56,18 +56,19 @@ def check_untouched(before, after, written, what):
             check(old == new, f"{what}: chunk {n}, not written, has new stored bytes")
 
 
-def region_write(h, blocks, sharded, what):
-    """zarr-python writes a region across four chunks and sets attributes."""
+def region_write(h, k, blocks, sharded, what):
+    """zarr-python writes a region across four chunks and sets attributes: a
+    100k x 90k float64 array of 40k x 30k chunks."""
     folder = h.new_dir("arrays")
-    shape, chunks = (100, 90), (40, 30)
+    shape, chunks = (100 * k, 90 * k), (40 * k, 30 * k)
     a = rng.normal(0, 10, shape)
     path = write(folder, "a.b2nd", a, chunks, blocks)
     arr = blosc2.open(path, mode="a")
     arr.vlmeta["kept"] = "as it was"
     del arr
     before = stored_chunks(h, path)
-    region = (slice(30, 50), slice(20, 40))
-    new = rng.normal(100, 1, (20, 20))
+    region = (slice(30 * k, 50 * k), slice(20 * k, 40 * k))
+    new = rng.normal(100, 1, (20 * k, 20 * k))
     mnt = h.mount(path)
     try:
         z = zarr.open_array(mnt, mode="r+")
@@ -81,10 +82,10 @@ def region_write(h, blocks, sharded, what):
         want[region] = new
         check(np.array_equal(z2[...], want), f"{what}: zarr-python reads its write back")
         # A chunk holding only the fill value: zarr-python removes its key.
-        z[80:100, 60:90] = 0
-        want[80:100, 60:90] = 0
-        z[0:40, 60:90] = 0
-        want[0:40, 60:90] = 0
+        z[80 * k:100 * k, 60 * k:90 * k] = 0
+        want[80 * k:100 * k, 60 * k:90 * k] = 0
+        z[0:40 * k, 60 * k:90 * k] = 0
+        want[0:40 * k, 60 * k:90 * k] = 0
         left = sorted(os.listdir(os.path.join(mnt, "c", "0")))
         check_equal(left, ["0", "1", "2"], f"{what}: c/0 after the writes (no temporary file left)")
     finally:
@@ -101,11 +102,18 @@ def region_write(h, blocks, sharded, what):
 
 
 def sharded_region_write(h):
-    region_write(h, (20, 10), True, "sharded view")
+    # Chunks of 480 x 360 float64 (1.3 MB, at least the 1 MiB a shard needs), blocks 240 x 120.
+    region_write(h, 12, (240, 120), True, "sharded view")
 
 
 def plain_region_write(h):
-    region_write(h, (16, 7), False, "plain view")
+    # Chunks of 40 x 30 float64 (9.6 KB), not multiples of the blocks.
+    region_write(h, 1, (16, 7), False, "plain view")
+
+
+def small_chunks_region_write(h):
+    # Chunks of 40 x 30 float64 that are multiples of the blocks, but under 1 MiB: plain.
+    region_write(h, 1, (20, 10), False, "plain view of small chunks of whole blocks")
 
 
 def odd_arrays(h):
@@ -180,19 +188,53 @@ except Exception:
 """
 
 
+def wait_for_killed_daemon(daemon, conn, what):
+    """Waits for a SIGKILLed daemon. Killed while its notify thread invalidated
+    an entry of a directory in which the writer's rename waited for the daemon's
+    answer, it cannot exit: the kernel holds that thread on the directory's lock,
+    which the rename holds until the connection ends, which needs the thread's
+    /dev/fuse gone. Aborting the connection (fusectl, what an administrator
+    would do) frees both; the frame is then checked like any other round's."""
+    try:
+        daemon.wait(timeout=15)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    ctl = "/sys/fs/fuse/connections"
+    mounted = False
+    if not os.path.exists(os.path.join(ctl, str(conn))):
+        mounted = subprocess.run(["mount", "-t", "fusectl", "fusectl", ctl], capture_output=True).returncode == 0
+    try:
+        with open(os.path.join(ctl, str(conn), "abort"), "w") as f:
+            f.write("1")
+    except OSError as e:
+        raise TestFailure(f"{what}: the killed daemon did not exit, and its connection {conn} could not be "
+                          f"aborted: {e}")
+    finally:
+        if mounted:
+            subprocess.run(["umount", ctl], capture_output=True)
+    daemon.wait(timeout=30)
+    print(f"  {what}: the killed daemon exited once its FUSE connection was aborted", flush=True)
+
+
 def kill_during_writes(h):
-    """SIGKILL of the daemon while zarr-python rewrites a one-chunk array
-    (a shard of 16 blocks): the frame opens and holds one value throughout."""
-    rounds = 5
+    """SIGKILL of the daemon while zarr-python rewrites a one-chunk array (even
+    rounds: a 1 MiB shard of 16 blocks; odd rounds: a plain 32 KB chunk): the
+    frame opens and holds one value throughout."""
+    rounds = 6
     choose = random.Random(20261127)
     for number in range(rounds):
         folder = h.new_dir("kill")
-        path = write(folder, "k.b2nd", np.zeros((64, 64), "i8"), (64, 64), (16, 16))
+        if number % 2 == 0:
+            path = write(folder, "k.b2nd", np.zeros((512, 256), "i8"), (512, 256), (128, 64))
+        else:
+            path = write(folder, "k.b2nd", np.zeros((64, 64), "i8"), (64, 64), (16, 16))
         mnt = h.new_dir()
         log_path = os.path.join(h.workdir, f"zarr-writes{number}.log")
         open(log_path, "w").close()
         daemon_log = open(os.path.join(h.workdir, f"zarr-daemon{number}.log"), "w")
         daemon = h.start_foreground([path], mnt, stderr=daemon_log, what=f"round {number}: the mount")
+        conn = h.mounts[mnt]
         writer = None
         try:
             writer = subprocess.Popen([sys.executable, "-c", WRITE_LOOP, mnt, log_path],
@@ -205,7 +247,7 @@ def kill_during_writes(h):
             check(os.path.getsize(log_path) > 0, f"round {number}: zarr-python wrote nothing")
             time.sleep(choose.uniform(0.0, 0.4))
             daemon.send_signal(signal.SIGKILL)
-            daemon.wait(timeout=30)
+            wait_for_killed_daemon(daemon, conn, f"round {number}")
         finally:
             stop_process(daemon)
             # The writer goes before the mount point is detached: it would
@@ -247,8 +289,9 @@ def put(directory, name, data):
 
 def refusals(h):
     folder = h.new_dir("refuse")
-    a = rng.integers(0, 100, (40, 40)).astype("i4")
-    path = write(folder, "r.b2nd", a, (20, 20), (10, 10))
+    # Chunks of 512 x 512 int32 (1 MiB): shards, whose index can lie.
+    a = rng.integers(0, 100, (1024, 1024)).astype("i4")
+    path = write(folder, "r.b2nd", a, (512, 512), (128, 128))
     arr = blosc2.open(path, mode="a")
     arr.vlmeta["units"] = "m"
     del arr
@@ -264,6 +307,7 @@ def refusals(h):
                      "zarr.json with another data type")
         expect_errno(errno.EPERM, lambda: put(mnt, "zarr.json", b"{not json"),
                      "zarr.json that is not JSON")
+        check_equal(meta["codecs"][0]["name"], "sharding_indexed", "r.b2nd's view")
         shard = open(os.path.join(mnt, "c", "0", "0"), "rb").read()
         expect_errno(errno.EINVAL, lambda: put(os.path.join(mnt, "c", "0"), "0", shard[:-5]),
                      "a shard cut short")
@@ -308,6 +352,8 @@ def main():
     h.require_fuse()
     h.test("zarr-python: a region of four chunks and attributes (sharded view)", sharded_region_write, h)
     h.test("zarr-python: a region of four chunks and attributes (plain view)", plain_region_write, h)
+    h.test("zarr-python: a region of four chunks and attributes (plain view, small chunks of whole blocks)",
+           small_chunks_region_write, h)
     h.test("zarr-python: 0-d, 1-d, 3-d big-endian and bool arrays", odd_arrays, h)
     h.test("xarray: to_zarr(region=...) into a folder", xarray_region_write, h)
     h.test("SIGKILL during zarr-python chunk writes: old or new array", kill_during_writes, h)

@@ -11,9 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include "b2nd.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "frame_editor_test_util.h"
+#include "frame_writer.h"
 #include "fs_error.h"
 #include "msgpack.h"
 #include "read_pieces.h"
@@ -504,17 +506,39 @@ TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
 }
 
 // Writes through the Zarr view (zarr_writes.cc): a writer's temporary file in
-// c/ renamed over a chunk key. b2nd-1d-i4: chunks of 16384 items in blocks of
-// 2048 (a shard of 8 inner chunks, each 8192 bytes); b2nd-2d-u1: chunks 110 x 3
-// in blocks 57 x 3 (plain: C order over the chunk shape).
+// c/ renamed over a chunk key. sharded-1d-i4 (made here: the fixtures' chunks
+// are all under the 1 MiB a shard needs): 3 chunks of 262144 items in blocks of
+// 32768 (a shard of 8 inner chunks, each 131072 bytes); b2nd-2d-u1: chunks
+// 110 x 3 in blocks 57 x 3 (plain: C order over the chunk shape).
 TEST_F(FsVolume, ZarrShardRenamedOverAChunkKey) {
-  const auto path = copy("b2nd-1d-i4.b2nd");
+  constexpr size_t kBlock = 131072, kBlocks = 8, kChunk = kBlock * kBlocks;
+  const auto path = dir_.path() / "sharded-1d-i4.b2nd";
+  {
+    NdMeta meta;
+    meta.ndim = 1;
+    meta.shape = {3 * int64_t(kChunk / 4)};
+    meta.chunkshape = {int32_t(kChunk / 4)};
+    meta.blockshape = {int32_t(kBlock / 4)};
+    meta.dtype = "<i4";
+    FrameParams params;
+    params.cparams.typesize = 4;
+    params.cparams.blocksize = int32_t(kBlock);
+    params.chunksize = int32_t(kChunk);
+    params.metalayers.push_back(Metalayer{"b2nd", serialize_b2nd_meta(meta)});
+    FrameWriter w(path, params);
+    for (int n = 0; n < 3; ++n) {
+      Bytes chunk(kChunk);
+      for (size_t k = 0; k < kChunk; ++k) chunk[k] = uint8_t(n * 31 + k % 251);
+      w.append(chunk);
+    }
+    w.close();
+  }
   auto v = mount(path);
   KernelNotes notes;
+  ASSERT_NE(text_of(read_all(*v, dir(*v, "zarr.json"))).find("sharding_indexed"), std::string::npos);
   const uint64_t c = dir(*v, "c");
   const uint64_t chunk1 = v->lookup(c, "1").value();
   const Bytes before2 = read_all(*v, v->lookup(c, "2").value());
-  constexpr size_t kBlock = 8192, kBlocks = 8;
   // Blocks stored in reverse order, block 3 left to the fill value.
   Bytes shard(kBlock * kBlocks + 16 * kBlocks, 0);
   for (size_t i = 0; i < kBlocks; ++i) {

@@ -16,41 +16,65 @@ NdMeta nd(std::vector<int64_t> shape, std::vector<int32_t> chunks, std::vector<i
   return m;
 }
 
-TEST(ZarrMeta, ShardedWhenChunksAreMultiplesOfBlocks) {
-  auto plan = plan_zarr_array(nd({30, 21}, {12, 8}, {4, 4}, "<f4"), 4, Json::object());
+TEST(ZarrMeta, ShardedWhenChunksAreMultiplesOfBlocksOfAtLeastOneMiB) {
+  auto plan = plan_zarr_array(nd({1030, 600}, {512, 512}, {128, 128}, "<f4"), 4, Json::object());
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->sharded);
   EXPECT_FALSE(plan->chunk_in_c_order);  // square tiles are not rows
-  EXPECT_EQ(plan->grid, (std::vector<int64_t>{3, 3}));
-  EXPECT_EQ(plan->nchunks, 9);
-  EXPECT_EQ(plan->nblocks, 6);
-  EXPECT_EQ(plan->v3_chunk_bytes(), 12 * 8 * 4 + 6 * 16);
+  EXPECT_EQ(plan->grid, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(plan->nchunks, 6);
+  EXPECT_EQ(plan->nblocks, 16);
+  EXPECT_EQ(plan->v3_chunk_bytes(), 512 * 512 * 4 + 16 * 16);
   EXPECT_EQ(plan->data_type, "float32");
   EXPECT_EQ(plan->endian, "little");
-  EXPECT_EQ(plan->dimension_names, (std::vector<std::string>{"dim0_30", "dim1_21"}));
+  EXPECT_EQ(plan->dimension_names, (std::vector<std::string>{"dim0_1030", "dim1_600"}));
   Json j = Json::parse(zarr_v3_array_json(*plan, Json::object({{"units", "K"}})));
   EXPECT_EQ(j["codecs"][0]["name"], "sharding_indexed");
-  EXPECT_EQ(j["codecs"][0]["configuration"]["chunk_shape"], Json::array({4, 4}));
+  EXPECT_EQ(j["codecs"][0]["configuration"]["chunk_shape"], Json::array({128, 128}));
   EXPECT_EQ(j["codecs"][0]["configuration"]["index_location"], "end");
   EXPECT_EQ(j["attributes"]["units"], "K");
   EXPECT_EQ(j["fill_value"], 0.0);
 }
 
+TEST(ZarrMeta, PlainBelowOneMiBEvenWhenChunksAreMultiplesOfBlocks) {
+  // 2,000 x 2,000 float32 of 256 x 256 chunks (256 KB), 64 x 64 blocks: plain.
+  auto small = plan_zarr_array(nd({2000, 2000}, {256, 256}, {64, 64}, "<f4"), 4, Json::object());
+  ASSERT_TRUE(small);
+  EXPECT_FALSE(small->sharded);
+  EXPECT_EQ(small->nblocks, 0);
+  EXPECT_EQ(small->v3_chunk_bytes(), 256 * 256 * 4);
+  Json j = Json::parse(zarr_v3_array_json(*small, Json::object()));
+  EXPECT_EQ(j["codecs"][0]["name"], "bytes");
+  // The threshold is the decoded chunk's size: exactly kMinShardBytes is a shard, one row less is not.
+  EXPECT_TRUE(plan_zarr_array(nd({1024, 512}, {512, 512}, {1, 512}, "<f4"), 4, Json::object())->sharded);
+  EXPECT_FALSE(plan_zarr_array(nd({1024, 512}, {511, 512}, {1, 512}, "<f4"), 4, Json::object())->sharded);
+  EXPECT_TRUE(plan_zarr_array(nd({1024, 512}, {256, 512}, {128, 128}, "<f8"), 8, Json::object())->sharded);
+  EXPECT_FALSE(plan_zarr_array(nd({1024, 512}, {256, 512}, {128, 128}, "<f4"), 4, Json::object())->sharded);
+}
+
 TEST(ZarrMeta, PlainWhenNotMultiplesAndCOrderForRows) {
-  auto plain = plan_zarr_array(nd({7, 1001, 3}, {7, 1001, 3}, {5, 1001, 3}, "<f8"), 8, Json::object());
+  auto plain = plan_zarr_array(nd({7, 1001, 300}, {7, 1001, 300}, {5, 1001, 300}, "<f8"), 8, Json::object());
   ASSERT_TRUE(plain);
-  EXPECT_FALSE(plain->sharded);
+  EXPECT_FALSE(plain->sharded);  // 16 MB, but 7 is no multiple of 5
   EXPECT_FALSE(plain->chunk_in_c_order);
-  EXPECT_EQ(plain->v3_chunk_bytes(), 7 * 1001 * 3 * 8);
-  auto rows = plan_zarr_array(nd({20, 30, 40}, {10, 30, 40}, {2, 30, 40}, "<u2"), 2, Json::object());
+  EXPECT_EQ(plain->v3_chunk_bytes(), 7 * 1001 * 300 * 8);
+  auto rows = plan_zarr_array(nd({200, 100, 100}, {100, 100, 100}, {2, 100, 100}, "<u2"), 2, Json::object());
   ASSERT_TRUE(rows);
   EXPECT_TRUE(rows->sharded);
   EXPECT_TRUE(rows->chunk_in_c_order);
+  auto small_rows = plan_zarr_array(nd({20, 30, 40}, {10, 30, 40}, {2, 30, 40}, "<u2"), 2, Json::object());
+  ASSERT_TRUE(small_rows);
+  EXPECT_FALSE(small_rows->sharded);
+  EXPECT_TRUE(small_rows->chunk_in_c_order);
   auto ones = plan_zarr_array(nd({100}, {10}, {1}, "|u1"), 1, Json::object());
   EXPECT_TRUE(ones->chunk_in_c_order);
   EXPECT_FALSE(ones->endian);
   EXPECT_EQ(ones->npy_descr, "|u1");
   Json j = Json::parse(zarr_v3_array_json(*ones, Json::object()));
+  EXPECT_FALSE(j["codecs"][0].contains("configuration"));
+  auto big_ones = plan_zarr_array(nd({1 << 22}, {1 << 21}, {1 << 16}, "|u1"), 1, Json::object());
+  ASSERT_TRUE(big_ones->sharded);
+  j = Json::parse(zarr_v3_array_json(*big_ones, Json::object()));
   EXPECT_FALSE(j["codecs"][0]["configuration"]["codecs"][0].contains("configuration"));
 }
 
@@ -93,14 +117,14 @@ TEST(ZarrMeta, ZeroDAndEmpty) {
 }
 
 TEST(ZarrMeta, ShardIndexAndKeys) {
-  auto plan = plan_zarr_array(nd({8, 8}, {8, 8}, {4, 8}, "<i2"), 2, Json::object());
+  auto plan = plan_zarr_array(nd({1024, 512}, {1024, 512}, {512, 512}, "<i2"), 2, Json::object());
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->nblocks, 2);
   uint8_t index[32];
   ASSERT_EQ(copy_shard_index(*plan, false, 0, index), 32u);
   EXPECT_EQ(index[0], 0);
-  EXPECT_EQ(index[8], 64);   // nbytes of a 4 x 8 block of int16
-  EXPECT_EQ(index[16], 64);  // the second block's offset
+  EXPECT_EQ(index[10], 0x08);  // nbytes of a 512 x 512 block of int16: 0x80000
+  EXPECT_EQ(index[18], 0x08);  // the second block's offset
   uint8_t tail[5];
   ASSERT_EQ(copy_shard_index(*plan, true, 30, tail), 2u);
   EXPECT_EQ(tail[0], 0xff);
