@@ -14,8 +14,11 @@ namespace blosc2fs {
 namespace {
 // Bytes given back at a time by recover().
 constexpr int64_t kRecoverPiece = int64_t(8) << 20;
-// The queue holds at least this much, so that small chunks compress many at a time.
-constexpr int64_t kQueueBytes = int64_t(16) << 20;
+// What the row being filled and the chunks waiting or being compressed may
+// hold together (each chunk being compressed also has its output and the
+// codec's scratch): the batch bound of commits (docs/writing.md). A whole row
+// is queued at least; at most one chunk per core is compressed at a time.
+constexpr int64_t kInFlightBytes = int64_t(32) << 20;
 }  // namespace
 
 NpyRowStream::NpyRowStream(const NdLayout& layout, const std::filesystem::path& temp, const FrameParams& params)
@@ -31,7 +34,8 @@ NpyRowStream::NpyRowStream(const NdLayout& layout, const std::filesystem::path& 
   }
   for (size_t k = 1; k < shape.size(); ++k) ragged_ = ragged_ || shape[k] % chunkshape[k] != 0;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  max_queued_chunks_ = size_t(std::max({row_chunks_, 2 * cores, kQueueBytes / std::max<int64_t>(1, layout_.chunk_bytes())}));
+  const int64_t fit = kInFlightBytes / std::max<int64_t>(1, layout_.chunk_bytes()) - row_chunks_;
+  max_queued_chunks_ = size_t(std::max(row_chunks_, std::min(cores, fit)));
   writer_.emplace(temp_, params);
   thread_ = std::jthread([this] {
     name_this_thread("b2fs-npy-stream");
@@ -91,7 +95,7 @@ void NpyRowStream::enqueue_row() {
   filling_ = Row{row.index + 1, {}};
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] {
-    return queue_.empty() || queued_chunks_ + size_t(row_chunks_) <= max_queued_chunks_ || error_ || stopping_;
+    return queued_chunks_ == 0 || queued_chunks_ + size_t(row_chunks_) <= max_queued_chunks_ || error_ || stopping_;
   });
   if (error_ || stopping_) {  // what was received is dropped; finish() or recover() says why
     spare_.push_back(std::move(row.chunks));
