@@ -87,7 +87,9 @@ struct ReplacementPlan {
   bool reshaped = false;
 };
 
-ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, const VolumeOptions& options) {
+// `codec`: what the frame's new chunks get (a new array's block size depends on it).
+ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, const VolumeOptions& options,
+                                 const CompressParams& codec) {
   auto refuse = [](std::string why) { throw NpyRefusal{std::move(why)}; };
   ReplacementPlan p;
   p.nd_layer = frame_nd_metalayer(frame);
@@ -106,7 +108,8 @@ ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, co
     NdPartition part;
     try {
       part = b2nd_partition(in.shape, p.typesize, options.new_array_chunkshape, options.new_array_blockshape,
-                            host_cache_sizes());
+                            host_cache_sizes(),
+                            python_blosc2_block_hint(codec.codec, codec.clevel, codec.splitmode, p.typesize));
     } catch (const FormatError& e) {
       refuse(std::string("no chunk and block shape for it: ") + e.what());
     }
@@ -323,9 +326,10 @@ void Volume::start_array_stream(NpyReplacement& r) {
   const std::shared_ptr<const Frame> frame = files_->frame_ptr();
   if (!in || frame->sparse() || !editor_) return;
   try {
-    ReplacementPlan plan = plan_replacement(*in, *frame, options_);
+    const CompressParams codec = editor_->compress_params();
+    ReplacementPlan plan = plan_replacement(*in, *frame, options_, codec);
     if (plan.swap) return;
-    const FrameParams params = rewrite_params(plan, *frame, editor_->compress_params());
+    const FrameParams params = rewrite_params(plan, *frame, codec);
     r.stream = std::make_unique<NpyRowStream>(*plan.layout, editor_->rewrite_temp_path(), params);
     r.stream_metalayers = params.metalayers;
     r.header_len = in->header_len;
@@ -507,8 +511,14 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
   std::optional<NpyFileHeader> in = read_npy_head(spool, size, &complete, &why);
   if (!in) refuse("the new content is not a .npy file: " + (complete ? why : std::string("its header is incomplete")));
   ReplacementPlan plan;
+  CompressParams codec;
   try {
-    plan = plan_replacement(*in, frame, options_);
+    if (editor_) codec = editor_->compress_params();
+  } catch (const std::exception&) {
+    // The commit says why it cannot compress; the plan needs only a codec to size blocks.
+  }
+  try {
+    plan = plan_replacement(*in, frame, options_, codec);
   } catch (const NpyRefusal& r) {
     refuse(r.why);
   }
