@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "chunk_codec.h"
 #include "frame.h"
@@ -77,6 +78,8 @@ void NpyRowStream::begin_row() {
 }
 
 void NpyRowStream::feed(ByteSpan bytes) {
+  if (int64_t(bytes.size()) > layout_.array_bytes() - received_)
+    throw std::out_of_range("the stream of a new array.npy was fed past the array's end");
   while (!bytes.empty()) {
     if (filling_.chunks.empty()) begin_row();
     const int64_t end = row_start(filling_.index + 1);

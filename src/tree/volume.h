@@ -367,7 +367,7 @@ class Volume : public MountTree {
   void finish_array_replacement(KernelNotes& notes, bool when_whole = false);
   void replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
   void start_array_stream(NpyReplacement& r);  // commit and state (unique) held
-  void take_spooled(NpyReplacement& r);        // commit and state (unique) held
+  void take_spooled(NpyReplacement& r);        // commit held
   void unstream_array(NpyReplacement& r);      // commit and state (unique) held
   // Whether the overlay holds enough for a long write to commit a batch.
   bool overlay_batch_due() const;                                            // shared

@@ -223,20 +223,29 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
       file.outcome = r.outcome;
       const int64_t end = offset + int64_t(data.size());
       if (r.stream && offset < r.header_len + r.stream->received() && end > r.header_len) unstream_array(r);
-      if (r.stream && offset == r.header_len + r.stream->received()) {
-        r.stream->feed(data);
-      } else {
+      // In order: straight into the new frame. Bytes past the array's end (the
+      // close refuses such a file) are held, as bytes out of order are.
+      const int64_t array_end = r.stream ? r.header_len + r.stream->array_bytes() : 0;
+      const size_t taken = r.stream && offset == r.header_len + r.stream->received()
+                               ? size_t(std::clamp<int64_t>(array_end - offset, 0, int64_t(data.size())))
+                               : 0;
+      if (taken < data.size()) {
         try {
-          r.spool.write_at(offset, data);
+          r.spool.write_at(offset + int64_t(taken), data.subspan(taken));
         } catch (const IoError& e) {
           spdlog::warn("{}: the new content cannot be held: {}", kArrayNpy, e.what());
           throw FsError{e.error_number() ? e.error_number() : EIO};
         }
-        add_range(r.spooled, offset, end);
+        add_range(r.spooled, offset + int64_t(taken), end);
       }
       r.size = std::max(r.size, end);
       if (!r.stream && !r.stream_decided) start_array_stream(r);
-      if (r.stream) take_spooled(r);
+      if (!r.stream) return;
+      // The stream is the commit mutex's (held): readers, who take only the state
+      // lock, need not wait while rows are compressed.
+      lock.unlock();
+      if (taken > 0) r.stream->feed(data.first(taken));
+      take_spooled(r);
       return;
     }
     const NdLayout* layout = files_->array_layout();
