@@ -222,7 +222,8 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
       NpyReplacement& r = *npy_replacement_;
       file.outcome = r.outcome;
       const int64_t end = offset + int64_t(data.size());
-      if (r.stream && offset < r.header_len + r.stream->received() && end > r.header_len) unstream_array(r);
+      // Behind what the stream took, the header included (the stream was made for that header).
+      if (r.stream && offset < r.header_len + r.stream->received()) unstream_array(r);
       // In order: straight into the new frame. Bytes past the array's end (the
       // close refuses such a file) are held, as bytes out of order are.
       const int64_t array_end = r.stream ? r.header_len + r.stream->array_bytes() : 0;

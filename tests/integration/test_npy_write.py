@@ -388,8 +388,19 @@ def out_of_order_replacement(h):
     replace([lambda fd: os.pwrite(fd, data[:2 * third], 0), read_back_part,
              lambda fd: os.ftruncate(fd, third),
              lambda fd: os.pwrite(fd, data[third:], third)], want, "a read and a truncation midway")
+    # The header written again with another shape of the same size: the close
+    # makes the array of the header the file ends with.
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+    other = want.reshape((shape[0] // 2, shape[1] * 2, shape[2]))
+    _, other_data = npy_bytes(h, other, "other.npy")
+    check_equal(len(other_data), len(data), "the reshaped .npy's size")
+    header_len = npy_header_len(os.path.join(h.workdir, "other.npy"))
+    replace([lambda fd: os.pwrite(fd, data[:2 * third], 0),
+             lambda fd: os.pwrite(fd, other_data[:header_len], 0),
+             lambda fd: os.pwrite(fd, data[2 * third:], 2 * third)], other, "a header rewritten midway")
     h.unmount(mnt)
-    check_array(read_back(frame), want, "python-blosc2 after unmount")
+    check_array(read_back(frame), other, "python-blosc2 after unmount")
 
 
 def replacement_refusals(h):
