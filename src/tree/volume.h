@@ -355,7 +355,10 @@ class Volume : public MountTree {
   // volume_npy.cc: array.npy as an array (its chunks staged in the overlay)
   void write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);  // takes commit
   size_t read_array_locked(int64_t offset, MutableByteSpan out);              // shared
-  void settle_array_read(int64_t offset, size_t size);  // takes commit and state: a read of streamed bytes
+  // A read of array.npy while a replacement streams: hands the stream's bytes
+  // back if the read wants them; the commit mutex it returns (held only while a
+  // stream runs) keeps writes from feeding the stream until the read is done.
+  std::unique_lock<std::mutex> settle_array_read(int64_t offset, size_t size);
   void truncate_array(int64_t size);                                         // exclusive + commit
   int64_t array_npy_size() const;                                            // shared
   bool replacing_array() const;                                              // shared

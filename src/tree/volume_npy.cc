@@ -385,13 +385,14 @@ void Volume::unstream_array(NpyReplacement& r) {
   add_range(r.spooled, r.header_len, r.header_len + stream->received());
 }
 
-void Volume::settle_array_read(int64_t offset, size_t size) {
-  if (!array_streaming_) return;
-  std::lock_guard commit(commit_mutex_);
+std::unique_lock<std::mutex> Volume::settle_array_read(int64_t offset, size_t size) {
+  if (!array_streaming_) return {};
+  std::unique_lock commit(commit_mutex_);
   std::unique_lock lock(state_mutex_);
-  if (!npy_replacement_ || !npy_replacement_->stream) return;
+  if (!npy_replacement_ || !npy_replacement_->stream) return {};
   NpyReplacement& r = *npy_replacement_;
   if (offset < r.header_len + r.stream->received() && offset + int64_t(size) > r.header_len) unstream_array(r);
+  return commit;
 }
 
 // Reads of array.npy see the staged chunks (read your writes); the other views
