@@ -15,6 +15,7 @@ Prints markdown rows "| what | blosc2fs | reference | — | target | verdict |".
 """
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,23 @@ def hwm_mb(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_s(pid):
+    """User + system CPU-seconds of a process so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def slab_rows():
@@ -130,24 +148,28 @@ def copy_in():
         blosc2.asarray(content(shape, 4), urlpath=base, mode="w", cparams=CPARAMS)
     a = blosc2.open(base, mode="r")
     chunks, blocks = a.chunks, a.blocks
-    ours, theirs, rss = [], [], []
+    ours, theirs, rss, our_cpu, their_cpu = [], [], [], [], []
     for _ in range(RUNS):
         frame = os.path.join(WORK, "copy-run.b2nd")
         shutil.copyfile(base, frame)
         subprocess.run(["sync"], check=True)
         pid = mount(frame)
         try:
+            cpu, cp_cpu = cpu_s(pid), children_cpu_s()
             t = time.perf_counter()
             subprocess.run(["cp", npy, os.path.join(MNT, "array.npy")], check=True)
             ours.append(time.perf_counter() - t)
+            our_cpu.append(cpu_s(pid) - cpu + children_cpu_s() - cp_cpu)
             rss.append(hwm_mb(pid))
         finally:
             unmount()
         out = os.path.join(WORK, "copy-ref.b2nd")
+        cpu = own_cpu_s()
         t = time.perf_counter()
         blosc2.asarray(np.load(npy), urlpath=out, mode="w", chunks=chunks, blocks=blocks, cparams=CPARAMS)
         os.sync()
         theirs.append(time.perf_counter() - t)
+        their_cpu.append(own_cpu_s() - cpu)
         blosc2.remove_urlpath(out)
         os.unlink(frame)
     mb = os.path.getsize(npy) / 1e6
@@ -155,6 +177,8 @@ def copy_in():
     ROWS.append(f"| cp of a {mb:.0f} MB .npy into array.npy (close commits) | {o:.2f} s | "
                 f"blosc2.asarray(np.load(...), urlpath=...): {r:.2f} s | — | ≥ 0.8x | "
                 f"{'PASS' if r / o >= 0.8 else '**FAIL**'} ({r / o:.2f}x) |")
+    ROWS.append(f"| CPU-seconds of that cp: daemon + cp / python-blosc2's process | {median(our_cpu):.2f} | "
+                f"{median(their_cpu):.2f} | — | — | — |")
     ROWS.append(f"| daemon peak RSS during the cp | {median(rss):.0f} MB | — | — | — | — |")
 
 

@@ -196,11 +196,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
           if (how & 0x80) whole.resize(whole.size() - 1 - how % 3);  // incomplete: refused at close
           else replaced = next;
-          // In two writes, the second half first.
+          // In two writes: in order (straight into the new frame, npy_stream.h),
+          // or the second half first (held, then taken once the first arrives).
           const size_t half = whole.size() / 2;
+          const bool in_order = (how >> 4) & 1;
+          if (in_order) volume->write(*file, 0, ByteSpan(whole).first(half), notes);
           volume->write(*file, int64_t(half), ByteSpan(whole).subspan(half), notes);
-          volume->write(*file, 0, ByteSpan(whole).first(half), notes);
+          if (!in_order) volume->write(*file, 0, ByteSpan(whole).first(half), notes);
           replacement = whole;
+          // A read of what the new frame took gives it back to the held file;
+          // left unread, the close installs the frame made as the bytes came.
+          if (in_order && (how >> 5) & 1) break;
           Bytes got(whole.size() + 8);
           got.resize(volume->read(ino, 0, got));
           if (got != whole) fail("array.npy does not read back the replacement being written");

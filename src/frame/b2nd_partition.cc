@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -20,8 +21,10 @@ namespace {
 constexpr int64_t kMaxBufferSize = 2147483615;
 
 // What python-blosc2 reads from sysfs: "32K\n", "8M\n", "1G\n"; nullopt otherwise.
-std::optional<int64_t> sysfs_cache_size(int index) {
+// `*missing`: there is no such file (python-blosc2 then asks lscpu).
+std::optional<int64_t> sysfs_cache_size(int index, bool* missing) {
   std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+  *missing = !in;
   std::string text;
   if (!in || !std::getline(in, text) || text.size() < 2) return std::nullopt;
   const char unit = text.back();
@@ -114,19 +117,96 @@ void check_given(const std::vector<int64_t>& shape, const std::vector<int64_t>& 
 
 }  // namespace
 
-CacheSizes host_cache_sizes() {
+std::optional<int64_t> lscpu_cache_size(std::string_view json, int level) {
+  const std::string field = "\"L" + (level == 0 ? std::string("1d") : std::to_string(level)) + " cache:\"";
+  const size_t at = json.find(field);
+  if (at == std::string_view::npos) return std::nullopt;
+  // The entry's "data" follows its "field" within the same object.
+  const size_t close = json.find('}', at);
+  const size_t key = json.find("\"data\"", at);
+  if (key == std::string_view::npos || key > close) return std::nullopt;
+  const size_t open = json.find('"', json.find(':', key + 6) + 1);
+  const size_t end = open == std::string_view::npos ? open : json.find('"', open + 1);
+  if (end == std::string_view::npos || end > close) return std::nullopt;
+  const std::string data(json.substr(open + 1, end - open - 1));
+  // "SIZE UNIT (N instances)": SIZE a whole number (python-blosc2's int() refuses "1.5").
+  const size_t paren = data.find(" (");
+  if (paren == std::string::npos) return std::nullopt;
+  const std::string size_part = data.substr(0, paren), rest = data.substr(paren + 2);
+  const size_t space = size_part.find(' ');
+  if (space == std::string::npos || space == 0) return std::nullopt;
+  const std::string number = size_part.substr(0, space), unit = size_part.substr(space + 1);
+  if (number.size() > 12 || number.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int shift = unit == "KiB" ? 10 : unit == "MiB" ? 20 : unit == "GiB" ? 30 : -1;
+  if (shift < 0) return std::nullopt;
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos || digits > 9) return std::nullopt;
+  const int64_t instances = std::stoll(rest.substr(0, digits));
+  const int64_t size = std::stoll(number);
+  if (instances <= 0 || size > (int64_t(1) << 30)) return std::nullopt;
+  return (size << shift) / instances;
+}
+
+namespace {
+
+// `lscpu --json`, or "" when it cannot run (python-blosc2 then keeps its defaults).
+std::string lscpu_json() {
+  std::string out;
+  FILE* pipe = ::popen("lscpu --json 2>/dev/null", "r");
+  if (!pipe) return out;
+  char buffer[4096];
+  for (size_t n; out.size() < (1 << 20) && (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  if (::pclose(pipe) != 0) out.clear();
+  return out;
+}
+
+CacheSizes read_host_cache_sizes() {
   CacheSizes c;
-  if (auto v = sysfs_cache_size(0)) c.l1_data = *v;
-  if (auto v = sysfs_cache_size(2)) c.l2 = *v;
-  if (auto v = sysfs_cache_size(3)) c.l3 = *v;
+  std::optional<std::string> lscpu;
+  auto size_of = [&](int index, int64_t& into) {
+    bool missing = false;
+    std::optional<int64_t> v = sysfs_cache_size(index, &missing);
+    if (!v && missing) {
+      if (!lscpu) lscpu = lscpu_json();
+      v = lscpu_cache_size(*lscpu, index);
+    }
+    if (v) into = *v;
+  };
+  size_of(0, c.l1_data);
+  size_of(2, c.l2);
+  size_of(3, c.l3);
   utsname u{};
   c.x86_64 = ::uname(&u) == 0 && std::string(u.machine) == "x86_64";
   return c;
 }
 
+}  // namespace
+
+CacheSizes host_cache_sizes() {
+  static const CacheSizes sizes = read_host_cache_sizes();
+  return sizes;
+}
+
+int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize) {
+  const bool tuned = codec == Codec::ndlz || codec == Codec::zfp_accuracy || codec == Codec::zfp_precision ||
+                     codec == Codec::zfp_rate;
+  if (!tuned) return 32 * 1024;
+  clevel = std::clamp(clevel, 0, 9);
+  if (clevel == 0) return 8 * 1024;
+  if (split != SplitMode::always) {
+    // Not split (these codecs never are unless always): by level alone.
+    constexpr int64_t kib[10] = {8, 16, 32, 64, 128, 128, 256, 256, 256, 256};
+    return kib[clevel] * 1024;
+  }
+  // Split into one stream per byte of an item: by level, times the item size, at most 4 MiB.
+  constexpr int64_t kib[10] = {8, 32, 32, 32, 64, 64, 64, 128, 256, 512};
+  return std::min<int64_t>(kib[clevel] * 1024 * std::max<int64_t>(1, itemsize), int64_t(4) << 20);
+}
+
 NdPartition b2nd_partition(const std::vector<int64_t>& shape, int64_t itemsize,
                            const std::optional<std::vector<int64_t>>& chunkshape,
-                           const std::optional<std::vector<int64_t>>& blockshape, const CacheSizes& caches) {
+                           const std::optional<std::vector<int64_t>>& blockshape, const CacheSizes& caches,
+                           int64_t block_hint) {
   if (itemsize < 1) throw FormatError("the item size must be positive");
   if (chunkshape) check_given(shape, *chunkshape, "the chunk shape");
   if (blockshape) check_given(shape, *blockshape, "the block shape");
@@ -141,7 +221,7 @@ NdPartition b2nd_partition(const std::vector<int64_t>& shape, int64_t itemsize,
   if (blockshape) {
     blocksize = product(*blockshape) * itemsize;
   } else {
-    blocksize = 32 * 1024;
+    blocksize = block_hint;
     int64_t min_blocksize = blocksize;
     if (caches.x86_64) min_blocksize = caches.l2 >= (int64_t(1) << 21) ? caches.l1_data * 4 : caches.l2 / 4;
     else min_blocksize = caches.l1_data;

@@ -568,26 +568,40 @@ void FrameEditor::compact() {
 CompressParams FrameEditor::compress_params() const { return impl_->frame_compress_params(); }
 
 void FrameEditor::rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill) {
-  Impl& m = *impl_;
-  if (m.offset > 0 || m.sparse || params.sparse)
+  const std::filesystem::path temp = rewrite_temp_path();
+  std::optional<FrameWriter> writer;
+  install_rewrite(temp, [&](const Frame&) -> FrameWriter& {
+    writer.emplace(temp, params);
+    fill(*writer);
+    return *writer;
+  });
+}
+
+std::filesystem::path FrameEditor::rewrite_temp_path() const {
+  const Impl& m = *impl_;
+  if (m.offset > 0 || m.sparse)
     fail(m.path, "only a standalone contiguous frame is rewritten whole", EOPNOTSUPP);
-  m.check_writable();
-  m.reset_staged();
-  m.open_sidecar(true);
-  SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
-  if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
   std::filesystem::path dir = m.path.parent_path();
   if (dir.empty()) dir = ".";
   // The compaction's temporary name: a crash leaves it for the next compaction to remove.
-  const std::filesystem::path temp =
-      editor::temp_name(dir, m.path.filename().string(), "compact", editor::random_nonce());
+  return editor::temp_name(dir, m.path.filename().string(), "compact", editor::random_nonce());
+}
+
+void FrameEditor::install_rewrite(const std::filesystem::path& temp,
+                                  const std::function<FrameWriter&(const Frame& current)>& complete) {
+  Impl& m = *impl_;
   bool renamed = false;
   try {
-    {
-      FrameWriter writer(temp, params);
-      fill(writer);
-      writer.close();  // fsyncs the new frame
-    }
+    if (m.offset > 0 || m.sparse)
+      fail(m.path, "only a standalone contiguous frame is rewritten whole", EOPNOTSUPP);
+    m.check_writable();
+    m.reset_staged();
+    m.open_sidecar(true);
+    SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
+    if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+    std::filesystem::path dir = m.path.parent_path();
+    if (dir.empty()) dir = ".";
+    complete(*m.frame).close();  // fsyncs the new frame
     {
       int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw_errno("cannot reopen " + temp.string());
@@ -604,14 +618,14 @@ void FrameEditor::rewrite(const FrameParams& params, const std::function<void(Fr
     renamed = true;
     if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, dir});
     executor.finish();
+    if (m.options.sync && guard.counter()) m.sidecar.sync();
+    m.load_frame();
+    m.reset_staged();
+    if (guard.counter()) m.seen_counter = *guard.counter() + 1;
   } catch (...) {
     if (!renamed) ::unlink(temp.c_str());
     throw;
   }
-  if (m.options.sync && guard.counter()) m.sidecar.sync();
-  m.load_frame();
-  m.reset_staged();
-  if (guard.counter()) m.seen_counter = *guard.counter() + 1;
 }
 
 bool FrameEditor::compaction_due() const {

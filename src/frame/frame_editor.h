@@ -119,6 +119,15 @@ class FrameEditor {
   // next compaction). Memory: what FrameWriter holds, not the chunks. Staged
   // edits are dropped; on failure the frame is unchanged and this throws.
   void rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill);
+  // The same in two steps, for a new frame written while its content still
+  // arrives (array.npy replaced by cp): a FrameWriter on rewrite_temp_path(),
+  // filled without the lock; then install_rewrite(), under the lock, calls
+  // `complete` with the frame as it is now (another program may have changed
+  // it meanwhile), which returns the writer to close, and renames the file over
+  // the frame. On failure (of `complete` too) the temporary file is removed.
+  std::filesystem::path rewrite_temp_path() const;
+  void install_rewrite(const std::filesystem::path& temp,
+                       const std::function<FrameWriter&(const Frame& current)>& complete);
 
  private:
   struct Impl;

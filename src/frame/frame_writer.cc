@@ -170,6 +170,19 @@ void FrameWriter::append_raw(ByteSpan chunk) {
   w.store(Bytes(chunk.begin(), chunk.end()), h.nbytes);
 }
 
+void FrameWriter::append_encoded(Bytes chunk, int32_t nbytes) {
+  Impl& w = *impl_;
+  w.check_open();
+  w.check_size(nbytes);
+  const ChunkHeader h = parse_chunk_header(chunk);
+  if (size_t(h.cbytes) != chunk.size() || h.nbytes != nbytes)
+    throw FormatError(w.path.string() + ": encoded chunk of " + num(int64_t(chunk.size())) + " bytes says cbytes " +
+                      num(h.cbytes) + ", nbytes " + num(h.nbytes) + " (" + num(nbytes) + " expected)");
+  if (w.vlblocks >= 0 && w.vlblocks != int(h.vlblocks()))
+    throw FormatError(w.path.string() + ": a frame holds either VL-block chunks or regular ones, not both");
+  w.store(std::move(chunk), nbytes);
+}
+
 void FrameWriter::append_data(ByteSpan data) {
   Impl& w = *impl_;
   w.check_open();

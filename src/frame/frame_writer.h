@@ -43,6 +43,9 @@ class FrameWriter {
   void append(ByteSpan data);
   // Appends an already compressed chunk as is (validated).
   void append_raw(ByteSpan chunk);
+  // Appends a chunk that encode_chunk just made from `nbytes` bytes: stored as
+  // is, without append_raw's decoding of every block (our own encoder's output).
+  void append_encoded(Bytes chunk, int32_t nbytes);
   // Compresses the bytes and cuts them into chunks of chunksize.
   void append_data(ByteSpan data);
   // Adds or replaces a vlmetalayer (content stored compressed, as c-blosc2 does).

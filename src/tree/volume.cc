@@ -521,6 +521,8 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
   }
   if (is_directory(n->kind)) throw FsError{EISDIR};
   if (offset < 0) throw FsError{EINVAL};
+  std::unique_lock<std::mutex> streaming;
+  if (n->kind == NodeKind::array_npy) streaming = settle_array_read(offset, size);
   std::shared_lock lock(state_mutex_);
   // Under the lock a reload takes exclusively: no change is installed between the check and the read.
   check_version(ino, file, n);

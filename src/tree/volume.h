@@ -355,6 +355,10 @@ class Volume : public MountTree {
   // volume_npy.cc: array.npy as an array (its chunks staged in the overlay)
   void write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);  // takes commit
   size_t read_array_locked(int64_t offset, MutableByteSpan out);              // shared
+  // A read of array.npy while a replacement streams: hands the stream's bytes
+  // back if the read wants them; the commit mutex it returns (held only while a
+  // stream runs) keeps writes from feeding the stream until the read is done.
+  std::unique_lock<std::mutex> settle_array_read(int64_t offset, size_t size);
   void truncate_array(int64_t size);                                         // exclusive + commit
   int64_t array_npy_size() const;                                            // shared
   bool replacing_array() const;                                              // shared
@@ -365,6 +369,9 @@ class Volume : public MountTree {
   // goes on being written. Commit mutex held.
   void finish_array_replacement(KernelNotes& notes, bool when_whole = false);
   void replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
+  void start_array_stream(NpyReplacement& r);  // commit and state (unique) held
+  void take_spooled(NpyReplacement& r);        // commit held
+  void unstream_array(NpyReplacement& r);      // commit and state (unique) held
   // Whether the overlay holds enough for a long write to commit a batch.
   bool overlay_batch_due() const;                                            // shared
 
@@ -411,6 +418,7 @@ class Volume : public MountTree {
   std::atomic<int64_t> data_read_farthest_{0};
   std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
   std::unique_ptr<NpyReplacement> npy_replacement_;  // array.npy being replaced whole
+  std::atomic<bool> array_streaming_{false};        // its bytes go into a new frame as they arrive
   std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
   std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
   uint64_t next_named_ = kNamedBase;

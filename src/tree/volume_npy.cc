@@ -18,6 +18,7 @@
 #include "parallel_encode.h"
 #include "fs_error.h"
 #include "npy_replacement.h"
+#include "npy_stream.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -35,19 +36,29 @@ void swap_items(MutableByteSpan bytes, const std::string& descr, int64_t itemsiz
     std::reverse(bytes.begin() + long(at), bytes.begin() + long(at) + unit);
 }
 
-// Whether the held file is a .npy header followed by exactly the items it announces.
-bool npy_file_whole(const NpyReplacement& r) {
-  Bytes head(size_t(std::min<int64_t>(r.size, 12)));
-  if (r.spool.read_at(0, head) != head.size() || head.size() < 10) return false;
-  const size_t len_field = head[6] == 1 ? 2 : 4;
-  if (head.size() < 8 + len_field) return false;
+// The .npy header at the start of the held file: nullopt while its bytes have
+// not all arrived (`*complete` false) or when they are not a .npy header (`*why`).
+std::optional<NpyFileHeader> read_npy_head(const File& spool, int64_t size, bool* complete, std::string* why) {
+  *complete = false;
+  Bytes head(size_t(std::min<int64_t>(size, 12)));
+  if (spool.read_at(0, head) != head.size() || head.size() < 10) return std::nullopt;
+  const size_t len_field = head[6] >= 2 ? 4 : 2;
+  if (head.size() < 8 + len_field) return std::nullopt;
   uint64_t dict_len = 0;
   for (size_t i = 0; i < len_field; ++i) dict_len |= uint64_t(head[8 + i]) << (8 * i);
-  if (dict_len > (uint64_t(1) << 24) || int64_t(8 + len_field + dict_len) > r.size) return false;
+  dict_len = std::min<uint64_t>(dict_len, 1 << 24);
+  if (int64_t(8 + len_field + dict_len) > size) return std::nullopt;
   head.resize(8 + len_field + size_t(dict_len));
-  if (r.spool.read_at(0, head) != head.size()) return false;
+  if (spool.read_at(0, head) != head.size()) return std::nullopt;
+  *complete = true;
+  return parse_npy_file_header(head, why);
+}
+
+// Whether the held file is a .npy header followed by exactly the items it announces.
+bool npy_file_whole(const NpyReplacement& r) {
+  bool complete = false;
   std::string why;
-  std::optional<NpyFileHeader> h = parse_npy_file_header(head, &why);
+  std::optional<NpyFileHeader> h = read_npy_head(r.spool, r.size, &complete, &why);
   if (!h) return false;
   int64_t items = 1;
   for (int64_t d : h->shape) {
@@ -56,6 +67,124 @@ bool npy_file_whole(const NpyReplacement& r) {
   }
   if (items > INT64_MAX / 4 / h->dtype.itemsize) return false;
   return r.size == h->header_len + items * h->dtype.itemsize;
+}
+
+// Why a new content cannot become the array (logged by the caller, or not at all
+// when only the stream gives up and the close says it).
+struct NpyRefusal {
+  std::string why;
+};
+
+// What a replacement makes of the frame: the array's new metadata and layout.
+struct ReplacementPlan {
+  const Metalayer* nd_layer = nullptr;  // the frame's; null for a new array
+  bool new_array = false;
+  NdMeta meta, old_meta;
+  int32_t typesize = 0;
+  bool swap = false;
+  int64_t items = 0, nchunks = 0, body = 0;
+  std::optional<NdLayout> layout;
+  bool reshaped = false;
+};
+
+// `codec`: what the frame's new chunks get (a new array's block size depends on it).
+ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, const VolumeOptions& options,
+                                 const CompressParams& codec) {
+  auto refuse = [](std::string why) { throw NpyRefusal{std::move(why)}; };
+  ReplacementPlan p;
+  p.nd_layer = frame_nd_metalayer(frame);
+  p.new_array = p.nd_layer == nullptr;
+  if (in.fortran_order) refuse("the new .npy is in Fortran order; save it in C order (np.ascontiguousarray)");
+  NdMeta& meta = p.meta;
+  p.typesize = frame.header().typesize;
+  if (p.new_array) {
+    if (frame.nchunks() != 0 || !frame.metalayers().empty() || frame.sparse())
+      refuse("the frame is not an N-d array (only an empty contiguous frame becomes one)");
+    if (in.shape.size() > size_t(kMaxBlockDims))
+      refuse("the new array has " + std::to_string(in.shape.size()) + " dimensions, b2nd at most " +
+             std::to_string(kMaxBlockDims));
+    if (in.dtype.itemsize > INT32_MAX) refuse("the new items are too large");
+    p.typesize = int32_t(in.dtype.itemsize);
+    NdPartition part;
+    try {
+      part = b2nd_partition(in.shape, p.typesize, options.new_array_chunkshape, options.new_array_blockshape,
+                            host_cache_sizes(),
+                            python_blosc2_block_hint(codec.codec, codec.clevel, codec.splitmode, p.typesize));
+    } catch (const FormatError& e) {
+      refuse(std::string("no chunk and block shape for it: ") + e.what());
+    }
+    meta.ndim = int(in.shape.size());
+    meta.shape = in.shape;
+    for (size_t k = 0; k < in.shape.size(); ++k) {
+      meta.chunkshape.push_back(int32_t(part.chunkshape[k]));
+      meta.blockshape.push_back(int32_t(part.blockshape[k]));
+    }
+    meta.dtype = in.dtype.descr;
+    p.old_meta = meta;
+  } else {
+    p.old_meta = frame_nd_meta(frame, *p.nd_layer);
+    const std::string descr = npy_descr(p.old_meta, p.typesize, nullptr);
+    if (int(in.shape.size()) != p.old_meta.ndim)
+      refuse("the new array has " + std::to_string(in.shape.size()) + " dimensions, the array " +
+             std::to_string(p.old_meta.ndim));
+    if (in.dtype.descr != descr) {
+      std::optional<std::string> other = npy_descr_swapped(in.dtype.descr);
+      if (!other || *other != descr) refuse("the new dtype " + in.dtype.descr + " is not the array's " + descr);
+      p.swap = true;
+    }
+    meta = p.old_meta;
+    meta.shape = in.shape;
+  }
+  int64_t items = 1, nchunks = 1;
+  for (int i = 0; i < meta.ndim; ++i) {
+    const int64_t dim = meta.shape[size_t(i)], cs = meta.chunkshape[size_t(i)];
+    if (dim < 0 || (dim > 0 && items > (INT64_MAX / 4) / dim)) refuse("the new shape is too large");
+    items *= dim;
+    nchunks = cs > 0 ? nchunks * ((dim + cs - 1) / cs) : 0;
+  }
+  if (items == 0) nchunks = 0;
+  if (items > INT64_MAX / 4 / p.typesize) refuse("the new shape is too large");
+  p.items = items;
+  p.nchunks = nchunks;
+  p.body = items * p.typesize;
+  try {
+    p.layout.emplace(meta, p.typesize, nchunks, p.new_array ? 0 : frame.header().chunksize);
+  } catch (const FormatError& e) {
+    refuse(std::string("the new shape does not fit the array's chunks: ") + e.what());
+  }
+  p.reshaped = meta.shape != p.old_meta.shape;
+  return p;
+}
+
+// The new contiguous frame of a replacement: the frame's codec settings, the
+// array's block size and geometry, its metalayers with the new shape.
+FrameParams rewrite_params(const ReplacementPlan& p, const Frame& frame, const CompressParams& base) {
+  FrameParams params;
+  params.cparams = base;
+  params.cparams.typesize = p.typesize;
+  params.cparams.blocksize = int32_t(p.layout->block_items() * p.typesize);
+  params.cparams.geometry = BlockGeometry{};
+  params.cparams.geometry.typesize = p.typesize;
+  params.cparams.geometry.ndim = p.meta.ndim;
+  for (int k = 0; k < p.meta.ndim; ++k) params.cparams.geometry.blockshape[size_t(k)] = p.meta.blockshape[size_t(k)];
+  params.chunksize = int32_t(p.layout->chunk_bytes());
+  const Bytes nd_content = serialize_b2nd_meta(p.meta);
+  if (p.new_array) params.metalayers.push_back({"b2nd", nd_content});
+  for (const Metalayer& m : frame.metalayers())
+    params.metalayers.push_back(p.nd_layer && m.name == p.nd_layer->name ? Metalayer{m.name, nd_content} : m);
+  return params;
+}
+
+// Adds [from, to) to a set of disjoint ranges, merging what touches it.
+void add_range(std::map<int64_t, int64_t>& ranges, int64_t from, int64_t to) {
+  auto it = ranges.upper_bound(from);
+  if (it != ranges.begin() && std::prev(it)->second >= from) --it;
+  while (it != ranges.end() && it->first <= to) {
+    from = std::min(from, it->first);
+    to = std::max(to, it->second);
+    it = ranges.erase(it);
+  }
+  ranges.emplace(from, to);
 }
 
 }  // namespace
@@ -89,16 +218,35 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
   bool batch_due;
   {
     std::unique_lock lock(state_mutex_);
-    if (npy_replacement_) {  // a whole new file: spooled until close
+    if (npy_replacement_) {  // a whole new file: made into the new frame as it arrives, or held until close
       NpyReplacement& r = *npy_replacement_;
       file.outcome = r.outcome;
-      try {
-        r.spool.write_at(offset, data);
-      } catch (const IoError& e) {
-        spdlog::warn("{}: the new content cannot be held: {}", kArrayNpy, e.what());
-        throw FsError{e.error_number() ? e.error_number() : EIO};
+      const int64_t end = offset + int64_t(data.size());
+      // Behind what the stream took, the header included (the stream was made for that header).
+      if (r.stream && offset < r.header_len + r.stream->received()) unstream_array(r);
+      // In order: straight into the new frame. Bytes past the array's end (the
+      // close refuses such a file) are held, as bytes out of order are.
+      const int64_t array_end = r.stream ? r.header_len + r.stream->array_bytes() : 0;
+      const size_t taken = r.stream && offset == r.header_len + r.stream->received()
+                               ? size_t(std::clamp<int64_t>(array_end - offset, 0, int64_t(data.size())))
+                               : 0;
+      if (taken < data.size()) {
+        try {
+          r.spool.write_at(offset + int64_t(taken), data.subspan(taken));
+        } catch (const IoError& e) {
+          spdlog::warn("{}: the new content cannot be held: {}", kArrayNpy, e.what());
+          throw FsError{e.error_number() ? e.error_number() : EIO};
+        }
+        add_range(r.spooled, offset + int64_t(taken), end);
       }
-      r.size = std::max(r.size, offset + int64_t(data.size()));
+      r.size = std::max(r.size, end);
+      if (!r.stream && !r.stream_decided) start_array_stream(r);
+      if (!r.stream) return;
+      // The stream is the commit mutex's (held): readers, who take only the state
+      // lock, need not wait while rows are compressed.
+      lock.unlock();
+      if (taken > 0) r.stream->feed(data.first(taken));
+      take_spooled(r);
       return;
     }
     const NdLayout* layout = files_->array_layout();
@@ -175,6 +323,78 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
   }
 }
 
+// Once the header has arrived: a contiguous frame's replacement whose header
+// makes an array is made while the rest arrives (npy_stream.h). Anything else
+// (a sparse frame, another byte order, a header the close will refuse) stays
+// in the spool, as every byte did before.
+void Volume::start_array_stream(NpyReplacement& r) {
+  bool complete = false;
+  std::string why;
+  std::optional<NpyFileHeader> in = read_npy_head(r.spool, r.size, &complete, &why);
+  if (!complete) return;  // more header to come
+  r.stream_decided = true;
+  const std::shared_ptr<const Frame> frame = files_->frame_ptr();
+  if (!in || frame->sparse() || !editor_) return;
+  try {
+    const CompressParams codec = editor_->compress_params();
+    ReplacementPlan plan = plan_replacement(*in, *frame, options_, codec);
+    if (plan.swap) return;
+    const FrameParams params = rewrite_params(plan, *frame, codec);
+    r.stream = std::make_unique<NpyRowStream>(*plan.layout, editor_->rewrite_temp_path(), params);
+    r.stream_metalayers = params.metalayers;
+    r.header_len = in->header_len;
+    array_streaming_ = true;
+  } catch (const NpyRefusal&) {
+    // The close refuses it and says why.
+  } catch (const std::exception& e) {
+    spdlog::debug("{}: the new content is held until close: {}", kArrayNpy, e.what());
+    r.stream.reset();
+  }
+}
+
+// Spooled bytes the stream has reached are fed to it from the spool.
+void Volume::take_spooled(NpyReplacement& r) {
+  Bytes piece;
+  while (!r.spooled.empty()) {
+    const int64_t at = r.header_len + r.stream->received();
+    auto it = r.spooled.begin();
+    if (it->second <= at) {
+      r.spooled.erase(it);
+      continue;
+    }
+    if (it->first > at) return;
+    const int64_t to = std::min(it->second, r.header_len + r.stream->array_bytes());
+    if (to <= at) return;  // bytes past the array: the close refuses the file
+    piece.resize(size_t(std::min(kSpoolPiece, to - at)));
+    r.spool.read_exact(at, piece, "the new array.npy");
+    r.stream->feed(piece);
+  }
+}
+
+// A write behind what the stream took, a read of it or a truncation into it:
+// those bytes go back to the spool, which holds the new content from now on.
+void Volume::unstream_array(NpyReplacement& r) {
+  std::unique_ptr<NpyRowStream> stream = std::move(r.stream);
+  array_streaming_ = false;
+  try {
+    stream->recover([&](int64_t at, ByteSpan bytes) { r.spool.write_at(r.header_len + at, bytes); });
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: the new content written so far cannot be recovered: {}", kArrayNpy, e.what());
+    throw FsError{EIO};
+  }
+  add_range(r.spooled, r.header_len, r.header_len + stream->received());
+}
+
+std::unique_lock<std::mutex> Volume::settle_array_read(int64_t offset, size_t size) {
+  if (!array_streaming_) return {};
+  std::unique_lock commit(commit_mutex_);
+  std::unique_lock lock(state_mutex_);
+  if (!npy_replacement_ || !npy_replacement_->stream) return {};
+  NpyReplacement& r = *npy_replacement_;
+  if (offset < r.header_len + r.stream->received() && offset + int64_t(size) > r.header_len) unstream_array(r);
+  return commit;
+}
+
 // Reads of array.npy see the staged chunks (read your writes); the other views
 // (data, chunks/N) already do.
 size_t Volume::read_array_locked(int64_t offset, MutableByteSpan out) {
@@ -220,8 +440,13 @@ void Volume::truncate_array(int64_t size) {
       spdlog::warn("{}: truncate to {} bytes refused while a new array.npy is written", kArrayNpy, size);
       throw FsError{EINVAL};
     }
-    npy_replacement_->spool.truncate(size);
-    npy_replacement_->size = size;
+    NpyReplacement& r = *npy_replacement_;
+    if (r.stream && size < r.header_len + r.stream->received()) unstream_array(r);
+    r.spool.truncate(size);
+    r.size = size;
+    for (auto it = r.spooled.lower_bound(size); it != r.spooled.end();) it = r.spooled.erase(it);
+    if (!r.spooled.empty() && std::prev(r.spooled.end())->second > size) std::prev(r.spooled.end())->second = size;
+    if (size < 12 && !r.stream) r.stream_decided = false;  // a new header may come
     return;
   }
   if (size == 0) {
@@ -271,6 +496,7 @@ void Volume::finish_array_replacement(KernelNotes& notes, bool when_whole) {
     std::unique_lock lock(state_mutex_);
     if (when_whole && npy_replacement_ && !npy_file_whole(*npy_replacement_)) return;
     r = std::move(npy_replacement_);
+    array_streaming_ = false;
     frame = files_->frame_ptr();
     note_inode(notes, fixed_file(NodeKind::array_npy)->ino);  // back to the frame's array, old or new
   }
@@ -291,126 +517,100 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
   const int64_t size = replacement.size;
   const std::string what = kArrayNpy;
   auto refuse = [&](const std::string& why) { fail(what, EINVAL, why + "; the array is unchanged"); };
-  // The header: its length from the first bytes, then the whole of it.
-  Bytes head(size_t(std::min<int64_t>(size, 12)));
-  spool.read_exact(0, head, "the new array.npy");
   std::string why;
-  if (head.size() >= 12 && head[6] >= 2) head.resize(12);
-  else head.resize(std::min<size_t>(head.size(), 10));
-  const uint64_t dict_len = head.size() < 10 ? 0
-                            : head.size() == 12 ? uint64_t(head[8]) | uint64_t(head[9]) << 8 |
-                                                      uint64_t(head[10]) << 16 | uint64_t(head[11]) << 24
-                                                : uint64_t(head[8]) | uint64_t(head[9]) << 8;
-  const int64_t want_head =
-      std::min<int64_t>(size, int64_t(head.size()) + int64_t(std::min<uint64_t>(dict_len, 1 << 24)));
-  head.resize(size_t(want_head));
-  spool.read_exact(0, head, "the new array.npy");
-  std::optional<NpyFileHeader> in = parse_npy_file_header(head, &why);
-  if (!in) refuse("the new content is not a .npy file: " + why);
-
-  const Metalayer* nd_layer = frame_nd_metalayer(frame);
-  const bool new_array = nd_layer == nullptr;
-  if (in->fortran_order) refuse("the new .npy is in Fortran order; save it in C order (np.ascontiguousarray)");
-  NdMeta meta, old_meta;
-  int32_t typesize = frame.header().typesize;
-  bool swap = false;
-  if (new_array) {
-    if (frame.nchunks() != 0 || !frame.metalayers().empty() || frame.sparse())
-      refuse("the frame is not an N-d array (only an empty contiguous frame becomes one)");
-    if (in->shape.size() > size_t(kMaxBlockDims))
-      refuse("the new array has " + std::to_string(in->shape.size()) + " dimensions, b2nd at most " +
-             std::to_string(kMaxBlockDims));
-    if (in->dtype.itemsize > INT32_MAX) refuse("the new items are too large");
-    typesize = int32_t(in->dtype.itemsize);
-    NdPartition part;
-    try {
-      part = b2nd_partition(in->shape, typesize, options_.new_array_chunkshape, options_.new_array_blockshape,
-                            host_cache_sizes());
-    } catch (const FormatError& e) {
-      refuse(std::string("no chunk and block shape for it: ") + e.what());
-    }
-    meta.ndim = int(in->shape.size());
-    meta.shape = in->shape;
-    for (size_t k = 0; k < in->shape.size(); ++k) {
-      meta.chunkshape.push_back(int32_t(part.chunkshape[k]));
-      meta.blockshape.push_back(int32_t(part.blockshape[k]));
-    }
-    meta.dtype = in->dtype.descr;
-    old_meta = meta;
-  } else {
-    old_meta = frame_nd_meta(frame, *nd_layer);
-    const std::string descr = npy_descr(old_meta, typesize, nullptr);
-    if (int(in->shape.size()) != old_meta.ndim)
-      refuse("the new array has " + std::to_string(in->shape.size()) + " dimensions, the array " +
-             std::to_string(old_meta.ndim));
-    if (in->dtype.descr != descr) {
-      std::optional<std::string> other = npy_descr_swapped(in->dtype.descr);
-      if (!other || *other != descr) refuse("the new dtype " + in->dtype.descr + " is not the array's " + descr);
-      swap = true;
-    }
-    meta = old_meta;
-    meta.shape = in->shape;
+  bool complete = false;
+  std::optional<NpyFileHeader> in = read_npy_head(spool, size, &complete, &why);
+  if (!in) refuse("the new content is not a .npy file: " + (complete ? why : std::string("its header is incomplete")));
+  ReplacementPlan plan;
+  CompressParams codec;
+  try {
+    if (editor_) codec = editor_->compress_params();
+  } catch (const std::exception&) {
+    // The commit says why it cannot compress; the plan needs only a codec to size blocks.
   }
-  int64_t items = 1, nchunks = 1;
-  for (int i = 0; i < meta.ndim; ++i) {
-    const int64_t dim = meta.shape[size_t(i)], cs = meta.chunkshape[size_t(i)];
-    if (dim < 0 || (dim > 0 && items > (INT64_MAX / 4) / dim)) refuse("the new shape is too large");
-    items *= dim;
-    nchunks = cs > 0 ? nchunks * ((dim + cs - 1) / cs) : 0;
+  try {
+    plan = plan_replacement(*in, frame, options_, codec);
+  } catch (const NpyRefusal& r) {
+    refuse(r.why);
   }
-  if (items == 0) nchunks = 0;
-  if (items > INT64_MAX / 4 / typesize) refuse("the new shape is too large");
-  const int64_t body = items * typesize;
+  const NdMeta& meta = plan.meta;
+  const int32_t typesize = plan.typesize;
+  const int64_t body = plan.body, nchunks = plan.nchunks, items = plan.items;
   if (size != in->header_len + body)
     refuse("the new .npy holds " + std::to_string(size) + " bytes, its header says " +
            std::to_string(in->header_len + body) + " (an incomplete copy?)");
-  std::optional<NdLayout> layout;
-  try {
-    layout.emplace(meta, typesize, nchunks, new_array ? 0 : frame.header().chunksize);
-  } catch (const FormatError& e) {
-    refuse(std::string("the new shape does not fit the array's chunks: ") + e.what());
-  }
-  const bool reshaped = meta.shape != old_meta.shape;
+  const NdLayout& layout = *plan.layout;
+  const bool swap = plan.swap;
   ChunkChanges changes;
   changes.all = true;
-  // Slab by slab along the first axis: one row of chunks is made from its
-  // C-order bytes, handed on (compressed on every core) and dropped.
-  const auto for_each_slab = [&](const std::function<void(std::vector<Bytes>&)>& take) {
-    if (nchunks == 0) return;
-    const int nd = meta.ndim;
-    const int64_t row_chunks = nd == 0 ? 1 : nchunks / layout->chunks_per_dim()[0];
-    const int64_t row_items = nd == 0 ? 1 : items / std::max<int64_t>(1, meta.shape[0]);
-    const int64_t rows_per_slab = nd == 0 ? 1 : meta.chunkshape[0];
-    const int64_t slabs = nd == 0 ? 1 : layout->chunks_per_dim()[0];
-    // The row's chunk buffers are reused (no fresh pages to fault in per row);
-    // padding is never written, so they are zeroed again only where a row holds
-    // chunks at the array's edge, whose padding earlier rows' chunks filled.
-    bool ragged = false;
-    for (int k = 1; k < nd; ++k) ragged = ragged || meta.shape[size_t(k)] % meta.chunkshape[size_t(k)] != 0;
-    std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
-    Bytes piece;
-    for (int64_t slab = 0; slab < slabs; ++slab) {
-      const bool last = slab == slabs - 1 && nd > 0 && meta.shape[0] % meta.chunkshape[0] != 0;
-      if (slab > 0 && (ragged || last))
-        for (Bytes& c : chunks) std::fill(c.begin(), c.end(), uint8_t(0));
-      const int64_t from = slab * rows_per_slab * row_items * typesize;
-      const int64_t to = std::min(body, (slab + 1) * rows_per_slab * row_items * typesize);
-      for (int64_t at = from; at < to; at += kSpoolPiece) {
-        piece.resize(size_t(std::min(kSpoolPiece, to - at)));
-        spool.read_exact(in->header_len + at, piece, "the new array.npy");
-        if (swap) swap_items(piece, in->dtype.descr, typesize);
-        layout->write(at, piece, [&](int64_t n) -> MutableByteSpan {
-          Bytes& c = chunks.at(size_t(n - slab * row_chunks));
-          if (c.empty()) c.assign(size_t(layout->chunk_bytes()), 0);  // padding stays 0
-          return c;
-        });
-      }
-      take(chunks);
+  // Vlmetalayers as the frame holds them when the new one is installed; the
+  // metalayers (fixed in the new frame's header) must not have changed meanwhile.
+  auto complete_frame = [&](FrameWriter& writer, const std::vector<Metalayer>& given,
+                            const Frame& current) -> FrameWriter& {
+    std::vector<Metalayer> now;
+    for (const Metalayer& m : current.metalayers())
+      if (!plan.nd_layer || m.name != plan.nd_layer->name) now.push_back(m);
+    std::vector<Metalayer> before;
+    for (const Metalayer& m : given)
+      if (m.name != (plan.nd_layer ? plan.nd_layer->name : std::string("b2nd"))) before.push_back(m);
+    const auto same = [](const Metalayer& a, const Metalayer& b) { return a.name == b.name && a.content == b.content; };
+    if (!std::equal(now.begin(), now.end(), before.begin(), before.end(), same)) {
+      spdlog::warn("{}: another program changed the frame's metalayers while the new array.npy was written", what);
+      throw FsError{EBUSY};
     }
+    for (const Vlmetalayer& v : current.vlmetalayers()) writer.set_vlmetalayer(v.name, current.vlmetalayer_content(v));
+    return writer;
   };
-  if (frame.sparse()) {
+  if (replacement.stream) {
+    // Made while the bytes arrived: what came out of order is in the spool.
+    NpyRowStream& stream = *replacement.stream;
+    Bytes piece;
+    for (int64_t at = in->header_len + stream.received(); at < size; at += kSpoolPiece) {
+      piece.resize(size_t(std::min(kSpoolPiece, size - at)));
+      spool.read_exact(at, piece, "the new array.npy");
+      stream.feed(piece);
+    }
     run_commit(what, [&](FrameEditor& editor) {
-      if (reshaped) editor.set_metalayer(nd_layer->name, serialize_b2nd_meta(meta));
+      FrameWriter& writer = stream.finish();
+      editor.install_rewrite(stream.temp(), [&](const Frame& current) -> FrameWriter& {
+        return complete_frame(writer, replacement.stream_metalayers, current);
+      });
+    });
+  } else if (frame.sparse()) {
+    // Slab by slab along the first axis: one row of chunks is made from its
+    // C-order bytes, handed on and dropped.
+    const auto for_each_slab = [&](const std::function<void(std::vector<Bytes>&)>& take) {
+      if (nchunks == 0) return;
+      const int nd = meta.ndim;
+      const int64_t row_chunks = nd == 0 ? 1 : nchunks / layout.chunks_per_dim()[0];
+      const int64_t row_items = nd == 0 ? 1 : items / std::max<int64_t>(1, meta.shape[0]);
+      const int64_t rows_per_slab = nd == 0 ? 1 : meta.chunkshape[0];
+      const int64_t slabs = nd == 0 ? 1 : layout.chunks_per_dim()[0];
+      bool ragged = false;
+      for (int k = 1; k < nd; ++k) ragged = ragged || meta.shape[size_t(k)] % meta.chunkshape[size_t(k)] != 0;
+      std::vector<Bytes> chunks(static_cast<size_t>(row_chunks));
+      Bytes piece;
+      for (int64_t slab = 0; slab < slabs; ++slab) {
+        const bool last = slab == slabs - 1 && nd > 0 && meta.shape[0] % meta.chunkshape[0] != 0;
+        if (slab > 0 && (ragged || last))
+          for (Bytes& c : chunks) std::fill(c.begin(), c.end(), uint8_t(0));
+        const int64_t from = slab * rows_per_slab * row_items * typesize;
+        const int64_t to = std::min(body, (slab + 1) * rows_per_slab * row_items * typesize);
+        for (int64_t at = from; at < to; at += kSpoolPiece) {
+          piece.resize(size_t(std::min(kSpoolPiece, to - at)));
+          spool.read_exact(in->header_len + at, piece, "the new array.npy");
+          if (swap) swap_items(piece, in->dtype.descr, typesize);
+          layout.write(at, piece, [&](int64_t n) -> MutableByteSpan {
+            Bytes& c = chunks.at(size_t(n - slab * row_chunks));
+            if (c.empty()) c.assign(size_t(layout.chunk_bytes()), 0);  // padding stays 0
+            return c;
+          });
+        }
+        take(chunks);
+      }
+    };
+    run_commit(what, [&](FrameEditor& editor) {
+      if (plan.reshaped) editor.set_metalayer(plan.nd_layer->name, serialize_b2nd_meta(meta));
       editor.truncate_chunks(0);
       for_each_slab([&](std::vector<Bytes>& chunks) {
         std::vector<FrameEditor::ChunkPut> puts;
@@ -419,40 +619,30 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
       });
     });
   } else {
-    // A contiguous frame is written anew beside the old one and renamed over it:
-    // memory stays one slab, and a crash leaves the old array or the new one.
-    // (run_commit: the store's lock and the errors; rewrite() stages nothing for its commit.)
+    // A contiguous frame is written anew beside the old one and renamed over it,
+    // from the spool (the stream could not take the bytes): memory stays a few
+    // rows of chunks, and a crash leaves the old array or the new one.
     run_commit(what, [&](FrameEditor& editor) {
-      FrameParams params;
-      params.cparams = editor.compress_params();
-      params.cparams.typesize = typesize;
-      params.cparams.blocksize = int32_t(layout->block_items() * typesize);
-      params.cparams.geometry = BlockGeometry{};
-      params.cparams.geometry.typesize = typesize;
-      params.cparams.geometry.ndim = meta.ndim;
-      for (int k = 0; k < meta.ndim; ++k) params.cparams.geometry.blockshape[size_t(k)] = meta.blockshape[size_t(k)];
-      params.chunksize = int32_t(layout->chunk_bytes());
-      const Bytes nd_content = serialize_b2nd_meta(meta);
-      if (new_array) params.metalayers.push_back({"b2nd", nd_content});
-      for (const Metalayer& m : frame.metalayers())
-        params.metalayers.push_back(nd_layer && m.name == nd_layer->name ? Metalayer{m.name, nd_content} : m);
-      const CompressParams cparams = params.cparams;
-      editor.rewrite(params, [&](FrameWriter& writer) {
-        for (const Vlmetalayer& v : frame.vlmetalayers()) writer.set_vlmetalayer(v.name, frame.vlmetalayer_content(v));
-        for_each_slab([&](std::vector<Bytes>& chunks) {
-          std::vector<ByteSpan> inputs(chunks.begin(), chunks.end());
-          std::vector<EncodedChunk> encoded =
-              encode_in_parallel(inputs, [&](ByteSpan raw) { return encode_chunk(raw, cparams); });
-          for (EncodedChunk& e : encoded) {
-            if (e.error) std::rethrow_exception(e.error);
-            writer.append_raw(e.stored);
-          }
-        });
+      const FrameParams params = rewrite_params(plan, frame, editor.compress_params());
+      const std::filesystem::path temp = editor.rewrite_temp_path();
+      std::optional<NpyRowStream> stream;
+      stream.emplace(layout, temp, params);
+      Bytes piece;
+      for (int64_t at = 0; at < body; at += kSpoolPiece) {
+        piece.resize(size_t(std::min(kSpoolPiece, body - at)));
+        spool.read_exact(in->header_len + at, piece, "the new array.npy");
+        if (swap) swap_items(piece, in->dtype.descr, typesize);
+        stream->feed(piece);
+      }
+      FrameWriter& writer = stream->finish();
+      editor.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
+        return complete_frame(writer, params.metalayers, current);
       });
     });
   }
+  replacement.stream.reset();
   install(changes, notes);
-  spdlog::info("{}: {}: shape ({}){}", what, new_array ? "a new array" : "replaced", [&] {
+  spdlog::info("{}: {}: shape ({}){}", what, plan.new_array ? "a new array" : "replaced", [&] {
     std::string t;
     for (int64_t d : meta.shape) t += (t.empty() ? "" : ", ") + std::to_string(d);
     return t;

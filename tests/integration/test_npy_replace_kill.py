@@ -1,6 +1,6 @@
 """SIGKILL of the daemon while a large array.npy replacement is copied in and
 committed. A 256 MB float32 array (a size that keeps the test near a minute on
-this 2-core machine; the issue asks for 1 GB) is replaced by `cp` of a
+this 2-core machine; the issue asks for 1 GB: BLOSC2FS_NPY_KILL_MIB=1024) is replaced by `cp` of a
 same-shape .npy; the daemon is killed at moments spread over the copy and its
 commit at close. python-blosc2 must then open the frame and read exactly the
 old array or exactly the new one, never a mix. The daemon's peak RSS of a round
@@ -20,7 +20,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, process_status_kib, stop_process  # noqa: E402
 
-SHAPE = (256, 512, 512)  # float32: 256 MiB
+# float32: 256 MiB in CI; BLOSC2FS_NPY_KILL_MIB=1024 runs the issue's 1 GB outside it.
+SIZE_MIB = int(os.environ.get("BLOSC2FS_NPY_KILL_MIB", "256"))
+SHAPE = (SIZE_MIB, 512, 512)
 CHUNKS, BLOCKS = (16, 512, 512), (2, 128, 512)
 FRACTIONS = (0.5, 0.9, 0.97, 1.05)  # of the time an uninterrupted cp takes
 
@@ -106,7 +108,7 @@ def kill_during_replacement(h):
 def main():
     h = Harness("SIGKILL during an array.npy replacement", watchdog_seconds=600)
     h.require_fuse()
-    h.test("kill -9 during a 256 MB array.npy replacement: the old or the new array, never a mix",
+    h.test(f"kill -9 during a {SIZE_MIB} MiB array.npy replacement: the old or the new array, never a mix",
            kill_during_replacement, h)
     h.finish()
 

@@ -333,6 +333,76 @@ def large_replacement(h):
     check_array(a[:], want, "python-blosc2 after a 26 MB replacement")
 
 
+def out_of_order_replacement(h):
+    """A replacement whose bytes do not all come in order: the ones that do go
+    straight into the new frame as they arrive, the others wait in the holding
+    file; a write behind what was taken, a read of it and a truncation into it
+    give those bytes back (decoded from the new frame) and the holding file
+    takes over. Whatever the order, python-blosc2 reads the file's last bytes."""
+    shape, chunks, blocks = (90, 40, 30), (16, 24, 30), (8, 8, 10)
+    rng = np.random.default_rng(6)
+    frame = make_array(h, "order.b2nd", rng.standard_normal(shape).astype("<f4"), chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+
+    def replace(steps, want, what):
+        fd = os.open(path, os.O_RDWR | os.O_TRUNC)
+        try:
+            for step in steps:
+                step(fd)
+        finally:
+            os.close(fd)
+        check_array(np.load(path), want, f"array.npy after {what}")
+        check_array(read_back(frame), want, f"python-blosc2 after {what}")
+
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+    n, third = len(data), len(data) // 3
+    piece = 70001  # never a row, a chunk or an item
+    in_order = [lambda fd, a=a: os.pwrite(fd, data[a:a + piece], a) for a in range(0, n, piece)]
+    replace(in_order, want, "writes in order in odd pieces")
+
+    # A piece skipped and written after the ones past it.
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+    replace([lambda fd: os.pwrite(fd, data[:third], 0),
+             lambda fd: os.pwrite(fd, data[2 * third:], 2 * third),
+             lambda fd: os.pwrite(fd, data[third:2 * third], third)], want, "the middle third written last")
+
+    # Bytes written again behind what the new frame took, then the rest.
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+    stale = bytes(len(data))
+    replace([lambda fd: os.pwrite(fd, data[:2 * third], 0),
+             lambda fd: os.pwrite(fd, stale[third // 2:third], third // 2),
+             lambda fd: os.pwrite(fd, data[third // 2:third], third // 2),
+             lambda fd: os.pwrite(fd, data[2 * third:], 2 * third)], want, "a range written again")
+
+    # A read of what was taken (read your writes), a truncation into it.
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+
+    def read_back_part(fd):
+        check_equal(os.pread(fd, 5000, third - 2000), data[third - 2000:third + 3000], "a read during the replacement")
+
+    replace([lambda fd: os.pwrite(fd, data[:2 * third], 0), read_back_part,
+             lambda fd: os.ftruncate(fd, third),
+             lambda fd: os.pwrite(fd, data[third:], third)], want, "a read and a truncation midway")
+    # The header written again with another shape of the same size: the close
+    # makes the array of the header the file ends with.
+    want = rng.standard_normal(shape).astype("<f4")
+    _, data = npy_bytes(h, want)
+    other = want.reshape((shape[0] // 2, shape[1] * 2, shape[2]))
+    _, other_data = npy_bytes(h, other, "other.npy")
+    check_equal(len(other_data), len(data), "the reshaped .npy's size")
+    header_len = npy_header_len(os.path.join(h.workdir, "other.npy"))
+    replace([lambda fd: os.pwrite(fd, data[:2 * third], 0),
+             lambda fd: os.pwrite(fd, other_data[:header_len], 0),
+             lambda fd: os.pwrite(fd, data[2 * third:], 2 * third)], other, "a header rewritten midway")
+    h.unmount(mnt)
+    check_array(read_back(frame), other, "python-blosc2 after unmount")
+
+
 def replacement_refusals(h):
     shape, chunks, blocks = (40, 30), (16, 16), (8, 8)
     want = np.arange(1200, dtype="<f8").reshape(shape)
@@ -408,6 +478,7 @@ def main():
     h.test("whole replacement: cp, np.save resizing, copyfile, big-endian (sparse)", replacements, h, False)
     h.test("a leaf of a .b2d store and a dataset of a local collection", store_leaf_and_collection, h)
     h.test("a 26 MB replacement, resized, in several pieces", large_replacement, h)
+    h.test("a replacement written out of order, read and truncated midway", out_of_order_replacement, h)
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
     h.finish()
 

@@ -572,5 +572,79 @@ TEST(B2ndPartition, PythonBlosc2Defaults) {
   EXPECT_THROW(b2nd_partition({33, 47}, 8, std::vector<int64_t>{4, 4}, std::vector<int64_t>{5, 4}, c), FormatError);
 }
 
+// Where sysfs has no cache sizes, python-blosc2 divides lscpu's by their instances
+// (this is util-linux 2.38's `lscpu --json` on a 2-CPU x86-64 VM).
+TEST(B2ndPartition, LscpuCacheSizes) {
+  const std::string json = R"json({
+   "lscpu": [
+      {
+         "field": "Architecture:",
+         "data": "x86_64"
+      },{
+         "field": "L1d cache:",
+         "data": "64 KiB (2 instances)"
+      },{
+         "field": "L1i cache:",
+         "data": "64 KiB (2 instances)"
+      },{
+         "field": "L2 cache:",
+         "data": "1 MiB (2 instances)"
+      },{
+         "field": "L3 cache:",
+         "data": "32 MiB (1 instance)"
+      }
+   ]
+})json";
+  EXPECT_EQ(lscpu_cache_size(json, 0), 32 << 10);
+  EXPECT_EQ(lscpu_cache_size(json, 2), 512 << 10);
+  EXPECT_EQ(lscpu_cache_size(json, 3), 32 << 20);
+  // python-blosc2 finds nothing where the size is not a whole number, the unit
+  // unknown, the instances missing, or the level absent.
+  EXPECT_EQ(lscpu_cache_size(R"json({"field": "L2 cache:", "data": "1.5 MiB (2 instances)"})json", 2), std::nullopt);
+  EXPECT_EQ(lscpu_cache_size(R"json({"field": "L2 cache:", "data": "1 MB (2 instances)"})json", 2), std::nullopt);
+  EXPECT_EQ(lscpu_cache_size(R"json({"field": "L2 cache:", "data": "1 MiB"})json", 2), std::nullopt);
+  EXPECT_EQ(lscpu_cache_size(R"json({"field": "L2 cache:", "data": "1 MiB (0 instances)"})json", 2), std::nullopt);
+  EXPECT_EQ(lscpu_cache_size(json, 4), std::nullopt);
+  EXPECT_EQ(lscpu_cache_size("", 2), std::nullopt);
+}
+
+// python-blosc2 4.14.1 asks c-blosc2's tuner for the ZFP and NDLZ codecs'
+// block size (blosc2.compute_chunks_blocks on the machine of PythonBlosc2Defaults).
+TEST(B2ndPartition, ZfpAndNdlzBlocks) {
+  EXPECT_EQ(python_blosc2_block_hint(Codec::zstd, 9, SplitMode::always, 8), 32 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_accuracy, 0, SplitMode::automatic, 4), 8 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(Codec::ndlz, 5, SplitMode::forward_compat, 4), 128 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_rate, 9, SplitMode::never, 16), 256 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_precision, 1, SplitMode::always, 2), 64 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_precision, 9, SplitMode::always, 16), 4 << 20);
+  CacheSizes c;
+  c.l1_data = 32 << 10;
+  c.l2 = 512 << 10;
+  c.l3 = 32 << 20;
+  c.x86_64 = true;
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t itemsize;
+    Codec codec;
+    int clevel;
+    SplitMode split;
+    std::vector<int64_t> chunks, blocks;
+  };
+  const Case cases[] = {
+      {{1000, 1000}, 4, Codec::zfp_accuracy, 9, SplitMode::automatic, {1000, 1000}, {50, 1000}},
+      {{1000, 1000}, 4, Codec::zstd, 9, SplitMode::automatic, {1000, 1000}, {25, 1000}},
+      {{300, 400, 500}, 8, Codec::zfp_rate, 9, SplitMode::always, {4, 400, 500}, {2, 400, 500}},
+      {{300, 400, 500}, 8, Codec::ndlz, 6, SplitMode::never, {5, 400, 500}, {1, 50, 500}},
+      {{2000, 3000}, 1, Codec::ndlz, 3, SplitMode::automatic, {2000, 3000}, {40, 3000}},
+      {{5000, 5000}, 8, Codec::zfp_precision, 8, SplitMode::always, {200, 5000}, {50, 5000}},
+  };
+  for (const Case& k : cases) {
+    NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, c,
+                                   python_blosc2_block_hint(k.codec, k.clevel, k.split, k.itemsize));
+    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel;
+    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel;
+  }
+}
+
 }  // namespace
 }  // namespace blosc2fs
