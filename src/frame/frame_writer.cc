@@ -176,8 +176,8 @@ void FrameWriter::append_encoded(Bytes chunk, int32_t nbytes) {
   w.check_size(nbytes);
   const ChunkHeader h = parse_chunk_header(chunk);
   if (size_t(h.cbytes) != chunk.size() || h.nbytes != nbytes)
-    throw FormatError(w.path.string() + ": encoded chunk of " + num(int64_t(chunk.size())) + " bytes says cbytes " +
-                      num(h.cbytes) + ", nbytes " + num(h.nbytes) + " (" + num(nbytes) + " expected)");
+    throw FormatError(w.path.string() + ": encoded chunk of " + str(int64_t(chunk.size())) + " bytes says cbytes " +
+                      str(h.cbytes) + ", nbytes " + str(h.nbytes) + " (" + str(nbytes) + " expected)");
   if (w.vlblocks >= 0 && w.vlblocks != int(h.vlblocks()))
     throw FormatError(w.path.string() + ": a frame holds either VL-block chunks or regular ones, not both");
   w.store(std::move(chunk), nbytes);

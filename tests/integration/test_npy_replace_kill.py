@@ -43,9 +43,11 @@ def stop(h, mnt, daemon, log, kill):
     try:
         if kill and daemon.poll() is None:
             daemon.send_signal(signal.SIGKILL)
-        if not kill:
+        if kill:
+            h.wait_killed(daemon, mnt, "the killed mount")
+        else:
             subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, timeout=PATIENCE)
-        daemon.wait(timeout=PATIENCE)
+            daemon.wait(timeout=PATIENCE)
     finally:
         stop_process(daemon)
         h.detach(mnt)

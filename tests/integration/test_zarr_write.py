@@ -188,35 +188,6 @@ except Exception:
 """
 
 
-def wait_for_killed_daemon(daemon, conn, what):
-    """Waits for a SIGKILLed daemon. Killed while its notify thread invalidated
-    an entry of a directory in which the writer's rename waited for the daemon's
-    answer, it cannot exit: the kernel holds that thread on the directory's lock,
-    which the rename holds until the connection ends, which needs the thread's
-    /dev/fuse gone. Aborting the connection (fusectl, what an administrator
-    would do) frees both; the frame is then checked like any other round's."""
-    try:
-        daemon.wait(timeout=15)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    ctl = "/sys/fs/fuse/connections"
-    mounted = False
-    if not os.path.exists(os.path.join(ctl, str(conn))):
-        mounted = subprocess.run(["mount", "-t", "fusectl", "fusectl", ctl], capture_output=True).returncode == 0
-    try:
-        with open(os.path.join(ctl, str(conn), "abort"), "w") as f:
-            f.write("1")
-    except OSError as e:
-        raise TestFailure(f"{what}: the killed daemon did not exit, and its connection {conn} could not be "
-                          f"aborted: {e}")
-    finally:
-        if mounted:
-            subprocess.run(["umount", ctl], capture_output=True)
-    daemon.wait(timeout=30)
-    print(f"  {what}: the killed daemon exited once its FUSE connection was aborted", flush=True)
-
-
 def kill_during_writes(h):
     """SIGKILL of the daemon while zarr-python rewrites a one-chunk array (even
     rounds: a 1 MiB shard of 16 blocks; odd rounds: a plain 32 KB chunk): the
@@ -234,7 +205,6 @@ def kill_during_writes(h):
         open(log_path, "w").close()
         daemon_log = open(os.path.join(h.workdir, f"zarr-daemon{number}.log"), "w")
         daemon = h.start_foreground([path], mnt, stderr=daemon_log, what=f"round {number}: the mount")
-        conn = h.mounts[mnt]
         writer = None
         try:
             writer = subprocess.Popen([sys.executable, "-c", WRITE_LOOP, mnt, log_path],
@@ -247,7 +217,7 @@ def kill_during_writes(h):
             check(os.path.getsize(log_path) > 0, f"round {number}: zarr-python wrote nothing")
             time.sleep(choose.uniform(0.0, 0.4))
             daemon.send_signal(signal.SIGKILL)
-            wait_for_killed_daemon(daemon, conn, f"round {number}")
+            h.wait_killed(daemon, mnt, f"round {number}")
         finally:
             stop_process(daemon)
             # The writer goes before the mount point is detached: it would
