@@ -210,6 +210,16 @@ void NdLayout::walk(int64_t offset, int64_t len, Emit&& emit) const {
   }
 }
 
+namespace {
+
+void require_chunk_bytes(int64_t chunk, size_t size, int64_t need) {
+  if (int64_t(size) < need)
+    throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(size)) + " bytes, the layout needs " +
+                      str(need));
+}
+
+}  // namespace
+
 void NdLayout::read(int64_t offset, MutableByteSpan out,
                     const std::function<ByteSpan(int64_t)>& chunk_data) const {
   std::unordered_map<int64_t, ByteSpan> chunks;
@@ -221,9 +231,7 @@ void NdLayout::read(int64_t offset, MutableByteSpan out,
       auto it = chunks.find(chunk);
       if (it == chunks.end()) {
         ByteSpan data = chunk_data(chunk);
-        if (int64_t(data.size()) < need)
-          throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
-                            " bytes, the layout needs " + str(need));
+        require_chunk_bytes(chunk, data.size(), need);
         it = chunks.emplace(chunk, data).first;
       }
       last_chunk = chunk;
@@ -241,9 +249,7 @@ void NdLayout::write(int64_t offset, ByteSpan in,
     auto it = chunks.find(chunk);
     if (it == chunks.end()) {
       MutableByteSpan data = chunk_for_write(chunk);
-      if (int64_t(data.size()) < need)
-        throw FormatError("N-d array: chunk " + str(chunk) + " holds " + str(int64_t(data.size())) +
-                          " bytes, the layout needs " + str(need));
+      require_chunk_bytes(chunk, data.size(), need);
       it = chunks.emplace(chunk, data).first;
     }
     std::memcpy(it->second.data() + dst, in.data() + src, size_t(n));
