@@ -567,16 +567,6 @@ void FrameEditor::compact() {
 
 CompressParams FrameEditor::compress_params() const { return impl_->frame_compress_params(); }
 
-void FrameEditor::rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill) {
-  const std::filesystem::path temp = rewrite_temp_path();
-  std::optional<FrameWriter> writer;
-  install_rewrite(temp, [&](const Frame&) -> FrameWriter& {
-    writer.emplace(temp, params);
-    fill(*writer);
-    return *writer;
-  });
-}
-
 std::filesystem::path FrameEditor::rewrite_temp_path() const {
   const Impl& m = *impl_;
   if (m.offset > 0 || m.sparse)

@@ -112,19 +112,15 @@ class FrameEditor {
   // typesize and blocksize. EOPNOTSUPP (as a commit) when the codec cannot be encoded here.
   CompressParams compress_params() const;
   // Replaces the whole frame (a standalone contiguous one; EOPNOTSUPP otherwise)
-  // by a new one that `fill` writes through a FrameWriter made with `params` on a
-  // temporary file beside it; then fsync, rename over the frame and fsync of the
-  // directory, all under the lock, as compact() does. Killed at any instant, the
-  // disk holds the old frame or the new one (a stray temporary file goes at the
-  // next compaction). Memory: what FrameWriter holds, not the chunks. Staged
-  // edits are dropped; on failure the frame is unchanged and this throws.
-  void rewrite(const FrameParams& params, const std::function<void(FrameWriter&)>& fill);
-  // The same in two steps, for a new frame written while its content still
+  // by a new one, in two steps, so that it can be written while its content still
   // arrives (array.npy replaced by cp): a FrameWriter on rewrite_temp_path(),
   // filled without the lock; then install_rewrite(), under the lock, calls
-  // `complete` with the frame as it is now (another program may have changed
-  // it meanwhile), which returns the writer to close, and renames the file over
-  // the frame. On failure (of `complete` too) the temporary file is removed.
+  // `complete` with the frame as it is now (another program may have changed it
+  // meanwhile), which returns the writer to close; then fsync, rename over the
+  // frame and fsync of the directory, as compact() does. Killed at any instant,
+  // the disk holds the old frame or the new one (a stray temporary file goes at
+  // the next compaction). Staged edits are dropped; on failure (of `complete`
+  // too) the frame is unchanged, the temporary file is removed and this throws.
   std::filesystem::path rewrite_temp_path() const;
   void install_rewrite(const std::filesystem::path& temp,
                        const std::function<FrameWriter&(const Frame& current)>& complete);
