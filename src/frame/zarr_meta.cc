@@ -98,6 +98,38 @@ void put_le64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 
+// The largest divisor of n that is at most most (n >= 1, most >= 1).
+int64_t largest_divisor_at_most(int64_t n, int64_t most) {
+  if (most >= n) return n;
+  int64_t best = 1;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    if (d <= most) best = std::max(best, d);
+    if (n / d <= most) best = std::max(best, n / d);
+  }
+  return best;
+}
+
+// A shard's inner chunk shape: the block; when the chunk is in C order, the
+// longest run of blocks of at most kMaxInnerRunBytes that tiles the chunk,
+// growing along the last axis the block splits and, once that axis is whole,
+// the axes before it.
+std::vector<int64_t> inner_run_shape(const ZarrArrayPlan& plan, int32_t typesize) {
+  std::vector<int64_t> inner = plan.block_shape;
+  if (!plan.chunk_in_c_order) return inner;
+  int64_t bytes = typesize;
+  for (int64_t n : inner) bytes *= n;
+  for (size_t k = inner.size(); k-- > 0;) {
+    if (inner[k] == plan.chunk_shape[k]) continue;
+    const int64_t runs = plan.chunk_shape[k] / inner[k];  // a multiple: the plan is sharded
+    const int64_t m = largest_divisor_at_most(runs, std::max<int64_t>(kMaxInnerRunBytes / bytes, 1));
+    inner[k] *= m;
+    bytes *= m;
+    if (inner[k] != plan.chunk_shape[k]) break;
+  }
+  return inner;
+}
+
 }  // namespace
 
 std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesize, const Json& attrs,
@@ -123,7 +155,7 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
   int64_t nitems = 1;
   for (int64_t n : meta.shape) nitems *= n;  // NdLayout checked the product before
   plan.chunk_items = 1;
-  plan.block_items = 1;
+  int64_t block_items = 1;
   plan.nchunks = nitems == 0 ? 0 : 1;
   plan.sharded = meta.ndim > 0 && nitems > 0;
   bool whole_rows_seen = false;  // c-blosc2's fast path: blocks 1 ... 1 k chunk ... chunk
@@ -136,7 +168,7 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
     plan.grid.push_back((meta.shape[size_t(i)] + cs - 1) / cs);
     plan.nchunks *= plan.grid.back();
     plan.chunk_items *= cs;
-    plan.block_items *= bs;
+    block_items *= bs;
     if (cs % bs != 0) plan.sharded = false;
     if (whole_rows_seen) {
       if (bs != cs) plan.chunk_in_c_order = false;
@@ -147,7 +179,12 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
   }
   if (nitems == 0) plan.chunk_in_c_order = false;
   if (plan.chunk_items * typesize < kMinShardBytes) plan.sharded = false;
-  if (plan.sharded) plan.nblocks = plan.chunk_items / plan.block_items;
+  if (plan.sharded) {
+    plan.inner_shape = inner_run_shape(plan, typesize);
+    plan.inner_items = 1;
+    for (int64_t n : plan.inner_shape) plan.inner_items *= n;
+    plan.ninner = plan.chunk_items / plan.inner_items;
+  }
   plan.dimension_names = dimension_names(meta, attrs);
   return plan;
 }
@@ -164,7 +201,7 @@ std::string zarr_v3_array_json(const ZarrArrayPlan& plan, const Json& attrs) {
   if (plan.sharded) {
     Json sharding = {{"name", "sharding_indexed"},
                      {"configuration",
-                      {{"chunk_shape", to_json_array(plan.block_shape)},
+                      {{"chunk_shape", to_json_array(plan.inner_shape)},
                        {"codecs", Json::array({bytes_codec(plan)})},
                        {"index_codecs", Json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}})},
                        {"index_location", "end"}}}};
@@ -225,13 +262,13 @@ size_t copy_shard_index(const ZarrArrayPlan& plan, bool empty, int64_t offset, M
   const int64_t size = plan.shard_index_bytes();
   if (offset < 0 || offset >= size) return 0;
   const size_t n = size_t(std::min<int64_t>(int64_t(out.size()), size - offset));
-  const int64_t block_bytes = plan.block_items * plan.itemsize;
+  const int64_t inner_bytes = plan.inner_bytes();
   uint8_t entry[16];
   for (size_t done = 0; done < n;) {
     const int64_t at = offset + int64_t(done);
     const int64_t i = at / 16;
-    put_le64(entry, empty ? UINT64_MAX : uint64_t(i * block_bytes));
-    put_le64(entry + 8, empty ? UINT64_MAX : uint64_t(block_bytes));
+    put_le64(entry, empty ? UINT64_MAX : uint64_t(i * inner_bytes));
+    put_le64(entry + 8, empty ? UINT64_MAX : uint64_t(inner_bytes));
     const size_t from = size_t(at % 16);
     const size_t take = std::min(n - done, sizeof entry - from);
     std::memcpy(out.data() + done, entry + from, take);

@@ -197,8 +197,7 @@ blksize_t Volume::zarr_io_size(const Node& node) const {
   constexpr int64_t kMost = 1 << 20;
   const ZarrFiles* z = files_->zarr();
   if (node.kind != NodeKind::zarr_chunk || !z || !z->plan().sharded) return blksize_t(kMost);
-  const int64_t block = z->plan().block_items * z->plan().itemsize;
-  return blksize_t(std::clamp<int64_t>(block, 4096, kMost));
+  return blksize_t(std::clamp<int64_t>(z->plan().inner_bytes(), 4096, kMost));
 }
 
 std::string Volume::zarr_path(const Node& node) const {

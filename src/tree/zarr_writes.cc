@@ -39,7 +39,7 @@ std::optional<Bytes> ZarrFiles::decoded_chunk_of(ByteSpan written, std::string* 
     // The index is untrusted: every entry is checked against the file's length
     // before a byte is copied.
     const int64_t index_bytes = plan_.shard_index_bytes();
-    const int64_t block_bytes = plan_.block_items * plan_.itemsize;
+    const int64_t inner_bytes = plan_.inner_bytes();
     if (plan_.shard_data_bytes() != decoded_bytes) return refuse("the shard does not match the decoded chunk");
     if (int64_t(written.size()) < index_bytes)
       return refuse(std::to_string(written.size()) + " bytes, shorter than the shard index (" +
@@ -47,16 +47,16 @@ std::optional<Bytes> ZarrFiles::decoded_chunk_of(ByteSpan written, std::string* 
     const uint64_t body = uint64_t(written.size()) - uint64_t(index_bytes);
     const uint8_t* index = written.data() + body;
     constexpr uint64_t kEmpty = ~uint64_t(0);
-    for (int64_t i = 0; i < plan_.nblocks; ++i) {
+    for (int64_t i = 0; i < plan_.ninner; ++i) {
       const uint64_t offset = load_le64(index + 16 * i), nbytes = load_le64(index + 16 * i + 8);
       if (offset == kEmpty && nbytes == kEmpty) continue;  // the fill value: zeros
-      if (nbytes != uint64_t(block_bytes))
+      if (nbytes != uint64_t(inner_bytes))
         return refuse("inner chunk " + std::to_string(i) + " is " + std::to_string(nbytes) + " bytes, not " +
-                      std::to_string(block_bytes) + " (inner chunks must be uncompressed, codecs [bytes])");
+                      std::to_string(inner_bytes) + " (inner chunks must be uncompressed, codecs [bytes])");
       if (offset > body || body - offset < nbytes)
         return refuse("inner chunk " + std::to_string(i) + " lies outside the shard's " + std::to_string(body) +
                       " data bytes");
-      std::memcpy(decoded.data() + size_t(i * block_bytes), written.data() + offset, size_t(nbytes));
+      std::memcpy(decoded.data() + size_t(i * inner_bytes), written.data() + offset, size_t(nbytes));
     }
     return decoded;
   }

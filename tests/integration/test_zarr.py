@@ -91,11 +91,12 @@ def make_place(h):
         "d1.b2nd": (values((1000,), "f8"), (300,), (64,)),       # not a multiple: plain, re-laid out
         "d1-small.b2nd": (values((1000,), "i4"), (256,), (64,)),  # whole blocks, under 1 MiB: plain
         # Chunks of at least 1 MiB that are multiples of the blocks: shards of blocks.
-        "d1-sharded.b2nd": (values((600000,), "i4"), (262144,), (65536,)),
+        # Blocks that are whole rows of the chunk (1-d; 3-d rows): inner chunks are runs of blocks of up to 1 MiB.
+        "d1-sharded.b2nd": (values((600000,), "i4"), (524288,), (65536,)),
         "d2-sharded.b2nd": (values((600, 520), "f4"), (512, 512), (128, 128)),
         "d2-sharded-be.b2nd": (values((300, 600), ">f8"), (256, 512), (64, 128)),
         "d2-sharded-u1.b2nd": (values((1100, 1030), "u1"), (1024, 1024), (256, 256)),
-        "d3-rows-sharded.b2nd": (values((10, 256, 512), "u2"), (4, 256, 512), (1, 256, 512)),
+        "d3-rows-sharded.b2nd": (values((10, 256, 512), "u2"), (8, 256, 512), (1, 256, 512)),
         "d3-plain.b2nd": (values((7, 1001, 3), "f8"), (7, 1001, 3), (5, 1001, 3)),
         "d3-rows.b2nd": (values((20, 30, 40), "u2"), (10, 30, 40), (2, 30, 40)),  # the decoded chunk is C order
         "d4.b2nd": (values((6, 7, 9, 10), "f4"), (4, 5, 6, 7), (2, 5, 3, 7)),
@@ -185,20 +186,25 @@ def arrays_read_exactly(h, mnt, expected):
 
 
 def views_are_sharded_or_plain(h, mnt):
-    """Chunks of at least 1 MiB that are multiples of the blocks are shards of
-    blocks (a file of the chunk plus a 16-byte index entry per block); others plain."""
-    for name, nblocks in [("dt-f4.b2nd", 0), ("d1.b2nd", 0), ("d1-small.b2nd", 0), ("d1-sharded.b2nd", 4),
-                          ("d2-sharded.b2nd", 16), ("d2-sharded-be.b2nd", 16), ("d2-sharded-u1.b2nd", 16),
-                          ("d3-rows-sharded.b2nd", 4), ("d3-plain.b2nd", 0), ("d2-plain-tiles.b2nd", 0),
-                          ("d0.b2nd", 0)]:
+    """Chunks of at least 1 MiB that are multiples of the blocks are shards (a
+    file of the chunk plus a 16-byte index entry per inner chunk); others plain.
+    An inner chunk is a block, or a run of whole-row blocks of up to 1 MiB."""
+    for name, ninner, inner in [
+            ("dt-f4.b2nd", 0, None), ("d1.b2nd", 0, None), ("d1-small.b2nd", 0, None),
+            ("d1-sharded.b2nd", 2, [262144]), ("d2-sharded.b2nd", 16, [128, 128]),
+            ("d2-sharded-be.b2nd", 16, [64, 128]), ("d2-sharded-u1.b2nd", 16, [256, 256]),
+            ("d3-rows-sharded.b2nd", 2, [4, 256, 512]), ("d3-plain.b2nd", 0, None), ("d2-plain-tiles.b2nd", 0, None),
+            ("d0.b2nd", 0, None)]:
         meta = json.loads(read_file(os.path.join(mnt, name, "zarr.json")))
-        check_equal(meta["codecs"][0]["name"] == "sharding_indexed", nblocks > 0, f"{name} sharded")
+        check_equal(meta["codecs"][0]["name"] == "sharding_indexed", ninner > 0, f"{name} sharded")
+        if inner:
+            check_equal(meta["codecs"][0]["configuration"]["chunk_shape"], inner, f"{name} inner chunk shape")
         if name == "d0.b2nd":
             continue
         chunk = meta["chunk_grid"]["configuration"]["chunk_shape"]
         itemsize = np.dtype(blosc2.open(os.path.join(h.place, name)).dtype).itemsize
         first = os.path.join(mnt, name, "c", *["0"] * len(chunk))
-        check_equal(os.stat(first).st_size, int(np.prod(chunk)) * itemsize + 16 * nblocks, f"{name}: c/0... size")
+        check_equal(os.stat(first).st_size, int(np.prod(chunk)) * itemsize + 16 * ninner, f"{name}: c/0... size")
     d0 = os.path.join(mnt, "d0.b2nd")
     check(os.path.isfile(os.path.join(d0, "c")), "a 0-d array's one chunk is the file c")
     check_equal(np.frombuffer(read_file(os.path.join(d0, "c")), "<f8")[0], 3.25, "0-d chunk c")

@@ -106,6 +106,12 @@ def sharded_region_write(h):
     region_write(h, 12, (240, 120), True, "sharded view")
 
 
+def runs_region_write(h):
+    # Chunks of 480 x 360 float64 in blocks of 60 whole rows (172.8 KB): the shard's
+    # inner chunks are runs of 4 blocks (240 x 360, 691 KB), 2 to a shard.
+    region_write(h, 12, (60, 360), True, "sharded view, inner chunks of runs of blocks")
+
+
 def plain_region_write(h):
     # Chunks of 40 x 30 float64 (9.6 KB), not multiples of the blocks.
     region_write(h, 1, (16, 7), False, "plain view")
@@ -321,6 +327,7 @@ def main():
     h = Harness("Zarr view writes", watchdog_seconds=600)
     h.require_fuse()
     h.test("zarr-python: a region of four chunks and attributes (sharded view)", sharded_region_write, h)
+    h.test("zarr-python: a region of four chunks and attributes (shard of runs of blocks)", runs_region_write, h)
     h.test("zarr-python: a region of four chunks and attributes (plain view)", plain_region_write, h)
     h.test("zarr-python: a region of four chunks and attributes (plain view, small chunks of whole blocks)",
            small_chunks_region_write, h)

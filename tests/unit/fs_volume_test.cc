@@ -507,11 +507,12 @@ TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
 
 // Writes through the Zarr view (zarr_writes.cc): a writer's temporary file in
 // c/ renamed over a chunk key. sharded-1d-i4 (made here: the fixtures' chunks
-// are all under the 1 MiB a shard needs): 3 chunks of 262144 items in blocks of
-// 32768 (a shard of 8 inner chunks, each 131072 bytes); b2nd-2d-u1: chunks
+// are all under the 1 MiB a shard needs): 3 chunks of 1310720 items in blocks
+// of 163840 (a shard of 8 inner chunks, each 655360 bytes: blocks over half a
+// MiB are not joined into runs); b2nd-2d-u1: chunks
 // 110 x 3 in blocks 57 x 3 (plain: C order over the chunk shape).
 TEST_F(FsVolume, ZarrShardRenamedOverAChunkKey) {
-  constexpr size_t kBlock = 131072, kBlocks = 8, kChunk = kBlock * kBlocks;
+  constexpr size_t kBlock = 655360, kBlocks = 8, kChunk = kBlock * kBlocks;
   const auto path = dir_.path() / "sharded-1d-i4.b2nd";
   {
     NdMeta meta;

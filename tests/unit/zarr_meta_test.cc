@@ -23,7 +23,7 @@ TEST(ZarrMeta, ShardedWhenChunksAreMultiplesOfBlocksOfAtLeastOneMiB) {
   EXPECT_FALSE(plan->chunk_in_c_order);  // square tiles are not rows
   EXPECT_EQ(plan->grid, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(plan->nchunks, 6);
-  EXPECT_EQ(plan->nblocks, 16);
+  EXPECT_EQ(plan->ninner, 16);  // tiles: each inner chunk is a block
   EXPECT_EQ(plan->v3_chunk_bytes(), 512 * 512 * 4 + 16 * 16);
   EXPECT_EQ(plan->data_type, "float32");
   EXPECT_EQ(plan->endian, "little");
@@ -41,7 +41,7 @@ TEST(ZarrMeta, PlainBelowOneMiBEvenWhenChunksAreMultiplesOfBlocks) {
   auto small = plan_zarr_array(nd({2000, 2000}, {256, 256}, {64, 64}, "<f4"), 4, Json::object());
   ASSERT_TRUE(small);
   EXPECT_FALSE(small->sharded);
-  EXPECT_EQ(small->nblocks, 0);
+  EXPECT_EQ(small->ninner, 0);
   EXPECT_EQ(small->v3_chunk_bytes(), 256 * 256 * 4);
   Json j = Json::parse(zarr_v3_array_json(*small, Json::object()));
   EXPECT_EQ(j["codecs"][0]["name"], "bytes");
@@ -116,17 +116,49 @@ TEST(ZarrMeta, ZeroDAndEmpty) {
   EXPECT_FALSE(empty->sharded);
 }
 
+TEST(ZarrMeta, InnerChunksOfWholeRowBlocksAreRunsOfUpToOneMiB) {
+  // The 512 MB benchmark array: 1024 x 1024 float32 chunks (4 MiB) of 64-row blocks (256 KiB): runs of 4.
+  auto bars = plan_zarr_array(nd({131072, 1024}, {1024, 1024}, {64, 1024}, "<f4"), 4, Json::object());
+  ASSERT_TRUE(bars);
+  EXPECT_TRUE(bars->chunk_in_c_order);
+  EXPECT_EQ(bars->block_shape, (std::vector<int64_t>{64, 1024}));
+  EXPECT_EQ(bars->inner_shape, (std::vector<int64_t>{256, 1024}));
+  EXPECT_EQ(bars->ninner, 4);
+  EXPECT_EQ(Json::parse(zarr_v3_array_json(*bars, Json::object()))["codecs"][0]["configuration"]["chunk_shape"],
+            Json::array({256, 1024}));
+  // 100-row blocks of 1000 x 1000 float32 (400 KB): a run must tile the 10 blocks: 2 (800 KB), not 5 (2 MB).
+  auto tiles = plan_zarr_array(nd({8000, 8000}, {1000, 1000}, {100, 1000}, "<f4"), 4, Json::object());
+  EXPECT_EQ(tiles->inner_shape, (std::vector<int64_t>{200, 1000}));
+  EXPECT_EQ(tiles->ninner, 5);
+  EXPECT_EQ(tiles->shard_data_bytes(), 1000 * 1000 * 4);
+  // A run that fills its axis grows along the axis before it: blocks of one row of 4 KiB.
+  auto rows = plan_zarr_array(nd({64, 16, 1024}, {64, 16, 1024}, {1, 1, 1024}, "<f4"), 4, Json::object());
+  EXPECT_EQ(rows->inner_shape, (std::vector<int64_t>{16, 16, 1024}));
+  EXPECT_EQ(rows->ninner, 4);
+  // A block already over 1 MiB stays one inner chunk; blocks that are not whole rows stay blocks.
+  auto big = plan_zarr_array(nd({4096, 1024}, {2048, 1024}, {512, 1024}, "<f4"), 4, Json::object());
+  EXPECT_EQ(big->inner_shape, (std::vector<int64_t>{512, 1024}));
+  auto squares = plan_zarr_array(nd({1024, 1024}, {1024, 1024}, {128, 128}, "<f4"), 4, Json::object());
+  EXPECT_EQ(squares->inner_shape, (std::vector<int64_t>{128, 128}));
+  EXPECT_EQ(squares->ninner, 64);
+  // A prime number of blocks per chunk: no run but the single block or all of them (too big here).
+  auto prime = plan_zarr_array(nd({1}, {131 * 65536}, {65536}, "<f4"), 4, Json::object());
+  EXPECT_EQ(prime->inner_shape, (std::vector<int64_t>{65536}));
+  EXPECT_EQ(prime->ninner, 131);
+}
+
 TEST(ZarrMeta, ShardIndexAndKeys) {
-  auto plan = plan_zarr_array(nd({1024, 512}, {1024, 512}, {512, 512}, "<i2"), 2, Json::object());
+  // Square tiles: an inner chunk per block.
+  auto plan = plan_zarr_array(nd({1024, 1024}, {1024, 512}, {512, 256}, "<i2"), 2, Json::object());
   ASSERT_TRUE(plan);
-  ASSERT_EQ(plan->nblocks, 2);
+  ASSERT_EQ(plan->ninner, 4);
   uint8_t index[32];
   ASSERT_EQ(copy_shard_index(*plan, false, 0, index), 32u);
   EXPECT_EQ(index[0], 0);
-  EXPECT_EQ(index[10], 0x08);  // nbytes of a 512 x 512 block of int16: 0x80000
-  EXPECT_EQ(index[18], 0x08);  // the second block's offset
+  EXPECT_EQ(index[10], 0x04);  // nbytes of a 512 x 256 block of int16: 0x40000
+  EXPECT_EQ(index[18], 0x04);  // the second block's offset
   uint8_t tail[5];
-  ASSERT_EQ(copy_shard_index(*plan, true, 30, tail), 2u);
+  ASSERT_EQ(copy_shard_index(*plan, true, 62, tail), 2u);  // the last 2 of the 64 index bytes
   EXPECT_EQ(tail[0], 0xff);
   auto grid = plan_zarr_array(nd({30, 21}, {12, 8}, {4, 4}, "<f4"), 4, Json::object());
   EXPECT_EQ(zarr_chunk_of(*grid, {"2", "1"}), 7);
