@@ -12,6 +12,7 @@
 
 #include "chunk_format.h"
 #include "error.h"
+#include "ndcell.h"
 
 namespace blosc2fs {
 
@@ -187,20 +188,37 @@ CacheSizes host_cache_sizes() {
   return sizes;
 }
 
-int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize) {
-  const bool tuned = codec == Codec::ndlz || codec == Codec::zfp_accuracy || codec == Codec::zfp_precision ||
-                     codec == Codec::zfp_rate;
-  if (!tuned) return 32 * 1024;
-  clevel = std::clamp(clevel, 0, 9);
-  if (clevel == 0) return 8 * 1024;
-  if (split != SplitMode::always) {
-    // Not split (these codecs never are unless always): by level alone.
-    constexpr int64_t kib[10] = {8, 16, 32, 64, 128, 128, 256, 256, 256, 256};
-    return kib[clevel] * 1024;
+int64_t python_blosc2_block_hint(const CompressParams& params, int64_t itemsize) {
+  auto has = [&](uint8_t id) { return std::find(params.filters.begin(), params.filters.end(), id) != params.filters.end(); };
+  const Codec codec = params.codec;
+  const bool plugin = codec == Codec::ndlz || codec == Codec::zfp_accuracy || codec == Codec::zfp_precision ||
+                      codec == Codec::zfp_rate;
+  if (!plugin && !has(kFilterNdmean) && !has(kFilterNdcell)) return 32 * 1024;
+  itemsize = std::max<int64_t>(itemsize, 1);
+  const int clevel = std::clamp(params.clevel, 0, 9);
+  // python-blosc2 asks c-blosc2's tuner with the N-d filters taken out; the
+  // tuner splits as the encoder would (chunk_encoder.cc), but at any item size
+  // when told to always, and never a plugin codec unless told to.
+  bool split = params.splitmode == SplitMode::always;
+  if (!plugin && (params.splitmode == SplitMode::automatic || params.splitmode == SplitMode::forward_compat)) {
+    const bool lz = codec == Codec::blosclz || codec == Codec::lz4 || (codec == Codec::zstd && clevel <= 5);
+    split = lz && has(kFilterShuffle) && itemsize <= 16;
   }
-  // Split into one stream per byte of an item: by level, times the item size, at most 4 MiB.
-  constexpr int64_t kib[10] = {8, 32, 32, 32, 64, 64, 64, 128, 256, 512};
-  return std::min<int64_t>(kib[clevel] * 1024 * std::max<int64_t>(1, itemsize), int64_t(4) << 20);
+  // The slower codecs that compress harder get blocks twice as big, unsplit.
+  const bool harder = codec == Codec::lz4hc || codec == Codec::zlib || codec == Codec::zstd;
+  int64_t bytes;
+  if (clevel == 0) {
+    bytes = harder ? 16 * 1024 : 8 * 1024;
+  } else if (split) {
+    // One stream per byte of an item: by level, times the item size, at most 4 MiB.
+    constexpr int64_t kib[10] = {0, 32, 32, 32, 64, 64, 64, 128, 256, 512};
+    bytes = std::min<int64_t>(kib[clevel] * 1024 * itemsize, int64_t(4) << 20);
+  } else {
+    constexpr int64_t kib[10] = {0, 16, 32, 64, 128, 128, 256, 256, 256, 256};
+    bytes = kib[clevel] * 1024 * (harder ? 2 : 1);
+    if (harder && clevel == 9) bytes *= 2;
+  }
+  return bytes < itemsize ? itemsize : bytes / itemsize * itemsize;  // whole items
 }
 
 NdPartition b2nd_partition(const std::vector<int64_t>& shape, int64_t itemsize,

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chunk_codec.h"
 #include "chunk_format.h"
 
 namespace blosc2fs {
@@ -28,9 +29,10 @@ CacheSizes host_cache_sizes();  // read once per process, as python-blosc2 does 
 std::optional<int64_t> lscpu_cache_size(std::string_view json, int level);
 
 // The block size python-blosc2 starts from before its cache minimum: 32 KiB,
-// or for the ZFP and NDLZ codecs what c-blosc2's tuner answers for 8 MB of
-// items at that level and split mode (measured on python-blosc2 4.14.1).
-int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize);
+// or, for the ZFP and NDLZ codecs and for the NDMEAN and NDCELL filters, what
+// c-blosc2's tuner answers for 8 MB of items of `itemsize` bytes with these
+// codec, level, split mode and filters (measured on python-blosc2 4.14.1).
+int64_t python_blosc2_block_hint(const CompressParams& params, int64_t itemsize);
 
 struct NdPartition {
   std::vector<int64_t> chunkshape;

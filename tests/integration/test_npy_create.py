@@ -109,6 +109,38 @@ def given_partition_and_codec(h):
     check_equal((a.chunks, a.blocks), (want.chunks, want.blocks), "chunkshape= alone against python-blosc2")
 
 
+def nd_filters_partition(h):
+    """An empty frame python-blosc2 made with the NDMEAN or NDCELL filter: the new
+    array gets python-blosc2's chunks and blocks for those settings (c-blosc2's
+    tuner's block size, not 32 KiB), and the values python-blosc2 itself makes."""
+    x = sample((3000, 2000), "<f4", 11)
+    src = os.path.join(h.workdir, "nd.npy")
+    np.save(src, x)
+    for what, cparams in [
+            ("NDMEAN, zstd 5, auto split", dict(codec=blosc2.Codec.ZSTD, clevel=5, filters=[blosc2.Filter.NDMEAN],
+                                                 filters_meta=[4], splitmode=blosc2.SplitMode.AUTO_SPLIT)),
+            ("NDCELL, lz4 9, always split", dict(codec=blosc2.Codec.LZ4, clevel=9, filters=[blosc2.Filter.NDCELL],
+                                                  filters_meta=[4], splitmode=blosc2.SplitMode.ALWAYS_SPLIT))]:
+        frame = os.path.join(h.workdir, "nd.b2frame")
+        if os.path.exists(frame):
+            os.remove(frame)
+        blosc2.SChunk(urlpath=frame, contiguous=True, mode="w", cparams=dict(cparams, typesize=4))
+        mnt = h.mount(frame)
+        try:
+            shutil.copyfile(src, os.path.join(mnt, "array.npy"))
+        finally:
+            h.unmount(mnt)
+        a = blosc2.open(frame, mode="r")
+        want = blosc2.compute_chunks_blocks(x.shape, dtype=x.dtype, cparams=blosc2.CParams(**cparams))
+        check_equal((a.chunks, a.blocks), want, f"{what}: (chunks, blocks) against compute_chunks_blocks")
+        check(a.blocks != blosc2.compute_chunks_blocks(x.shape, dtype=x.dtype)[1],
+              f"{what}: the blocks differ from the 32 KiB default's (the case tests the tuner's size)")
+        check_equal(a.cparams.filters[0], cparams["filters"][0], f"{what}: the filter kept")
+        ref = blosc2.asarray(x, chunks=a.chunks, blocks=a.blocks, cparams=dict(cparams, typesize=4))
+        check(np.array_equal(a[:], ref[:]), f"{what}: the values python-blosc2 makes of x with these settings")
+    os.remove(src)
+
+
 def not_over_an_array(h):
     """A frame that already holds data is no new array: array.npy cannot be created."""
     frame = os.path.join(h.workdir, "bytes.b2frame")
@@ -173,6 +205,7 @@ def main():
         h.test(f"new array {shape} {np.dtype(dtype)}: python-blosc2's chunks and blocks, values exact",
                default_partition, h, seed, shape, dtype)
     h.test("chunkshape=, blockshape=, codec= and clevel= options", given_partition_and_codec, h)
+    h.test("NDMEAN and NDCELL frames: python-blosc2's chunks and blocks, its values", nd_filters_partition, h)
     h.test("no new array over a frame that holds data", not_over_an_array, h)
     h.test("a 256 MiB replacement within the cache budget plus the batch bound", bounded_memory_replacement, h)
     h.finish()

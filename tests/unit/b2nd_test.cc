@@ -1,6 +1,7 @@
 // b2nd/caterva metalayers, the N-d chunk layout, and .npy headers.
 #include "b2nd.h"
 #include "b2nd_partition.h"
+#include "ndcell.h"
 
 #include <gtest/gtest.h>
 
@@ -610,13 +611,23 @@ TEST(B2ndPartition, LscpuCacheSizes) {
 
 // python-blosc2 4.14.1 asks c-blosc2's tuner for the ZFP and NDLZ codecs'
 // block size (blosc2.compute_chunks_blocks on the machine of PythonBlosc2Defaults).
+CompressParams tuned(Codec codec, int clevel, SplitMode split, std::vector<uint8_t> filters = {}) {
+  CompressParams p;
+  p.codec = codec;
+  p.clevel = clevel;
+  p.splitmode = split;
+  p.filters.fill(0);
+  for (size_t i = 0; i < filters.size(); ++i) p.filters[i] = filters[i];
+  return p;
+}
+
 TEST(B2ndPartition, ZfpAndNdlzBlocks) {
-  EXPECT_EQ(python_blosc2_block_hint(Codec::zstd, 9, SplitMode::always, 8), 32 << 10);
-  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_accuracy, 0, SplitMode::automatic, 4), 8 << 10);
-  EXPECT_EQ(python_blosc2_block_hint(Codec::ndlz, 5, SplitMode::forward_compat, 4), 128 << 10);
-  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_rate, 9, SplitMode::never, 16), 256 << 10);
-  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_precision, 1, SplitMode::always, 2), 64 << 10);
-  EXPECT_EQ(python_blosc2_block_hint(Codec::zfp_precision, 9, SplitMode::always, 16), 4 << 20);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 9, SplitMode::always), 8), 32 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_accuracy, 0, SplitMode::automatic), 4), 8 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::ndlz, 5, SplitMode::forward_compat), 4), 128 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_rate, 9, SplitMode::never), 16), 256 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_precision, 1, SplitMode::always), 2), 64 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_precision, 9, SplitMode::always), 16), 4 << 20);
   CacheSizes c;
   c.l1_data = 32 << 10;
   c.l2 = 512 << 10;
@@ -640,7 +651,70 @@ TEST(B2ndPartition, ZfpAndNdlzBlocks) {
   };
   for (const Case& k : cases) {
     NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, c,
-                                   python_blosc2_block_hint(k.codec, k.clevel, k.split, k.itemsize));
+                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split), k.itemsize));
+    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel;
+    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel;
+  }
+}
+
+// The NDMEAN and NDCELL filters with the ordinary codecs: the block sizes
+// c-blosc2's tuner gives python-blosc2 4.14.1 (blosc2.compress2 with
+// tuner=STUNE of 8 MB of zeros, filters NOFILTER or SHUFFLE, every codec, split
+// mode, level and item sizes 1 to 32), and compute_chunks_blocks's shapes.
+TEST(B2ndPartition, NdmeanAndNdcellBlocks) {
+  constexpr uint8_t kShuffle = kFilterShuffle, kMean = kFilterNdmean, kCell = kFilterNdcell;
+  struct Hint {
+    Codec codec;
+    SplitMode split;
+    std::vector<uint8_t> filters;
+    int64_t itemsize;
+    std::array<int64_t, 10> kib_or_bytes;  // KiB per clevel, or bytes where the item size does not divide
+  };
+  const Hint hints[] = {
+      {Codec::blosclz, SplitMode::always, {kMean}, 1, {8, 32, 32, 32, 64, 64, 64, 128, 256, 512}},
+      {Codec::lz4, SplitMode::automatic, {kMean, kShuffle}, 4, {8, 128, 128, 128, 256, 256, 256, 512, 1024, 2048}},
+      {Codec::lz4, SplitMode::automatic, {kMean}, 4, {8, 16, 32, 64, 128, 128, 256, 256, 256, 256}},
+      {Codec::blosclz, SplitMode::never, {kCell, kShuffle}, 16, {8, 16, 32, 64, 128, 128, 256, 256, 256, 256}},
+      {Codec::zstd, SplitMode::always, {kCell}, 16, {16, 512, 512, 512, 1024, 1024, 1024, 2048, 4096, 4096}},
+      {Codec::zstd, SplitMode::forward_compat, {kShuffle, kMean}, 8, {16, 256, 256, 256, 512, 512, 512, 512, 512, 1024}},
+      {Codec::zstd, SplitMode::automatic, {kMean}, 4, {16, 32, 64, 128, 256, 256, 512, 512, 512, 1024}},
+      {Codec::lz4hc, SplitMode::automatic, {kMean, kShuffle}, 2, {16, 32, 64, 128, 256, 256, 512, 512, 512, 1024}},
+      {Codec::zlib, SplitMode::always, {kCell}, 2, {16, 64, 64, 64, 128, 128, 128, 256, 512, 1024}},
+      {Codec::lz4, SplitMode::always, {kMean}, 32, {8, 1024, 1024, 1024, 2048, 2048, 2048, 4096, 4096, 4096}},
+      {Codec::lz4, SplitMode::automatic, {kMean, kShuffle}, 32, {8, 16, 32, 64, 128, 128, 256, 256, 256, 256}},
+  };
+  for (const Hint& h : hints)
+    for (int clevel = 0; clevel < 10; ++clevel)
+      EXPECT_EQ(python_blosc2_block_hint(tuned(h.codec, clevel, h.split, h.filters), h.itemsize),
+                h.kib_or_bytes[size_t(clevel)] * 1024)
+          << codec_name(h.codec) << " clevel " << clevel << " itemsize " << h.itemsize;
+  // Item sizes that do not divide the size: rounded down to whole items (8190 = 7 KiB and 1022 bytes).
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 0, SplitMode::always, {kMean}), 3), 8190);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 1, SplitMode::always, {kMean}), 3), 96 * 1024);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 8, SplitMode::always, {kMean}), 17), 4194291);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 1, SplitMode::automatic, {kMean, kShuffle}), 17), 16371);
+  // compute_chunks_blocks((3000, 2000), float32, cparams=...) on a CPU of 32 KiB L1d, 512 KiB L2.
+  CacheSizes c;
+  c.l1_data = 32 << 10;
+  c.l2 = 512 << 10;
+  c.l3 = 32 << 20;
+  c.x86_64 = true;
+  struct Case {
+    Codec codec;
+    int clevel;
+    SplitMode split;
+    std::vector<uint8_t> filters;
+    std::vector<int64_t> chunks, blocks;
+  };
+  const Case cases[] = {
+      {Codec::zstd, 5, SplitMode::automatic, {kMean}, {1020, 2000}, {30, 2000}},
+      {Codec::lz4, 9, SplitMode::always, {kCell}, {1000, 2000}, {250, 2000}},
+      {Codec::blosclz, 1, SplitMode::automatic, {kMean, kShuffle}, {1005, 2000}, {15, 2000}},
+      {Codec::zlib, 7, SplitMode::never, {kShuffle, kCell}, {1020, 2000}, {60, 2000}},
+  };
+  for (const Case& k : cases) {
+    NdPartition p = b2nd_partition({3000, 2000}, 4, std::nullopt, std::nullopt, c,
+                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split, k.filters), 4));
     EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel;
     EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel;
   }
