@@ -16,7 +16,7 @@ fixtures=$root/../shared/fixtures
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(chunk_decode_fuzz chunk_roundtrip_fuzz frame_open_fuzz attrs_json_fuzz frame_edit_fuzz
-           volume_data_fuzz volume_npy_fuzz store_index_fuzz plugin_codec_fuzz web_index_fuzz)
+           volume_data_fuzz volume_npy_fuzz store_index_fuzz plugin_codec_fuzz web_index_fuzz zarr_view_fuzz)
 fi
 "$root/scripts/install-deps.sh"
 CXX=${CXX:-clang++} "$root/tests/run_sanitizer_build.sh" "$root" "$sanitize" "$fixtures" "$build/venv/bin/python" "${targets[@]}" >/dev/null
@@ -28,7 +28,7 @@ seeds_of() {  # the same starting inputs as the CI runs (tests/CMakeLists.txt)
     store_index_fuzz) echo "$root/tests/data/store-seeds" ;;
     web_index_fuzz) echo "$root/tests/data/web-index" ;;
     plugin_codec_fuzz) echo "$root/tests/data/plugin-codec-seeds" ;;
-    frame_edit_fuzz|volume_data_fuzz|volume_npy_fuzz) echo "" ;;
+    frame_edit_fuzz|volume_data_fuzz|volume_npy_fuzz|zarr_view_fuzz) echo "" ;;
     *) echo "$fixtures/frames $fixtures/../fixtures-extra/frames $root/tests/data/legacy-seeds" ;;
   esac
 }
