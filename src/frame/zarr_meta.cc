@@ -155,7 +155,6 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
   int64_t nitems = 1;
   for (int64_t n : meta.shape) nitems *= n;  // NdLayout checked the product before
   plan.chunk_items = 1;
-  int64_t block_items = 1;
   plan.nchunks = nitems == 0 ? 0 : 1;
   plan.sharded = meta.ndim > 0 && nitems > 0;
   bool whole_rows_seen = false;  // c-blosc2's fast path: blocks 1 ... 1 k chunk ... chunk
@@ -168,7 +167,6 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
     plan.grid.push_back((meta.shape[size_t(i)] + cs - 1) / cs);
     plan.nchunks *= plan.grid.back();
     plan.chunk_items *= cs;
-    block_items *= bs;
     if (cs % bs != 0) plan.sharded = false;
     if (whole_rows_seen) {
       if (bs != cs) plan.chunk_in_c_order = false;
