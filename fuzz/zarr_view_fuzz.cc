@@ -302,7 +302,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto new_chunk = [&](int64_t n, uint8_t seed, std::vector<bool>* left_empty) {
     // The chunk's elements (C order over the chunk shape) and the file that holds them.
     const Bytes values = fuzz::script_data(size_t(model.chunk_items() * model.typesize), seed);
-    Bytes file(size_t(model.file_size()), 0);
+    Bytes file(static_cast<size_t>(model.file_size()), 0);
     Bytes elements = values;
     if (!model.sharded()) {
       file = values;
@@ -312,7 +312,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t inner_bytes = product(model.inner) * model.typesize;
     const int64_t data_bytes = model.chunk_items() * model.typesize;
     // The shard's data laid out by the view's own order first, then moved.
-    Bytes by_inner(size_t(data_bytes));
+    Bytes by_inner(static_cast<size_t>(data_bytes));
     for (int64_t e = 0; e < model.chunk_items(); ++e) {
       int64_t offset = 0, item = 0;
       model.locate(n, e, offset, item);
