@@ -12,6 +12,7 @@
 
 #include "chunk_format.h"
 #include "error.h"
+#include "ndcell.h"
 
 namespace blosc2fs {
 
@@ -187,20 +188,39 @@ CacheSizes host_cache_sizes() {
   return sizes;
 }
 
-int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize) {
+int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize,
+                                 std::span<const uint8_t> filters) {
+  const auto has = [&](uint8_t id) { return std::find(filters.begin(), filters.end(), id) != filters.end(); };
   const bool tuned = codec == Codec::ndlz || codec == Codec::zfp_accuracy || codec == Codec::zfp_precision ||
-                     codec == Codec::zfp_rate;
+                     codec == Codec::zfp_rate || has(kFilterNdmean) || has(kFilterNdcell);
   if (!tuned) return 32 * 1024;
+  itemsize = std::max<int64_t>(1, itemsize);
   clevel = std::clamp(clevel, 0, 9);
-  if (clevel == 0) return 8 * 1024;
-  if (split != SplitMode::always) {
-    // Not split (these codecs never are unless always): by level alone.
-    constexpr int64_t kib[10] = {8, 16, 32, 64, 128, 128, 256, 256, 256, 256};
-    return kib[clevel] * 1024;
+  // The codecs c-blosc2's tuner counts as high compression ratio start from bigger blocks.
+  const bool hcr = codec == Codec::lz4hc || codec == Codec::zlib || codec == Codec::zstd;
+  // The tuner is asked with the filters other than shuffle and bitshuffle removed.
+  bool split_streams;
+  switch (split) {
+    case SplitMode::always: split_streams = true; break;
+    case SplitMode::never: split_streams = false; break;
+    default:  // automatic, forward_compat: fast codecs (and zstd's low levels) with shuffle, small items
+      split_streams = (codec == Codec::blosclz || codec == Codec::lz4 || (codec == Codec::zstd && clevel <= 5)) &&
+                      has(kFilterShuffle) && itemsize <= 16;
   }
-  // Split into one stream per byte of an item: by level, times the item size, at most 4 MiB.
-  constexpr int64_t kib[10] = {8, 32, 32, 32, 64, 64, 64, 128, 256, 512};
-  return std::min<int64_t>(kib[clevel] * 1024 * std::max<int64_t>(1, itemsize), int64_t(4) << 20);
+  int64_t size;
+  if (clevel == 0) {
+    size = (hcr ? 16 : 8) * 1024;
+  } else if (split_streams) {
+    // One stream per byte of an item: by level, times the item size, at most 4 MiB.
+    constexpr int64_t kib[10] = {0, 32, 32, 32, 64, 64, 64, 128, 256, 512};
+    size = std::min<int64_t>(kib[clevel] * 1024 * itemsize, int64_t(4) << 20);
+  } else {
+    constexpr int64_t fast_kib[10] = {0, 16, 32, 64, 128, 128, 256, 256, 256, 256};
+    constexpr int64_t hcr_kib[10] = {0, 32, 64, 128, 256, 256, 512, 512, 512, 1024};
+    size = (hcr ? hcr_kib : fast_kib)[clevel] * 1024;
+  }
+  // Whole items.
+  return std::max(itemsize, size / itemsize * itemsize);
 }
 
 NdPartition b2nd_partition(const std::vector<int64_t>& shape, int64_t itemsize,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -28,9 +29,12 @@ CacheSizes host_cache_sizes();  // read once per process, as python-blosc2 does 
 std::optional<int64_t> lscpu_cache_size(std::string_view json, int level);
 
 // The block size python-blosc2 starts from before its cache minimum: 32 KiB,
-// or for the ZFP and NDLZ codecs what c-blosc2's tuner answers for 8 MB of
-// items at that level and split mode (measured on python-blosc2 4.14.1).
-int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize);
+// or, for the ZFP and NDLZ codecs and where `filters` (the filter ids of the
+// pipeline) hold NDMEAN or NDCELL, what c-blosc2's tuner answers for 8 MB of
+// items of that codec, level and split mode, with the filters other than
+// shuffle and bitshuffle taken out (measured on python-blosc2 4.14.1).
+int64_t python_blosc2_block_hint(Codec codec, int clevel, SplitMode split, int64_t itemsize,
+                                 std::span<const uint8_t> filters = {});
 
 struct NdPartition {
   std::vector<int64_t> chunkshape;

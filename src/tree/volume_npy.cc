@@ -109,7 +109,8 @@ ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, co
     try {
       part = b2nd_partition(in.shape, p.typesize, options.new_array_chunkshape, options.new_array_blockshape,
                             host_cache_sizes(),
-                            python_blosc2_block_hint(codec.codec, codec.clevel, codec.splitmode, p.typesize));
+                            python_blosc2_block_hint(codec.codec, codec.clevel, codec.splitmode, p.typesize,
+                                                     codec.filters));
     } catch (const FormatError& e) {
       refuse(std::string("no chunk and block shape for it: ") + e.what());
     }
