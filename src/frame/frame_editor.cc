@@ -608,7 +608,11 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
     if (m.offset > 0) fail(m.path, "a frame embedded at an offset is never rewritten whole", EOPNOTSUPP);
     m.check_writable();
     m.reset_staged();
-    m.open_sidecar(true);
+    // A sparse frame's sidecar is made if missing: it is carried into the new
+    // directory, and one that c-blosc2 created in the old directory during the
+    // exchange would be left behind with its holders.
+    if (m.sparse) m.sidecar.open(true);
+    else m.open_sidecar(true);
     SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
     if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
     const std::filesystem::path frame_path = m.frame_path();

@@ -120,7 +120,7 @@ class FrameEditor {
   // writer to close. A contiguous frame: fsync, rename over the frame and fsync
   // of the directory, as compact() does. A sparse frame: a complete directory
   // beside the old one; every file and the directory are fsynced, the .b2lock
-  // sidecar is linked into it (the same file: the lock others hold or wait on
+  // sidecar (created if missing) is linked into it (the same file: the lock others hold or wait on
   // stays the frame's), the two directories are exchanged in one step
   // (renameat2 RENAME_EXCHANGE), the parent fsynced, and the old tree, now at
   // the temporary name, removed. Killed at any instant, the disk holds the old

@@ -522,6 +522,51 @@ def sparse_swap(h):
     check_equal(held, [], "no fallback to holding the chunks in memory")
 
 
+LOCKING_WRITER = """
+import sys, time, blosc2
+for i in range(int(sys.argv[2])):
+    a = blosc2.open(sys.argv[1], mode="a")  # a new handle each time: it opens the frame's .b2lock anew
+    a.schunk.vlmeta["writer"] = i
+    del a
+    time.sleep(0.005)
+"""
+
+
+def sparse_swap_with_locking_writer(h):
+    """Replacements of a sparse frame while python-blosc2 (BLOSC_LOCKING=1)
+    writes a vlmetalayer through the frame's .b2lock: each write lands in the
+    frame that is live when it is made (the exchange carries the lock file over,
+    so writer and mount keep excluding each other), and the last one survives."""
+    shape = (64, 256, 256)
+    frame = make_array(h, "locked.b2nd", np.zeros(shape, "<f4"), (8, 256, 256), (2, 64, 256), contiguous=False)
+    want = (np.arange(int(np.prod(shape))) % 1013).astype("<f4").reshape(shape)
+    src, _ = npy_bytes(h, want, "locked.npy")
+    env = dict(os.environ, BLOSC_LOCKING="1")  # the writer's; the mount locks whenever the sidecar exists
+    mnt = h.mount(frame)
+    rounds = 200
+    writer = subprocess.Popen([sys.executable, "-c", LOCKING_WRITER, frame, str(rounds)], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        copies = 0
+        while writer.poll() is None and copies < 20:
+            shutil.copyfile(src, os.path.join(mnt, "array.npy"))
+            copies += 1
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=30)
+        h.unmount(mnt)
+    check_equal(writer.returncode, 0, f"the locking writer's exit status ({err.strip()[-300:]})")
+    check(copies >= 2, f"replacements made while the writer ran: {copies}")
+    print(f"  {copies} replacements while the writer made {rounds} vlmetalayer writes", flush=True)
+    a = blosc2.open(frame, mode="r")
+    check_array(a[:], want, "python-blosc2 after replacements beside a locking writer")
+    check_equal(a.schunk.vlmeta["writer"], rounds - 1, "the locking writer's last vlmetalayer write")
+    check_equal([n for n in os.listdir(frame) if "b2lock" in n], [".b2lock"], "one lock sidecar in the frame")
+    check_equal(os.stat(os.path.join(frame, ".b2lock")).st_nlink, 1, "the lock sidecar's links")
+
+
 def sparse_fallback(h):
     """Where the sparse frame's directory cannot be exchanged with a new one
     (here its parent is a read-only bind mount and the frame a writable bind
@@ -601,6 +646,7 @@ def main():
     h.test("a replacement written out of order, read and truncated midway", out_of_order_replacement, h)
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
     h.test("sparse frame: a new directory exchanged in, .b2lock kept, modes kept, leftovers removed", sparse_swap, h)
+    h.test("sparse frame replaced while python-blosc2 writes through its .b2lock", sparse_swap_with_locking_writer, h)
     h.test("sparse frame whose directory cannot be exchanged: chunks held in memory, one log line", sparse_fallback, h)
     h.test("a new array in a sparse frame: -o create -o sparse, then cp", sparse_new_array, h)
     h.finish()
