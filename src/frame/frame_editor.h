@@ -125,7 +125,7 @@ class FrameEditor {
   // (renameat2 RENAME_EXCHANGE), the parent fsynced, and the old tree, now at
   // the temporary name, removed. Killed at any instant, the disk holds the old
   // frame or the new one (a stray temporary file or directory goes at the next
-  // compaction or rewrite; the mount hides dot names). rewrite_temp_path() of a
+  // compaction or rewrite). rewrite_temp_path() of a
   // sparse frame is EOPNOTSUPP where the directory's file system cannot exchange
   // directories (or the parent is not writable): probed once, with two empty
   // directories. Staged edits are dropped; on failure (of `complete` too) the
