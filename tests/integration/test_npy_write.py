@@ -571,7 +571,9 @@ def sparse_fallback(h):
     """Where the sparse frame's directory cannot be exchanged with a new one
     (here its parent is a read-only bind mount and the frame a writable bind
     mount on top), a replacement is one commit of chunk files (the chunks held
-    in memory), with one log line saying so; python-blosc2 reads it back."""
+    in memory), with one log line saying so; python-blosc2 reads it back. A new
+    array there (it needs a new frame header) is EOPNOTSUPP at close, one log
+    line, the frame left empty."""
     shape, chunks, blocks = (30, 20), (16, 16), (8, 8)
     rng = np.random.default_rng(12)
     base = os.path.join(h.workdir, "fallback")
@@ -582,13 +584,16 @@ def sparse_fallback(h):
     blosc2.remove_urlpath(frame)
     blosc2.asarray(rng.standard_normal(shape), urlpath=frame, mode="w", chunks=chunks, blocks=blocks,
                    contiguous=False)
+    empty = os.path.join(base, "empty.b2nd")
+    shutil.rmtree(empty, ignore_errors=True)
+    h.unmount(h.mount(empty, ["-o", "create", "-o", "sparse"]))
     h.mount_plain(["--bind", base, ro], ro)
     h.mount_plain(["-o", "remount,bind,ro", ro], ro)
-    inner = os.path.join(ro, "f.b2nd")
+    inner, inner_empty = os.path.join(ro, "f.b2nd"), os.path.join(ro, "empty.b2nd")
     h.mount_plain(["--bind", frame, inner], inner)
+    h.mount_plain(["--bind", empty, inner_empty], inner_empty)
     try:
-        check(not os.access(ro, os.W_OK) or subprocess.run(["touch", os.path.join(ro, "x")]).returncode != 0,
-              "the parent is read-only")
+        check(not os.access(ro, os.W_OK), "the parent is read-only")
         mnt, proc, log = mount_foreground(h, inner)
         try:
             want = rng.standard_normal((35, 20))
@@ -596,12 +601,32 @@ def sparse_fallback(h):
             sh(f"cp {src} {os.path.join(mnt, 'array.npy')}")
         finally:
             lines = stop_foreground(h, mnt, proc, log)
+        mnt, proc, log = mount_foreground(h, inner_empty)
+        try:
+            _, data = npy_bytes(h, np.arange(12.0))
+            fd = os.open(os.path.join(mnt, "array.npy"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            err = 0
+            try:
+                os.write(fd, data)
+            except OSError as e:
+                err = e.errno
+            try:
+                os.close(fd)
+            except OSError as e:
+                err = err or e.errno
+            check_equal(err, errno.EOPNOTSUPP, "errno of a new array where the directory cannot be exchanged")
+        finally:
+            empty_lines = stop_foreground(h, mnt, proc, log)
     finally:
+        h.unmount_plain(inner_empty)
         h.unmount_plain(inner)
         h.unmount_plain(ro)
     check_array(read_back(frame), want, "python-blosc2 after a replacement held in memory")
     held = [line for line in lines if "held in memory" in line]
     check_equal(len(held), 1, f"one log line says the chunks were held in memory: {held}")
+    refused = [line for line in empty_lines if "array.npy" in line and "RENAME_EXCHANGE" in line]
+    check_equal(len(refused), 1, f"one log line says why the new array was refused: {refused}")
+    check_equal(blosc2.open(empty).nchunks, 0, "the empty sparse frame after the refusal")
 
 
 def sparse_new_array(h):
@@ -647,7 +672,8 @@ def main():
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
     h.test("sparse frame: a new directory exchanged in, .b2lock kept, modes kept, leftovers removed", sparse_swap, h)
     h.test("sparse frame replaced while python-blosc2 writes through its .b2lock", sparse_swap_with_locking_writer, h)
-    h.test("sparse frame whose directory cannot be exchanged: chunks held in memory, one log line", sparse_fallback, h)
+    h.test("sparse frame whose directory cannot be exchanged: chunks held in memory; a new array EOPNOTSUPP",
+           sparse_fallback, h)
     h.test("a new array in a sparse frame: -o create -o sparse, then cp", sparse_new_array, h)
     h.finish()
 
