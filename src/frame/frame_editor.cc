@@ -61,10 +61,12 @@ struct FrameEditor::Impl {
         sidecar(LockSidecar::path_for(p, sparse), sparse ? p / "chunks.b2frame" : p) {}
 
   std::filesystem::path header_path() const { return sparse ? path / "chunks.b2frame" : path; }
-  // The path without a trailing separator (a sparse frame given as "dir/").
+  // The path that names the frame in its parent directory (a sparse frame
+  // given as "dir/" or "dir/." names "dir"), where a rewrite is put beside it.
   std::filesystem::path frame_path() const {
     std::filesystem::path p = path;
-    if (p.filename().empty() && p.has_parent_path()) p = p.parent_path();
+    while ((p.filename().empty() || p.filename() == ".") && p.has_parent_path() && p.parent_path() != p)
+      p = p.parent_path();
     return p;
   }
 

@@ -190,6 +190,20 @@ TEST(FrameEditor, SparseRewriteExchangesDirectories) {
   }
   EXPECT_FALSE(fs::exists(temp2));
   EXPECT_EQ(read_content(p), now);
+
+  // A frame named "dir/." is rewritten beside "dir", not inside it.
+  FrameEditor dotted(p / ".");
+  const fs::path temp3 = dotted.rewrite_temp_path();
+  EXPECT_EQ(temp3.parent_path(), p.parent_path());
+  {
+    FrameWriter writer(temp3, params);
+    writer.append(make_data(16000, 60));
+    dotted.install_rewrite(temp3, [&](const Frame&) -> FrameWriter& { return writer; });
+  }
+  const FrameContent last = read_content(p);
+  ASSERT_EQ(last.chunks.size(), 1u);
+  EXPECT_EQ(last.chunks[0], make_data(16000, 60));
+  EXPECT_FALSE(fs::exists(temp3));
 }
 
 TEST(SparseRewrite, ProbeStaleDirsAndTreeRemoval) {
