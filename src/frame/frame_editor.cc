@@ -610,6 +610,9 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
     if (m.offset > 0) fail(m.path, "a frame embedded at an offset is never rewritten whole", EOPNOTSUPP);
     m.check_writable();
     m.reset_staged();
+    // A new sparse frame's chunk files are complete: made durable, with the
+    // frame's ownership, before the lock is taken, so that others wait less.
+    if (m.sparse) editor::settle_sparse_tree(temp, m.frame_path(), m.options.sync);
     // A sparse frame's sidecar is made if missing: it is carried into the new
     // directory, and one that c-blosc2 created in the old directory during the
     // exchange would be left behind with its holders.
@@ -626,7 +629,6 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
       // The lock sidecar lives inside the directory: the new one gets the same
       // file (a second link), so the exchange does not swap the lock that
       // other writers hold or wait on, and its counter goes on.
-      editor::settle_sparse_tree(temp, frame_path, m.options.sync);
       const std::filesystem::path lock = LockSidecar::path_for(frame_path, true);
       if (::link(lock.c_str(), LockSidecar::path_for(temp, true).c_str()) == 0) {
         if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, temp});
