@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include "b2nd.h"
 #include "codec_registry.h"
@@ -53,12 +54,21 @@ struct FrameEditor::Impl {
   int32_t staged_base_chunksize = 0;
   mutable std::optional<int64_t> unused_cache;
   uint64_t compaction_nonce = editor::random_nonce();
+  mutable std::optional<int> exchange_error;  // sparse: probe_directory_exchange's answer, once asked
 
   Impl(const std::filesystem::path& p, int64_t off, EditOptions opt)
       : path(p), offset(off), options(opt), sparse(std::filesystem::is_directory(p)),
         sidecar(LockSidecar::path_for(p, sparse), sparse ? p / "chunks.b2frame" : p) {}
 
   std::filesystem::path header_path() const { return sparse ? path / "chunks.b2frame" : path; }
+  // The path that names the frame in its parent directory (a sparse frame
+  // given as "dir/" or "dir/." names "dir"), where a rewrite is put beside it.
+  std::filesystem::path frame_path() const {
+    std::filesystem::path p = path;
+    while ((p.filename().empty() || p.filename() == ".") && p.has_parent_path() && p.parent_path() != p)
+      p = p.parent_path();
+    return p;
+  }
 
   bool chunk0_vlblocks() const {
     if (frame->nchunks() == 0) return frame->header().general_flags & 0x80;
@@ -544,6 +554,8 @@ void FrameEditor::compact() {
   m.open_sidecar(true);
   SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
   if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+  if (m.sparse)
+    for (const std::filesystem::path& stale : editor::stale_rewrite_dirs(m.frame_path())) editor::remove_sparse_tree(stale);
   std::optional<std::filesystem::path> temp;
   bool renamed = false;
   try {
@@ -569,30 +581,66 @@ CompressParams FrameEditor::compress_params() const { return impl_->frame_compre
 
 std::filesystem::path FrameEditor::rewrite_temp_path() const {
   const Impl& m = *impl_;
-  if (m.offset > 0 || m.sparse)
-    fail(m.path, "only a standalone contiguous frame is rewritten whole", EOPNOTSUPP);
-  std::filesystem::path dir = m.path.parent_path();
+  if (m.offset > 0) fail(m.path, "a frame embedded at an offset is never rewritten whole", EOPNOTSUPP);
+  const std::filesystem::path frame_path = m.frame_path();
+  std::filesystem::path dir = frame_path.parent_path();
   if (dir.empty()) dir = ".";
+  if (m.sparse) {
+    // Checked once: a directory whose file system cannot swap directories keeps
+    // the commit of chunk files (FrameEditor's callers fall back to it).
+    if (!m.exchange_error) m.exchange_error = editor::probe_directory_exchange(frame_path);
+    if (*m.exchange_error != 0)
+      fail(dir, std::string("cannot swap a new sparse frame in beside the old one (renameat2 RENAME_EXCHANGE: ") +
+                    std::strerror(*m.exchange_error) + ")",
+           EOPNOTSUPP);
+  }
   // The compaction's temporary name: a crash leaves it for the next compaction to remove.
-  return editor::temp_name(dir, m.path.filename().string(), "compact", editor::random_nonce());
+  return editor::temp_name(dir, frame_path.filename().string(), editor::kRewriteTempTag, editor::random_nonce());
 }
 
 void FrameEditor::install_rewrite(const std::filesystem::path& temp,
                                   const std::function<FrameWriter&(const Frame& current)>& complete) {
   Impl& m = *impl_;
-  bool renamed = false;
+  bool installed = false;
+  const auto remove_temp = [&] {
+    if (m.sparse) editor::remove_sparse_tree(temp);
+    else ::unlink(temp.c_str());
+  };
   try {
-    if (m.offset > 0 || m.sparse)
-      fail(m.path, "only a standalone contiguous frame is rewritten whole", EOPNOTSUPP);
+    if (m.offset > 0) fail(m.path, "a frame embedded at an offset is never rewritten whole", EOPNOTSUPP);
     m.check_writable();
     m.reset_staged();
-    m.open_sidecar(true);
+    // A new sparse frame's chunk files are complete: made durable, with the
+    // frame's ownership, before the lock is taken, so that others wait less.
+    if (m.sparse) editor::settle_sparse_tree(temp, m.frame_path(), m.options.sync);
+    // A sparse frame's sidecar is made if missing: it is carried into the new
+    // directory, and one that c-blosc2 created in the old directory during the
+    // exchange would be left behind with its holders.
+    if (m.sparse) m.sidecar.open(true);
+    else m.open_sidecar(true);
     SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
     if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
-    std::filesystem::path dir = m.path.parent_path();
+    const std::filesystem::path frame_path = m.frame_path();
+    std::filesystem::path dir = frame_path.parent_path();
     if (dir.empty()) dir = ".";
-    complete(*m.frame).close();  // fsyncs the new frame
-    {
+    complete(*m.frame).close();  // fsyncs the new frame (a sparse one's chunks.b2frame)
+    editor::StepExecutor executor;
+    if (m.sparse) {
+      // The lock sidecar lives inside the directory: the new one gets the same
+      // file (a second link), so the exchange does not swap the lock that
+      // other writers hold or wait on, and its counter goes on.
+      const std::filesystem::path lock = LockSidecar::path_for(frame_path, true);
+      if (::link(lock.c_str(), LockSidecar::path_for(temp, true).c_str()) == 0) {
+        if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, temp});
+      } else if (errno != ENOENT) {
+        throw_errno(lock.string() + ": link into the new frame");
+      }
+      for (const std::filesystem::path& stale : editor::stale_rewrite_dirs(frame_path))
+        if (stale != temp) editor::remove_sparse_tree(stale);
+      editor::exchange_directories(temp, frame_path, m.options.sync);
+      installed = true;
+      editor::remove_sparse_tree(temp);  // the old frame now; what stays goes at the next compaction
+    } else {
       int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw_errno("cannot reopen " + temp.string());
       try {
@@ -602,18 +650,17 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
         throw;
       }
       ::close(fd);
+      executor.run({CommitStep::Kind::rename, temp, m.path});
+      installed = true;
+      if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, dir});
     }
-    editor::StepExecutor executor;
-    executor.run({CommitStep::Kind::rename, temp, m.path});
-    renamed = true;
-    if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, dir});
     executor.finish();
     if (m.options.sync && guard.counter()) m.sidecar.sync();
     m.load_frame();
     m.reset_staged();
     if (guard.counter()) m.seen_counter = *guard.counter() + 1;
   } catch (...) {
-    if (!renamed) ::unlink(temp.c_str());
+    if (!installed) remove_temp();
     throw;
   }
 }

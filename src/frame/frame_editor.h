@@ -111,16 +111,25 @@ class FrameEditor {
   // The parameters chunks written anew get: the frame's codec, level, filters,
   // typesize and blocksize. EOPNOTSUPP (as a commit) when the codec cannot be encoded here.
   CompressParams compress_params() const;
-  // Replaces the whole frame (a standalone contiguous one; EOPNOTSUPP otherwise)
+  // Replaces the whole frame (a standalone one; EOPNOTSUPP for an embedded frame)
   // by a new one, in two steps, so that it can be written while its content still
-  // arrives (array.npy replaced by cp): a FrameWriter on rewrite_temp_path(),
-  // filled without the lock; then install_rewrite(), under the lock, calls
-  // `complete` with the frame as it is now (another program may have changed it
-  // meanwhile), which returns the writer to close; then fsync, rename over the
-  // frame and fsync of the directory, as compact() does. Killed at any instant,
-  // the disk holds the old frame or the new one (a stray temporary file goes at
-  // the next compaction). Staged edits are dropped; on failure (of `complete`
-  // too) the frame is unchanged, the temporary file is removed and this throws.
+  // arrives (array.npy replaced by cp): a FrameWriter on rewrite_temp_path()
+  // (FrameParams::sparse as the frame is), filled without the lock; then
+  // install_rewrite(), under the lock, calls `complete` with the frame as it is
+  // now (another program may have changed it meanwhile), which returns the
+  // writer to close. A contiguous frame: fsync, rename over the frame and fsync
+  // of the directory, as compact() does. A sparse frame: a complete directory
+  // beside the old one; every file and the directory are fsynced, the .b2lock
+  // sidecar (created if missing) is linked into it (the same file: the lock others hold or wait on
+  // stays the frame's), the two directories are exchanged in one step
+  // (renameat2 RENAME_EXCHANGE), the parent fsynced, and the old tree, now at
+  // the temporary name, removed. Killed at any instant, the disk holds the old
+  // frame or the new one (a stray temporary file or directory goes at the next
+  // compaction or rewrite). rewrite_temp_path() of a
+  // sparse frame is EOPNOTSUPP where the directory's file system cannot exchange
+  // directories (or the parent is not writable): probed once, with two empty
+  // directories. Staged edits are dropped; on failure (of `complete` too) the
+  // frame is unchanged, the temporary file or tree is removed and this throws.
   std::filesystem::path rewrite_temp_path() const;
   void install_rewrite(const std::filesystem::path& temp,
                        const std::function<FrameWriter&(const Frame& current)>& complete);

@@ -131,6 +131,32 @@ std::map<int64_t, int64_t> chunk_files_on_disk(const std::filesystem::path& dir)
 // Leftover temporary files of interrupted commits in a sparse frame directory.
 std::vector<std::filesystem::path> stale_commit_temps(const std::filesystem::path& dir);
 
+// ---- whole sparse frames rewritten beside the old one (sparse_rewrite.cc) ----
+
+// Tag of the directories a sparse frame is rewritten into beside itself
+// (".NAME.compact-XXXX", the name contiguous rewrites and compactions use).
+inline constexpr const char* kRewriteTempTag = "compact";
+// 0 when the sparse frame `frame_dir` can be swapped with a new directory
+// beside it in one step (renameat2 RENAME_EXCHANGE), else the errno that says
+// why not (EINVAL on file systems without it, EACCES or EROFS when the parent
+// is not writable, EXDEV when the frame is a mount point of its own). Probed
+// with two empty directories named as rewrites of the frame are, removed again.
+int probe_directory_exchange(const std::filesystem::path& frame_dir);
+// Makes the sparse frame written at `temp` durable with `frame_dir`'s
+// ownership (the directory's; chunks.b2frame's for every file, never
+// executable): each file and the directory fsynced.
+void settle_sparse_tree(const std::filesystem::path& temp, const std::filesystem::path& frame_dir, bool sync);
+// Swaps the directories `temp` and `frame_dir` (renameat2 RENAME_EXCHANGE), so
+// `frame_dir` names the new frame and `temp` the old one; the parent is
+// fsynced when `sync`. Throws IoError (nothing swapped).
+void exchange_directories(const std::filesystem::path& temp, const std::filesystem::path& frame_dir, bool sync);
+// Removes a sparse frame's tree written or left by a rewrite: its chunk files,
+// chunks.b2frame, .b2lock and commit temporaries, then the directory; anything
+// else inside keeps it (and is left alone). Errors are ignored: what stays goes later.
+void remove_sparse_tree(const std::filesystem::path& dir);
+// Directories of interrupted rewrites of the sparse frame `frame_dir` beside it.
+std::vector<std::filesystem::path> stale_rewrite_dirs(const std::filesystem::path& frame_dir);
+
 // A temporary name in `dir`: ".<stem>.<tag>-<nonce in hex>"; created with O_EXCL.
 std::filesystem::path temp_name(const std::filesystem::path& dir, const std::string& stem, const std::string& tag,
                                 uint64_t nonce);

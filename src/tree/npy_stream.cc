@@ -20,6 +20,13 @@ constexpr int64_t kRecoverPiece = int64_t(8) << 20;
 // codec's scratch): the batch bound of commits (docs/writing.md). A whole row
 // is queued at least; at most one chunk per core is compressed at a time.
 constexpr int64_t kInFlightBytes = int64_t(32) << 20;
+
+// The new frame a stream made and nobody installed: a file, or a sparse frame's directory.
+void remove_unused_frame(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(path, ec))) std::filesystem::remove_all(path, ec);
+  else ::unlink(path.c_str());
+}
 }  // namespace
 
 NpyRowStream::NpyRowStream(const NdLayout& layout, const std::filesystem::path& temp, const FrameParams& params)
@@ -51,7 +58,7 @@ NpyRowStream::~NpyRowStream() {
     writer_.reset();
   } catch (...) {
   }
-  ::unlink(temp_.c_str());
+  remove_unused_frame(temp_);
 }
 
 int64_t NpyRowStream::row_start(int64_t row) const { return std::min(layout_.array_bytes(), row * row_bytes_); }
@@ -186,7 +193,7 @@ void NpyRowStream::recover(const std::function<void(int64_t, ByteSpan)>& put) {
   if (!filling_.chunks.empty())
     give(filling_.index, [&](int64_t c) -> ByteSpan { return filling_.chunks.at(size_t(c - filling_.index * row_chunks_)); });
   frame.reset();
-  ::unlink(temp_.c_str());
+  remove_unused_frame(temp_);
   finished_ = true;
 }
 

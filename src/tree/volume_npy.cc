@@ -98,8 +98,8 @@ ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, co
   NdMeta& meta = p.meta;
   p.typesize = frame.header().typesize;
   if (p.new_array) {
-    if (frame.nchunks() != 0 || !frame.metalayers().empty() || frame.sparse())
-      refuse("the frame is not an N-d array (only an empty contiguous frame becomes one)");
+    if (frame.nchunks() != 0 || !frame.metalayers().empty())
+      refuse("the frame is not an N-d array (only an empty frame becomes one)");
     if (in.shape.size() > size_t(kMaxBlockDims))
       refuse("the new array has " + std::to_string(in.shape.size()) + " dimensions, b2nd at most " +
              std::to_string(kMaxBlockDims));
@@ -160,6 +160,7 @@ ReplacementPlan plan_replacement(const NpyFileHeader& in, const Frame& frame, co
 // array's block size and geometry, its metalayers with the new shape.
 FrameParams rewrite_params(const ReplacementPlan& p, const Frame& frame, const CompressParams& base) {
   FrameParams params;
+  params.sparse = frame.sparse();
   params.cparams = base;
   params.cparams.typesize = p.typesize;
   params.cparams.blocksize = int32_t(p.layout->block_items() * p.typesize);
@@ -196,8 +197,7 @@ bool Volume::replacing_array() const { return npy_replacement_ != nullptr; }
 bool Volume::array_creatable() const {
   if (!editor_ || files_->array_layout()) return false;
   const Frame& frame = *files_->frame_ptr();
-  return !frame.sparse() && frame.nchunks() == 0 && frame.metalayers().empty() && overlay_.clean() &&
-         overlay_.count() == 0;
+  return frame.nchunks() == 0 && frame.metalayers().empty() && overlay_.clean() && overlay_.count() == 0;
 }
 
 int64_t Volume::array_npy_size() const {
@@ -323,9 +323,10 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
   }
 }
 
-// Once the header has arrived: a contiguous frame's replacement whose header
-// makes an array is made while the rest arrives (npy_stream.h). Anything else
-// (a sparse frame, another byte order, a header the close will refuse) stays
+// Once the header has arrived: a replacement whose header makes an array is
+// made while the rest arrives (npy_stream.h), a sparse frame's too where its
+// directory can be swapped for a new one. Anything else (another byte order, a
+// header the close will refuse, a sparse frame that cannot be swapped) stays
 // in the spool, as every byte did before.
 void Volume::start_array_stream(NpyReplacement& r) {
   bool complete = false;
@@ -334,7 +335,7 @@ void Volume::start_array_stream(NpyReplacement& r) {
   if (!complete) return;  // more header to come
   r.stream_decided = true;
   const std::shared_ptr<const Frame> frame = files_->frame_ptr();
-  if (!in || frame->sparse() || !editor_) return;
+  if (!in || !editor_) return;
   try {
     const CompressParams codec = editor_->compress_params();
     ReplacementPlan plan = plan_replacement(*in, *frame, options_, codec);
@@ -576,9 +577,11 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
         return complete_frame(writer, replacement.stream_metalayers, current);
       });
     });
-  } else if (frame.sparse()) {
-    // Slab by slab along the first axis: one row of chunks is made from its
-    // C-order bytes, handed on and dropped.
+  } else {
+    // Written anew beside the old frame and swapped in (a contiguous frame
+    // renamed over it, a sparse frame's directory exchanged with it), from the
+    // spool (the stream could not take the bytes): memory stays a few rows of
+    // chunks, and a crash leaves the old array or the new one.
     const auto for_each_slab = [&](const std::function<void(std::vector<Bytes>&)>& take) {
       if (nchunks == 0) return;
       const int nd = meta.ndim;
@@ -610,21 +613,27 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
       }
     };
     run_commit(what, [&](FrameEditor& editor) {
-      if (plan.reshaped) editor.set_metalayer(plan.nd_layer->name, serialize_b2nd_meta(meta));
-      editor.truncate_chunks(0);
-      for_each_slab([&](std::vector<Bytes>& chunks) {
-        std::vector<FrameEditor::ChunkPut> puts;
-        for (const Bytes& c : chunks) puts.push_back({-1, c});
-        editor.put_chunks(puts);
-      });
-    });
-  } else {
-    // A contiguous frame is written anew beside the old one and renamed over it,
-    // from the spool (the stream could not take the bytes): memory stays a few
-    // rows of chunks, and a crash leaves the old array or the new one.
-    run_commit(what, [&](FrameEditor& editor) {
+      std::filesystem::path temp;
+      try {
+        temp = editor.rewrite_temp_path();
+      } catch (const IoError& e) {
+        if (!frame.sparse() || e.error_number() != EOPNOTSUPP) throw;
+        // A sparse frame whose directory cannot be swapped: one commit of its
+        // chunk files, the compressed chunks held until then.
+        if (plan.new_array)
+          throw IoError(std::string(e.what()) + ", and a new array needs a new frame header", EOPNOTSUPP);
+        spdlog::info("{}: {}; the new chunks are held in memory until one commit of the sparse frame", what,
+                     e.what());
+        if (plan.reshaped) editor.set_metalayer(plan.nd_layer->name, serialize_b2nd_meta(meta));
+        editor.truncate_chunks(0);
+        for_each_slab([&](std::vector<Bytes>& chunks) {
+          std::vector<FrameEditor::ChunkPut> puts;
+          for (const Bytes& c : chunks) puts.push_back({-1, c});
+          editor.put_chunks(puts);
+        });
+        return;
+      }
       const FrameParams params = rewrite_params(plan, frame, editor.compress_params());
-      const std::filesystem::path temp = editor.rewrite_temp_path();
       std::optional<NpyRowStream> stream;
       stream.emplace(layout, temp, params);
       Bytes piece;

@@ -198,6 +198,42 @@ def bounded_memory_replacement(h):
     os.remove(frame)
 
 
+def ndcell_frames(h, contiguous):
+    """An empty frame python-blosc2 made with the NDCELL filter (lossless): the
+    new array's chunks and blocks are python-blosc2's for that codec, level,
+    split mode and those filters (it asks c-blosc2's tuner for the block size),
+    and python-blosc2 reads the values back exactly."""
+    F, C, S = blosc2.Filter, blosc2.Codec, blosc2.SplitMode
+    cases = [
+        ((300, 400, 50), "<f4", blosc2.CParams(codec=C.ZSTD, clevel=6, typesize=4, filters=[F.NDCELL, F.SHUFFLE],
+                                                filters_meta=[4, 0])),
+        ((2000, 700), "<u2", blosc2.CParams(codec=C.LZ4, clevel=9, typesize=2, splitmode=S.ALWAYS_SPLIT,
+                                             filters=[F.NDCELL], filters_meta=[2])),
+    ]
+    for n, (shape, dtype, cparams) in enumerate(cases):
+        frame = os.path.join(h.workdir, f"ndcell-{n}.b2nd")
+        blosc2.remove_urlpath(frame)
+        storage = blosc2.Storage(urlpath=frame, mode="w", contiguous=contiguous)
+        schunk = blosc2.SChunk(chunksize=1 << 20, storage=storage, cparams=cparams)
+        del schunk
+        x = (np.arange(int(np.prod(shape))).reshape(shape) % 1013).astype(dtype)
+        src = os.path.join(h.workdir, f"ndcell-{n}.npy")
+        np.save(src, x)
+        mnt = h.mount(frame)
+        try:
+            shutil.copyfile(src, os.path.join(mnt, "array.npy"))
+        finally:
+            h.unmount(mnt)
+            os.remove(src)
+        what = f"{shape} {dtype} {cparams.codec.name} clevel {cparams.clevel} {[f.name for f in cparams.filters]}"
+        a = check_read_back(frame, x, what)
+        want = blosc2.compute_chunks_blocks(shape, dtype=np.dtype(dtype), cparams=cparams)
+        check_equal((a.chunks, a.blocks), tuple(tuple(v) for v in want),
+                    f"{what}: (chunks, blocks) against blosc2.compute_chunks_blocks")
+        check_equal(a.schunk.cparams.filters[:len(cparams.filters)], list(cparams.filters), f"{what}: filters")
+        blosc2.remove_urlpath(frame)
+
+
 def main():
     h = Harness("new arrays from .npy files, and bounded-memory replacement", watchdog_seconds=300)
     h.require_fuse()
@@ -207,6 +243,10 @@ def main():
     h.test("chunkshape=, blockshape=, codec= and clevel= options", given_partition_and_codec, h)
     h.test("NDMEAN and NDCELL frames: python-blosc2's chunks and blocks, its values", nd_filters_partition, h)
     h.test("no new array over a frame that holds data", not_over_an_array, h)
+    h.test("NDCELL frames python-blosc2 made: its chunks and blocks for those filters (contiguous)", ndcell_frames, h,
+           True)
+    h.test("NDCELL frames python-blosc2 made: its chunks and blocks for those filters (sparse)", ndcell_frames, h,
+           False)
     h.test("a 256 MiB replacement within the cache budget plus the batch bound", bounded_memory_replacement, h)
     h.finish()
 

@@ -11,6 +11,8 @@ their errno and one log line, and leave the frame as it was."""
 import errno
 import mmap
 import os
+import shutil
+import stat
 import subprocess
 import sys
 
@@ -464,6 +466,194 @@ def store_leaf_and_collection(h):
     check_array(read_back(frame), want, "python-blosc2 reading the collection's dataset")
 
 
+def sparse_tree_names(frame):
+    """What a sparse frame's directory holds besides its chunk files."""
+    return sorted(n for n in os.listdir(frame) if not (len(n) == 14 and n.endswith(".chunk")))
+
+
+def sparse_swap(h):
+    """A sparse frame's replacement is a complete new directory written beside
+    it and exchanged with it in one step: python-blosc2 reads the new array; the
+    .b2lock sidecar stays the same file (other writers hold or wait on it) and
+    its counter goes on; the directory and files keep their modes; nothing is
+    left beside the frame, and what an earlier killed replacement left there goes."""
+    shape, chunks, blocks = (40, 30, 20), (16, 16, 20), (8, 8, 10)
+    rng = np.random.default_rng(11)
+    frame = make_array(h, "swap.b2nd", rng.standard_normal(shape).astype("<f4"), chunks, blocks, contiguous=False)
+    lock = os.path.join(frame, ".b2lock")
+    with open(lock, "wb") as f:
+        f.write(bytes(16))
+    lock_ino = os.stat(lock).st_ino
+    os.chmod(os.path.join(frame, "chunks.b2frame"), 0o640)
+    os.chmod(frame, 0o750)
+    stale = os.path.join(h.workdir, ".swap.b2nd.compact-0123456789abcdef")
+    shutil.rmtree(stale, ignore_errors=True)
+    shutil.copytree(frame, stale)  # what a replacement killed after its exchange leaves
+    mnt, proc, log = mount_foreground(h, frame)
+    try:
+        path = os.path.join(mnt, "array.npy")
+        want = rng.standard_normal(shape).astype("<f4")
+        src, _ = npy_bytes(h, want)
+        sh(f"cp {src} {path}")
+        check_array(np.load(path), want, "array.npy after cp into a sparse frame")
+        check_array(read_back(frame), want, "python-blosc2 after cp into a sparse frame, still mounted")
+        want = rng.standard_normal((57, 30, 20)).astype("<f4")
+        np.save(path, want)
+        check_array(np.load(path), want, "array.npy after np.save of 57 rows")
+    finally:
+        lines = stop_foreground(h, mnt, proc, log)
+    a = blosc2.open(frame, mode="r")
+    check_equal((a.shape, a.chunks, a.blocks), ((57, 30, 20), chunks, blocks), "shape, chunks, blocks after resize")
+    check_array(a[:], want, "python-blosc2 after a resizing replacement of a sparse frame")
+    check(os.path.isdir(frame), "the frame is still a sparse frame")
+    check_equal(os.stat(lock).st_ino, lock_ino, "the .b2lock sidecar is the same file after the exchanges")
+    with open(lock, "rb") as f:
+        counter = int.from_bytes(f.read()[8:16], "little")
+    check(counter >= 2, f"the .b2lock counter was bumped by each replacement (it says {counter})")
+    check_equal(stat.S_IMODE(os.stat(frame).st_mode), 0o750, "the directory's mode")
+    for name in os.listdir(frame):
+        if name != ".b2lock":
+            check_equal(stat.S_IMODE(os.stat(os.path.join(frame, name)).st_mode), 0o640, f"{name}'s mode")
+    check_equal(sparse_tree_names(frame), [".b2lock", "chunks.b2frame"], "the new directory's files")
+    check_equal(len(os.listdir(frame)) - 2, 4 * 2, "chunk files of the resized array")
+    left = [n for n in os.listdir(h.workdir) if n.startswith(".swap.b2nd.")]
+    check_equal(left, [], "temporary directories left beside the frame")
+    held = [line for line in lines if "held in memory" in line]
+    check_equal(held, [], "no fallback to holding the chunks in memory")
+
+
+LOCKING_WRITER = """
+import sys, time, blosc2
+for i in range(int(sys.argv[2])):
+    a = blosc2.open(sys.argv[1], mode="a")  # a new handle each time: it opens the frame's .b2lock anew
+    a.schunk.vlmeta["writer"] = i
+    del a
+    time.sleep(0.005)
+"""
+
+
+def sparse_swap_with_locking_writer(h):
+    """Replacements of a sparse frame while python-blosc2 (BLOSC_LOCKING=1)
+    writes a vlmetalayer through the frame's .b2lock: each write lands in the
+    frame that is live when it is made (the exchange carries the lock file over,
+    so writer and mount keep excluding each other), and the last one survives."""
+    shape = (64, 256, 256)
+    frame = make_array(h, "locked.b2nd", np.zeros(shape, "<f4"), (8, 256, 256), (2, 64, 256), contiguous=False)
+    want = (np.arange(int(np.prod(shape))) % 1013).astype("<f4").reshape(shape)
+    src, _ = npy_bytes(h, want, "locked.npy")
+    env = dict(os.environ, BLOSC_LOCKING="1")  # the writer's; the mount locks whenever the sidecar exists
+    mnt = h.mount(frame)
+    rounds = 200
+    writer = subprocess.Popen([sys.executable, "-c", LOCKING_WRITER, frame, str(rounds)], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        copies = 0
+        while writer.poll() is None and copies < 20:
+            shutil.copyfile(src, os.path.join(mnt, "array.npy"))
+            copies += 1
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=30)
+        h.unmount(mnt)
+    check_equal(writer.returncode, 0, f"the locking writer's exit status ({err.strip()[-300:]})")
+    check(copies >= 2, f"replacements made while the writer ran: {copies}")
+    print(f"  {copies} replacements while the writer made {rounds} vlmetalayer writes", flush=True)
+    a = blosc2.open(frame, mode="r")
+    check_array(a[:], want, "python-blosc2 after replacements beside a locking writer")
+    check_equal(a.schunk.vlmeta["writer"], rounds - 1, "the locking writer's last vlmetalayer write")
+    check_equal([n for n in os.listdir(frame) if "b2lock" in n], [".b2lock"], "one lock sidecar in the frame")
+    check_equal(os.stat(os.path.join(frame, ".b2lock")).st_nlink, 1, "the lock sidecar's links")
+
+
+def sparse_fallback(h):
+    """Where the sparse frame's directory cannot be exchanged with a new one
+    (here its parent is a read-only bind mount and the frame a writable bind
+    mount on top), a replacement is one commit of chunk files (the chunks held
+    in memory), with one log line saying so; python-blosc2 reads it back. A new
+    array there (it needs a new frame header) is EOPNOTSUPP at close, one log
+    line, the frame left empty."""
+    shape, chunks, blocks = (30, 20), (16, 16), (8, 8)
+    rng = np.random.default_rng(12)
+    base = os.path.join(h.workdir, "fallback")
+    ro = os.path.join(h.workdir, "fallback-ro")
+    for d in (base, ro):
+        os.makedirs(d, exist_ok=True)
+    frame = os.path.join(base, "f.b2nd")
+    blosc2.remove_urlpath(frame)
+    blosc2.asarray(rng.standard_normal(shape), urlpath=frame, mode="w", chunks=chunks, blocks=blocks,
+                   contiguous=False)
+    empty = os.path.join(base, "empty.b2nd")
+    shutil.rmtree(empty, ignore_errors=True)
+    h.unmount(h.mount(empty, ["-o", "create", "-o", "sparse"]))
+    h.mount_plain(["--bind", base, ro], ro)
+    h.mount_plain(["-o", "remount,bind,ro", ro], ro)
+    inner, inner_empty = os.path.join(ro, "f.b2nd"), os.path.join(ro, "empty.b2nd")
+    h.mount_plain(["--bind", frame, inner], inner)
+    h.mount_plain(["--bind", empty, inner_empty], inner_empty)
+    try:
+        check(not os.access(ro, os.W_OK), "the parent is read-only")
+        mnt, proc, log = mount_foreground(h, inner)
+        try:
+            want = rng.standard_normal((35, 20))
+            src, _ = npy_bytes(h, want)
+            sh(f"cp {src} {os.path.join(mnt, 'array.npy')}")
+        finally:
+            lines = stop_foreground(h, mnt, proc, log)
+        mnt, proc, log = mount_foreground(h, inner_empty)
+        try:
+            _, data = npy_bytes(h, np.arange(12.0))
+            fd = os.open(os.path.join(mnt, "array.npy"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            err = 0
+            try:
+                os.write(fd, data)
+            except OSError as e:
+                err = e.errno
+            try:
+                os.close(fd)
+            except OSError as e:
+                err = err or e.errno
+            check_equal(err, errno.EOPNOTSUPP, "errno of a new array where the directory cannot be exchanged")
+        finally:
+            empty_lines = stop_foreground(h, mnt, proc, log)
+    finally:
+        h.unmount_plain(inner_empty)
+        h.unmount_plain(inner)
+        h.unmount_plain(ro)
+    check_array(read_back(frame), want, "python-blosc2 after a replacement held in memory")
+    held = [line for line in lines if "held in memory" in line]
+    check_equal(len(held), 1, f"one log line says the chunks were held in memory: {held}")
+    refused = [line for line in empty_lines if "array.npy" in line and "RENAME_EXCHANGE" in line]
+    check_equal(len(refused), 1, f"one log line says why the new array was refused: {refused}")
+    check_equal(blosc2.open(empty).nchunks, 0, "the empty sparse frame after the refusal")
+
+
+def sparse_new_array(h):
+    """-o create -o sparse makes an empty sparse frame; cp x.npy array.npy makes
+    it an array of x (a new directory swapped in), with python-blosc2's chunks
+    and blocks, read back exactly."""
+    frame = os.path.join(h.workdir, "new-sparse.b2nd")
+    shutil.rmtree(frame, ignore_errors=True)
+    x = (np.arange(60 * 70 * 9).reshape(60, 70, 9) % 251).astype("<i2")
+    src, _ = npy_bytes(h, x, "new-sparse.npy")
+    mnt = h.mount(frame, ["-o", "create", "-o", "sparse"])
+    try:
+        check(os.path.isdir(frame), "-o create -o sparse makes a directory")
+        check(not os.path.exists(os.path.join(mnt, "array.npy")), "an empty frame shows no array.npy")
+        shutil.copyfile(src, os.path.join(mnt, "array.npy"))
+        check_array(np.load(os.path.join(mnt, "array.npy")), x, "array.npy of the new array")
+    finally:
+        h.unmount(mnt)
+    check(os.path.isdir(frame), "the new array is a sparse frame")
+    a = blosc2.open(frame, mode="r")
+    check_array(a[:], x, "python-blosc2 reading the new array of a sparse frame")
+    want = blosc2.asarray(x)
+    check_equal((a.chunks, a.blocks), (want.chunks, want.blocks), "(chunks, blocks) against blosc2.asarray's")
+    left = [n for n in os.listdir(h.workdir) if n.startswith(".new-sparse.b2nd.")]
+    check_equal(left, [], "temporary directories left beside the frame")
+
+
 def main():
     h = Harness("array.npy written as an array", watchdog_seconds=300)
     h.require_fuse()
@@ -480,6 +670,11 @@ def main():
     h.test("a 26 MB replacement, resized, in several pieces", large_replacement, h)
     h.test("a replacement written out of order, read and truncated midway", out_of_order_replacement, h)
     h.test("refused replacements: dtype, ndim, truncated, Fortran order, not .npy", replacement_refusals, h)
+    h.test("sparse frame: a new directory exchanged in, .b2lock kept, modes kept, leftovers removed", sparse_swap, h)
+    h.test("sparse frame replaced while python-blosc2 writes through its .b2lock", sparse_swap_with_locking_writer, h)
+    h.test("sparse frame whose directory cannot be exchanged: chunks held in memory; a new array EOPNOTSUPP",
+           sparse_fallback, h)
+    h.test("a new array in a sparse frame: -o create -o sparse, then cp", sparse_new_array, h)
     h.finish()
 
 

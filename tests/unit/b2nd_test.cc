@@ -720,5 +720,66 @@ TEST(B2ndPartition, NdmeanAndNdcellBlocks) {
   }
 }
 
+
+// With NDMEAN or NDCELL among the filters python-blosc2 4.14.1 asks c-blosc2's
+// tuner too, with the other filters than shuffle and bitshuffle taken out: the
+// codec's class, the level, the split mode (automatic: blosclz, lz4 and zstd up
+// to level 5 split with shuffle and items of at most 16 bytes) and the item
+// size decide. Expected values: blosc2.compute_chunks_blocks(shape, dtype,
+// cparams=CParams(codec, clevel, splitmode, filters)) on the machine of
+// PythonBlosc2Defaults (L1d 32 KiB, L2 512 KiB, L3 32 MiB, x86-64).
+TEST(B2ndPartition, NdFiltersTunerAnswersAndPartitions) {
+  const std::vector<uint8_t> ndmean{kFilterNdmean}, ndcell{kFilterNdcell};
+  const std::vector<uint8_t> ndmean_shuffle{kFilterNdmean, kFilterShuffle};
+  const std::vector<uint8_t> ndmean_bitshuffle{kFilterNdmean, kFilterBitshuffle};
+  const std::vector<uint8_t> ndcell_shuffle{kFilterNdcell, kFilterShuffle};
+  const std::vector<uint8_t> shuffle{0, 0, 0, 0, 0, kFilterShuffle};
+  // The tuner's answers themselves (blosc2.compress2 with tuner=STUNE of 8 MB of zeros).
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 9, SplitMode::never, ndmean), 4), 1024 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 0, SplitMode::never, ndmean), 4), 16 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 0, SplitMode::always, ndmean), 3), 8190);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 9, SplitMode::automatic, ndmean_shuffle), 17), (256 << 10) / 17 * 17);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 8, SplitMode::always, ndmean), 17), (4 << 20) / 17 * 17);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 5, SplitMode::automatic, ndcell_shuffle), 3), 192 * 1024);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 6, SplitMode::automatic, ndcell_shuffle), 3), (512 << 10) / 3 * 3);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zlib, 2, SplitMode::forward_compat, ndcell_shuffle), 16), 64 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::blosclz, 2, SplitMode::forward_compat, ndcell_shuffle), 16), 512 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::blosclz, 2, SplitMode::forward_compat, ndcell), 16), 32 << 10);
+  EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 1, SplitMode::automatic, shuffle), 8), 32 << 10);  // not asked
+  CacheSizes c;
+  c.l1_data = 32 << 10;
+  c.l2 = 512 << 10;
+  c.l3 = 32 << 20;
+  c.x86_64 = true;
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t itemsize;
+    Codec codec;
+    int clevel;
+    SplitMode split;
+    const std::vector<uint8_t>& filters;
+    std::vector<int64_t> chunks, blocks;
+  };
+  const Case cases[] = {
+      {{1000, 1000}, 4, Codec::zstd, 9, SplitMode::never, ndmean, {1000, 1000}, {250, 1000}},
+      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, ndmean_shuffle, {1000, 1000}, {250, 1000}},
+      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, ndmean_bitshuffle, {1000, 1000}, {25, 1000}},
+      {{300, 400, 500}, 4, Codec::zlib, 6, SplitMode::automatic, ndcell_shuffle, {10, 400, 500}, {1, 200, 500}},
+      {{300, 400, 500}, 4, Codec::zstd, 5, SplitMode::automatic, ndcell_shuffle, {10, 400, 500}, {1, 100, 500}},
+      {{300, 400, 500}, 4, Codec::zstd, 6, SplitMode::forward_compat, ndcell_shuffle, {10, 400, 500}, {1, 200, 500}},
+      {{2000, 3000}, 2, Codec::blosclz, 9, SplitMode::always, ndmean, {1000, 3000}, {125, 3000}},
+      {{5000, 5000}, 16, Codec::blosclz, 9, SplitMode::always, ndcell, {100, 5000}, {50, 5000}},
+      {{4000, 4000}, 8, Codec::lz4hc, 9, SplitMode::automatic, ndmean_shuffle, {256, 4000}, {32, 4000}},
+      {{100, 200, 300}, 1, Codec::zstd, 9, SplitMode::automatic, ndcell_shuffle, {100, 200, 300}, {10, 200, 300}},
+      {{2000, 2000}, 8, Codec::zstd, 1, SplitMode::automatic, shuffle, {504, 2000}, {8, 2000}},
+  };
+  for (const Case& k : cases) {
+    NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, c,
+                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split, k.filters), k.itemsize));
+    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
+    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
+  }
+}
+
 }  // namespace
 }  // namespace blosc2fs

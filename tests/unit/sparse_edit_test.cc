@@ -8,7 +8,10 @@
 
 #include "fixtures.h"
 #include "frame_editor.h"
+#include "frame_editor_internal.h"
 #include "frame_editor_test_util.h"
+#include "frame_lock.h"
+#include "frame_writer.h"
 
 namespace blosc2fs::testing {
 namespace {
@@ -125,6 +128,121 @@ TEST(FrameEditor, FailedCommitKeepsTheFrameAndTheStagedEdits) {
   expect_content(p, want);
   EXPECT_FALSE(fs::exists(rename->path));  // a stale temporary: removed by the next commit
   EXPECT_EQ(ed.unused_bytes(), 0);
+}
+
+
+// A whole sparse frame rewritten (array.npy replaced): a new directory beside
+// it, exchanged with it in one step; the .b2lock sidecar stays the same file.
+TEST(FrameEditor, SparseRewriteExchangesDirectories) {
+  TempDir tmp;
+  const fs::path p = copy_fixture(tmp, "sframe-mutated-i4.b2frame");
+  const FrameContent old = read_content(p);
+  {
+    std::ofstream lock(p / ".b2lock", std::ios::binary);
+    lock << std::string(16, '\0');
+  }
+  struct stat before {};
+  ASSERT_EQ(::stat((p / ".b2lock").c_str(), &before), 0);
+  const fs::path stale = p.parent_path() / ("." + p.filename().string() + ".compact-00000000deadbeef");
+  fs::create_directory(stale);
+  std::ofstream(stale / "chunks.b2frame") << "an interrupted rewrite's";
+  std::ofstream(stale / "00000000.chunk") << "chunk";
+
+  FrameEditor ed(p);
+  const fs::path temp = ed.rewrite_temp_path();
+  EXPECT_EQ(temp.parent_path(), p.parent_path());
+  EXPECT_EQ(temp.filename().string().rfind("." + p.filename().string() + ".compact-", 0), 0u);
+  FrameParams params;
+  params.cparams = ed.compress_params();
+  params.chunksize = 16000;
+  params.sparse = true;
+  {
+    FrameWriter writer(temp, params);
+    for (uint32_t k = 0; k < 3; ++k) writer.append(make_data(16000, 40 + k));
+    ed.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
+      EXPECT_EQ(current.nchunks(), int64_t(old.chunks.size()));
+      return writer;
+    });
+  }
+  const FrameContent now = read_content(p);
+  ASSERT_EQ(now.chunks.size(), 3u);
+  for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(now.chunks[k], make_data(16000, 40 + k));
+  EXPECT_EQ(ed.frame().nchunks(), 3);
+  EXPECT_TRUE(fs::is_directory(p));
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_FALSE(fs::exists(stale));
+  struct stat after {};
+  ASSERT_EQ(::stat((p / ".b2lock").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_nlink, 1u);  // the old tree's link went with it
+  std::ifstream lock(p / ".b2lock", std::ios::binary);
+  std::string counter(16, '\0');
+  lock.read(counter.data(), 16);
+  EXPECT_EQ(counter[8], 1);
+
+  // A failed completion leaves the frame as it was and removes the new tree.
+  const fs::path temp2 = ed.rewrite_temp_path();
+  {
+    FrameWriter writer(temp2, params);
+    writer.append(make_data(16000, 50));
+    EXPECT_THROW(ed.install_rewrite(temp2, [&](const Frame&) -> FrameWriter& { throw IoError("refused", EBUSY); }),
+                 IoError);
+  }
+  EXPECT_FALSE(fs::exists(temp2));
+  EXPECT_EQ(read_content(p), now);
+
+  // A frame named "dir/." is rewritten beside "dir", not inside it.
+  FrameEditor dotted(p / ".");
+  const fs::path temp3 = dotted.rewrite_temp_path();
+  EXPECT_EQ(temp3.parent_path(), p.parent_path());
+  {
+    FrameWriter writer(temp3, params);
+    writer.append(make_data(16000, 60));
+    dotted.install_rewrite(temp3, [&](const Frame&) -> FrameWriter& { return writer; });
+  }
+  const FrameContent last = read_content(p);
+  ASSERT_EQ(last.chunks.size(), 1u);
+  EXPECT_EQ(last.chunks[0], make_data(16000, 60));
+  EXPECT_FALSE(fs::exists(temp3));
+}
+
+TEST(SparseRewrite, ProbeStaleDirsAndTreeRemoval) {
+  TempDir tmp;
+  const fs::path p = copy_fixture(tmp, "sframe-mutated-i4.b2frame");
+  EXPECT_EQ(editor::probe_directory_exchange(p), 0);  // the tests' file system has RENAME_EXCHANGE
+  const std::string stem = "." + p.filename().string() + ".compact-";
+  for (const auto& e : fs::directory_iterator(p.parent_path()))  // the probe left nothing behind
+    EXPECT_NE(e.path().filename().string().rfind(stem, 0), 0u) << e.path();
+
+  const fs::path ours = p.parent_path() / (stem + "0123456789abcdef");
+  const fs::path foreign = p.parent_path() / (stem + "0123456789abcdef0");  // not a rewrite's name
+  const fs::path file = p.parent_path() / (stem + "fedcba9876543210");     // not a directory
+  fs::create_directory(ours);
+  fs::create_directory(foreign);
+  std::ofstream(file) << "x";
+  EXPECT_EQ(editor::stale_rewrite_dirs(p), std::vector<fs::path>{ours});
+
+  // Only a sparse frame's files go; anything else keeps the directory.
+  std::ofstream(ours / "chunks.b2frame") << "h";
+  std::ofstream(ours / "0000000A.chunk") << "c";
+  std::ofstream(ours / ".b2lock") << "l";
+  std::ofstream(ours / "notes.txt") << "mine";
+  editor::remove_sparse_tree(ours);
+  EXPECT_TRUE(fs::exists(ours / "notes.txt"));
+  EXPECT_FALSE(fs::exists(ours / "chunks.b2frame"));
+  EXPECT_FALSE(fs::exists(ours / "0000000A.chunk"));
+  EXPECT_FALSE(fs::exists(ours / ".b2lock"));
+  fs::remove(ours / "notes.txt");
+  editor::remove_sparse_tree(ours);
+  EXPECT_FALSE(fs::exists(ours));
+
+  // The exchange swaps the two trees.
+  const fs::path other = p.parent_path() / (stem + "1111111111111111");
+  fs::create_directory(other);
+  std::ofstream(other / "marker") << "new";
+  editor::exchange_directories(other, p, true);
+  EXPECT_TRUE(fs::exists(p / "marker"));
+  EXPECT_TRUE(fs::exists(other / "chunks.b2frame"));
 }
 
 }  // namespace
