@@ -20,6 +20,7 @@
 
 #include "codec_registry.h"
 #include "error.h"
+#include "unique_fd.h"
 
 extern char** environ;
 
@@ -91,14 +92,6 @@ std::vector<uint8_t> self_test_block() {
   }
   return block;
 }
-
-// A pipe end, closed on every path.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -230,11 +223,11 @@ std::optional<fs::path> find_plugin_with_python(const std::string& name, const s
                              "') is None: sys.exit(3)\nimport " + module + " as p\nsys.stdout.write(str(p.get_libpath()))";
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
-  Fd read_end{out_pipe[0]}, write_end{out_pipe[1]};
+  UniqueFd read_end(out_pipe[0]), write_end(out_pipe[1]);  // the pipe's ends
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> args = {python, "-c", script};
   std::vector<char*> argv;
@@ -244,8 +237,7 @@ std::optional<fs::path> find_plugin_with_python(const std::string& name, const s
   const int rc = ::posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return fail("cannot run " + python + ": " + std::strerror(rc));
-  ::close(write_end.fd);
-  write_end.fd = -1;
+  write_end.reset();
   std::string output;
   bool timed_out = false;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -256,13 +248,13 @@ std::optional<fs::path> find_plugin_with_python(const std::string& name, const s
       timed_out = true;
       break;
     }
-    pollfd p{read_end.fd, POLLIN, 0};
+    pollfd p{read_end.get(), POLLIN, 0};
     const int r = ::poll(&p, 1, int(std::min<long long>(left, 1000)));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) break;
     if (r == 0) continue;
     char buf[512];
-    const ssize_t got = ::read(read_end.fd, buf, sizeof buf);
+    const ssize_t got = ::read(read_end.get(), buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     output.append(buf, size_t(got));

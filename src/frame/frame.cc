@@ -18,6 +18,7 @@
 #include "chunk_codec.h"
 #include "error.h"
 #include "frame_impl.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -332,18 +333,17 @@ IndexEntry Frame::index_entry(int64_t n) const {
 
 FrameStamp read_frame_stamp(const std::filesystem::path& header_file, int64_t offset) {
   FrameStamp s;
-  int fd = ::open(header_file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return s;  // gone: differs from any loaded state
+  const UniqueFd fd(::open(header_file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return s;  // gone: differs from any loaded state
   struct stat st {};
-  if (::fstat(fd, &st) == 0) {
+  if (::fstat(fd.get(), &st) == 0) {
     s.file_size = int64_t(st.st_size);
     s.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     s.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
     s.inode = st.st_ino;
   }
   uint8_t len[8];
-  if (::pread(fd, len, sizeof len, off_t(offset + 16)) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
-  ::close(fd);
+  if (::pread(fd.get(), len, sizeof len, off_t(offset + 16)) == ssize_t(sizeof len)) s.frame_len = int64_t(load_be64(len));
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "frame_editor_internal.h"
 #include "frame_writer.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -33,11 +34,10 @@ void write_all(int fd, ByteSpan data, int64_t offset, const std::filesystem::pat
 }
 
 void fsync_path(const std::filesystem::path& path, bool directory) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) throw_errno(path.string() + ": open for fsync");
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0)));
+  if (!fd.ok()) throw_errno(path.string() + ": open for fsync");
+  const int rc = ::fsync(fd.get());
+  const int err = errno;
   // Some file systems cannot sync directories; nothing more can be done there.
   if (rc != 0 && !(directory && (err == EINVAL || err == EROFS))) {
     errno = err;
@@ -129,28 +129,24 @@ int64_t file_size_of(const std::filesystem::path& file) {
 
 Bytes read_exact(const std::filesystem::path& file, int64_t offset, int64_t len) {
   if (offset < 0 || len < 0) throw FormatError(file.string() + ": negative read range");
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno(file.string() + ": open");
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) throw_errno(file.string() + ": open");
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size < offset || st.st_size - offset < len) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || st.st_size < offset || st.st_size - offset < len) {
     throw FormatError(file.string() + ": " + std::to_string(len) + " bytes at " + std::to_string(offset) +
                       " lie past the end of the file");
   }
   Bytes out(static_cast<size_t>(len));
   size_t done = 0;
   while (done < out.size()) {
-    ssize_t got = ::pread(fd, out.data() + done, out.size() - done, off_t(offset + int64_t(done)));
+    ssize_t got = ::pread(fd.get(), out.data() + done, out.size() - done, off_t(offset + int64_t(done)));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
-      int err = got < 0 ? errno : EIO;
-      ::close(fd);
-      errno = err;
+      errno = got < 0 ? errno : EIO;
       throw_errno(file.string() + ": read at " + std::to_string(offset));
     }
     done += size_t(got);
   }
-  ::close(fd);
   return out;
 }
 

@@ -17,9 +17,10 @@
 #include "dynamic_plugins.h"
 #include "error.h"
 #include "frame_editor_internal.h"
-#include "frame_writer.h"
 #include "frame_lock.h"
+#include "frame_writer.h"
 #include "parallel_encode.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -641,15 +642,9 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
       installed = true;
       editor::remove_sparse_tree(temp);  // the old frame now; what stays goes at the next compaction
     } else {
-      int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) throw_errno("cannot reopen " + temp.string());
-      try {
-        apply_ownership(fd, ownership_of(m.path), temp);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      ::close(fd);
+      const UniqueFd fd(::open(temp.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd.ok()) throw_errno("cannot reopen " + temp.string());
+      apply_ownership(fd.get(), ownership_of(m.path), temp);
       executor.run({CommitStep::Kind::rename, temp, m.path});
       installed = true;
       if (m.options.sync) executor.run({CommitStep::Kind::fsync_dir, dir});

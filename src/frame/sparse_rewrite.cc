@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "frame_editor_internal.h"
+#include "unique_fd.h"
 
 namespace blosc2fs::editor {
 
@@ -69,28 +70,16 @@ void settle_sparse_tree(const std::filesystem::path& temp, const std::filesystem
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(temp, ec)) {
     const std::filesystem::path& path = entry.path();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) throw_errno(path.string() + ": open to make durable");
-    try {
-      apply_ownership(fd, file_owner, path);
-      if (sync && ::fsync(fd) != 0) throw_errno(path.string() + ": fsync");
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.ok()) throw_errno(path.string() + ": open to make durable");
+    apply_ownership(fd.get(), file_owner, path);
+    if (sync && ::fsync(fd.get()) != 0) throw_errno(path.string() + ": fsync");
   }
   if (ec) throw IoError(temp.string() + ": list: " + ec.message(), ec.value());
-  int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-  if (fd < 0) throw_errno(temp.string() + ": open to make durable");
-  try {
-    apply_ownership(fd, dir_owner, temp);
-    if (sync && ::fsync(fd) != 0 && errno != EINVAL) throw_errno(temp.string() + ": fsync");
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  const UniqueFd dir(::open(temp.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY));
+  if (!dir.ok()) throw_errno(temp.string() + ": open to make durable");
+  apply_ownership(dir.get(), dir_owner, temp);
+  if (sync && ::fsync(dir.get()) != 0 && errno != EINVAL) throw_errno(temp.string() + ": fsync");
 }
 
 void exchange_directories(const std::filesystem::path& temp, const std::filesystem::path& frame_dir, bool sync) {

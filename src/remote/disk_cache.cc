@@ -16,6 +16,7 @@
 
 #include "crc32c.h"
 #include "error.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -48,22 +49,6 @@ uint32_t entry_crc(const std::string& key, int64_t block, ByteSpan data, ByteSpa
   return crc32c(crc32c(crc, data), more);
 }
 
-// An fd closed on every path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
-
 bool write_all(int fd, ByteSpan bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -87,7 +72,7 @@ DiskCache::DiskCache(fs::path dir, uint64_t bound) : dir_(std::move(dir)), block
   if (ec) throw IoError("cache_dir " + dir_.string() + ": " + ec.message(), ec.value());
   ::chmod(dir_.c_str(), 0700);
   ::chmod(blocks_.c_str(), 0700);
-  Fd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  UniqueFd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock.ok()) throw_errno("cache_dir " + dir_.string() + ": cannot make its lock file");
   if (::access(blocks_.c_str(), W_OK | X_OK) != 0) throw_errno("cache_dir " + blocks_.string());
 }
@@ -111,7 +96,7 @@ bool DiskCache::has(const std::string& object_key, int64_t block) const {
 
 bool DiskCache::read(const std::string& object_key, int64_t block, MutableByteSpan out, MutableByteSpan rest) {
   const fs::path path = entry_path(object_key, block);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) {
     ++misses_;
     return false;
@@ -199,7 +184,7 @@ void DiskCache::make_room(uint64_t incoming) {
 void DiskCache::store(const std::string& object_key, int64_t block, ByteSpan bytes) {
   if (object_key.size() > kMaxKey || bytes.size() > size_t(kBlockSize)) return;
   const uint64_t entry_size = kHeaderSize + object_key.size() + bytes.size();
-  Fd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  UniqueFd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock.ok()) return;
   while (::flock(lock.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return;
@@ -211,7 +196,7 @@ void DiskCache::store(const std::string& object_key, int64_t block, ByteSpan byt
   static std::atomic<uint64_t> sequence{0};
   const fs::path temp = blocks_ / (std::string(kTempPrefix) + std::to_string(::getpid()) + "." +
                                    std::to_string(sequence.fetch_add(1)));
-  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd.ok()) {
     spdlog::warn("cache_dir: cannot write {}: {}", temp.string(), std::strerror(errno));
     return;
