@@ -12,9 +12,14 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <vector>
 
+#include "b2nd.h"
 #include "bytes.h"
+#include "error.h"
 #include "file.h"
+#include "frame.h"
+#include "frame_nd.h"
 #include "frame_writer.h"
 
 namespace blosc2fs::fuzz {
@@ -80,6 +85,45 @@ inline const std::filesystem::path& fresh_scratch_dir() {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// Writes the b2nd array `items` (C order, `typesize`-byte items) as a frame of
+// `params` (whose metalayers hold meta's b2nd layer), chunk by chunk.
+inline void write_nd_frame(const std::filesystem::path& path, const FrameParams& params, const NdMeta& meta,
+                           int32_t typesize, int64_t nchunks, ByteSpan items) {
+  FrameWriter writer(path, params);
+  NdLayout layout(meta, typesize, nchunks, params.chunksize);
+  std::vector<Bytes> chunks(static_cast<size_t>(nchunks), Bytes(size_t(params.chunksize), 0));
+  layout.write(0, items, [&](int64_t n) -> MutableByteSpan { return chunks[size_t(n)]; });
+  for (const Bytes& c : chunks) writer.append(c);
+  writer.close();
+}
+
+// The b2nd array of the frame at `path` read afresh through NdLayout: its
+// items in C order, and its shape in *shape. A frame that does not read back
+// fails the input.
+inline Bytes nd_items_of(const std::filesystem::path& path, std::vector<int64_t>* shape = nullptr) {
+  try {
+    auto frame = Frame::open(path);
+    const Metalayer* meta = frame_nd_metalayer(*frame);
+    if (!meta) fail("the frame lost its b2nd metalayer");
+    NdMeta nd = frame_nd_meta(*frame, *meta);
+    if (shape) *shape = nd.shape;
+    NdLayout layout(nd, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
+    int64_t items = 1;
+    for (int64_t d : nd.shape) items *= d;
+    std::vector<Bytes> chunks(static_cast<size_t>(frame->nchunks()));
+    Bytes got(static_cast<size_t>(items * frame->header().typesize));
+    layout.read(0, got, [&](int64_t n) -> ByteSpan {
+      chunks[size_t(n)] = frame->read_chunk(n);
+      return chunks[size_t(n)];
+    });
+    return got;
+  } catch (const FormatError& e) {
+    fail(std::string("the frame does not read back: ") + e.what());
+  } catch (const IoError& e) {
+    fail(std::string("the frame does not read back: ") + e.what());
+  }
 }
 
 }  // namespace blosc2fs::fuzz

@@ -65,25 +65,10 @@ void check_read(Volume& volume, const Model& model, const std::string& when) {
 }
 
 void check_frame(const fs::path& path, const Model& model) {
-  try {
-    auto frame = Frame::open(path);
-    const Metalayer* meta = frame_nd_metalayer(*frame);
-    if (!meta) fail("the frame lost its b2nd metalayer");
-    NdMeta nd = frame_nd_meta(*frame, *meta);
-    if (nd.shape != model.shape) fail("the frame's shape differs from the model's");
-    NdLayout layout(nd, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
-    std::vector<Bytes> chunks(static_cast<size_t>(frame->nchunks()));
-    Bytes got(model.items.size());
-    layout.read(0, got, [&](int64_t n) -> ByteSpan {
-      chunks[size_t(n)] = frame->read_chunk(n);
-      return chunks[size_t(n)];
-    });
-    if (got != model.items) fail("the frame holds other items than the model");
-  } catch (const FormatError& e) {
-    fail(std::string("the frame does not read back: ") + e.what());
-  } catch (const IoError& e) {
-    fail(std::string("the frame does not read back: ") + e.what());
-  }
+  std::vector<int64_t> shape;
+  const Bytes items = fuzz::nd_items_of(path, &shape);
+  if (shape != model.shape) fail("the frame's shape differs from the model's");
+  if (items != model.items) fail("the frame holds other items than the model");
 }
 
 }  // namespace
@@ -121,14 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.chunksize = int32_t(chunk_items * 4);
   params.metalayers.push_back({"b2nd", serialize_b2nd_meta(meta)});
   model.items = fuzz::script_data(size_t(nitems * 4), uint8_t(2 + (setup >> 5)));
-  {
-    FrameWriter writer(path, params);
-    NdLayout layout(meta, 4, nchunks, params.chunksize);
-    std::vector<Bytes> chunks(static_cast<size_t>(nchunks), Bytes(size_t(chunk_items * 4), 0));
-    layout.write(0, model.items, [&](int64_t n) -> MutableByteSpan { return chunks[size_t(n)]; });
-    for (const Bytes& c : chunks) writer.append(c);
-    writer.close();
-  }
+  fuzz::write_nd_frame(path, params, meta, 4, nchunks, model.items);
 
   VolumeOptions options;
   options.writable = true;

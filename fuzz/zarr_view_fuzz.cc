@@ -160,24 +160,7 @@ void check_array(Volume& volume, const Model& m, const std::string& when) {
 }
 
 void check_frame(const fs::path& path, const Model& m) {
-  try {
-    auto frame = Frame::open(path);
-    const Metalayer* meta = frame_nd_metalayer(*frame);
-    if (!meta) fail("the frame lost its b2nd metalayer");
-    NdMeta nd = frame_nd_meta(*frame, *meta);
-    NdLayout layout(nd, frame->header().typesize, frame->nchunks(), frame->header().chunksize);
-    std::vector<Bytes> chunks(static_cast<size_t>(frame->nchunks()));
-    Bytes got(m.items.size());
-    layout.read(0, got, [&](int64_t n) -> ByteSpan {
-      chunks[size_t(n)] = frame->read_chunk(n);
-      return chunks[size_t(n)];
-    });
-    if (got != m.items) fail("the frame holds other items than the model");
-  } catch (const FormatError& e) {
-    fail(std::string("the frame does not read back: ") + e.what());
-  } catch (const IoError& e) {
-    fail(std::string("the frame does not read back: ") + e.what());
-  }
+  if (fuzz::nd_items_of(path) != m.items) fail("the frame holds other items than the model");
 }
 
 // Writes `content` to a temporary name beside chunk n's key and renames it over
@@ -260,14 +243,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.chunksize = int32_t(padded_items * model.typesize);
   params.metalayers.push_back({"b2nd", serialize_b2nd_meta(meta)});
   model.items = fuzz::script_data(size_t(nitems * model.typesize), uint8_t(2 + (setup >> 5)));
-  {
-    FrameWriter writer(path, params);
-    NdLayout layout(meta, int32_t(model.typesize), nchunks, params.chunksize);
-    std::vector<Bytes> chunks(static_cast<size_t>(nchunks), Bytes(size_t(params.chunksize), 0));
-    layout.write(0, model.items, [&](int64_t n) -> MutableByteSpan { return chunks[size_t(n)]; });
-    for (const Bytes& c : chunks) writer.append(c);
-    writer.close();
-  }
+  fuzz::write_nd_frame(path, params, meta, int32_t(model.typesize), nchunks, model.items);
 
   VolumeOptions options;
   options.writable = true;

@@ -12,8 +12,6 @@ import glob
 import json
 import os
 import shutil
-import subprocess
-import time
 
 import blosc2
 import numpy as np

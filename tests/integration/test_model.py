@@ -40,7 +40,6 @@ from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, wait
 from fs_model import FrameModel, Layer, NdGeometry  # noqa: E402
 
 import blosc2  # noqa: E402
-import msgpack  # noqa: E402
 import numpy as np  # noqa: E402
 
 CI_SEEDS = "1-40"

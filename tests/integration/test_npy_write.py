@@ -9,7 +9,6 @@ edited in place, a truncation, a write past the end, a read-only mount) give
 their errno and one log line, and leave the frame as it was."""
 
 import errno
-import mmap
 import os
 import shutil
 import stat
@@ -35,6 +34,20 @@ def make_array(h, name, arr, chunks, blocks, contiguous=True, **kwargs):
 def read_back(path):
     a = blosc2.open(path, mode="r")
     return a[()] if a.ndim == 0 else a[:]
+
+
+def cp_then_resize(h, frame, path, rng, shape, rows, where):
+    """cp of a same-shape .npy over `path`, then np.save of one of `rows` rows (a resize): each
+    read back through array.npy and the first through python-blosc2 too. Returns the last array."""
+    want = rng.standard_normal(shape).astype("<f4")
+    src, _ = npy_bytes(h, want)
+    sh(f"cp {src} {path}")
+    check_array(np.load(path), want, f"array.npy after cp{where}")
+    check_array(read_back(frame), want, f"python-blosc2 after cp{where}, still mounted")
+    want = rng.standard_normal((rows,) + tuple(shape[1:])).astype("<f4")
+    np.save(path, want)
+    check_array(np.load(path), want, f"array.npy after np.save of {rows} rows{where}")
+    return want
 
 
 def check_array(got, want, what):
@@ -258,10 +271,11 @@ def refusals(h):
     check_array(read_back(frame), want, "python-blosc2 after refusals")
 
 
-def close_errno(path, data):
-    """Writes `data` as a whole new file (open with O_TRUNC, write, close), as cp
-    does; returns the errno of the first failure, 0 when all went well."""
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+def close_errno(path, data, create=False):
+    """Writes `data` as a whole new file (open with O_TRUNC, and O_CREAT when
+    `create`, write, close), as cp does; returns the errno of the first failure,
+    0 when all went well."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if create else 0), 0o644)
     err = 0
     try:
         os.write(fd, data)
@@ -288,16 +302,8 @@ def replacements(h, contiguous):
                        contiguous=contiguous, cparams={"codec": blosc2.Codec.LZ4, "clevel": 5})
     mnt = h.mount(frame)
     path = os.path.join(mnt, "array.npy")
-    # cp of a same-shape .npy.
-    want = rng.standard_normal(shape).astype("<f4")
-    src, _ = npy_bytes(h, want)
-    sh(f"cp {src} {path}")
-    check_array(np.load(path), want, "array.npy after cp")
-    check_array(read_back(frame), want, "python-blosc2 after cp, still mounted")
-    # np.save of a larger first dimension: the array is resized, chunks and blocks kept.
-    want = rng.standard_normal((71, 33, 7)).astype("<f4")
-    np.save(path, want)
-    check_array(np.load(path), want, "array.npy after np.save of 71 rows")
+    # cp of a same-shape .npy; np.save of a larger first dimension: the array is resized, chunks and blocks kept.
+    want = cp_then_resize(h, frame, path, rng, shape, 71, "")
     a = blosc2.open(frame, mode="r")
     check_equal((a.shape, a.chunks, a.blocks), ((71, 33, 7), chunks, blocks), "shape, chunks, blocks after resize")
     check_equal(a.schunk.cparams.codec, blosc2.Codec.LZ4, "codec after resize")
@@ -492,14 +498,7 @@ def sparse_swap(h):
     mnt, proc, log = mount_foreground(h, frame)
     try:
         path = os.path.join(mnt, "array.npy")
-        want = rng.standard_normal(shape).astype("<f4")
-        src, _ = npy_bytes(h, want)
-        sh(f"cp {src} {path}")
-        check_array(np.load(path), want, "array.npy after cp into a sparse frame")
-        check_array(read_back(frame), want, "python-blosc2 after cp into a sparse frame, still mounted")
-        want = rng.standard_normal((57, 30, 20)).astype("<f4")
-        np.save(path, want)
-        check_array(np.load(path), want, "array.npy after np.save of 57 rows")
+        want = cp_then_resize(h, frame, path, rng, shape, 57, " into a sparse frame")
     finally:
         lines = stop_foreground(h, mnt, proc, log)
     a = blosc2.open(frame, mode="r")
@@ -604,16 +603,7 @@ def sparse_fallback(h):
         mnt, proc, log = mount_foreground(h, inner_empty)
         try:
             _, data = npy_bytes(h, np.arange(12.0))
-            fd = os.open(os.path.join(mnt, "array.npy"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            err = 0
-            try:
-                os.write(fd, data)
-            except OSError as e:
-                err = e.errno
-            try:
-                os.close(fd)
-            except OSError as e:
-                err = err or e.errno
+            err = close_errno(os.path.join(mnt, "array.npy"), data, create=True)
             check_equal(err, errno.EOPNOTSUPP, "errno of a new array where the directory cannot be exchanged")
         finally:
             empty_lines = stop_foreground(h, mnt, proc, log)

@@ -9,7 +9,6 @@ fresh opens read the new version."""
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import io
 import time

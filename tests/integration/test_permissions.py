@@ -10,7 +10,6 @@ it) mode 0666, until the script ends; both get back exactly what they had,
 on every path. Needs root."""
 
 import atexit
-import errno
 import grp
 import hashlib
 import json
@@ -22,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, check, check_equal, wait_until  # noqa: E402
+from harness import PATIENCE, Harness, TestFailure, check, check_equal, wait_until  # noqa: E402
 
 CONTIGUOUS, SPARSE, EMPTY = "metas-vlmetas.b2frame", "sframe-zstd-f4.b2frame", "empty-with-vlmeta.b2frame"
 PYTHON = "/usr/bin/python3"

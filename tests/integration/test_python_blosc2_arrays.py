@@ -7,7 +7,6 @@ np.load(array.npy), with and without mmap_mode, must equal blosc2.open(path)[:]
 (dtype and bytes). Writes through the mount to a <U array must read back in
 python-blosc2."""
 
-import json
 import os
 import struct
 import sys
@@ -17,7 +16,7 @@ import numpy as np
 from blosc2 import blosc2_ext
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
+from harness import Harness, check, check_equal, read_file  # noqa: E402
 from writes import frame_state, sh  # noqa: E402
 from python_blosc2_readback import check_reads_back_in_python_blosc2  # noqa: E402
 

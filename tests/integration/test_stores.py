@@ -12,7 +12,6 @@ import errno
 import json
 import os
 import random
-import shutil
 import signal
 import stat
 import subprocess

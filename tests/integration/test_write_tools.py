@@ -13,7 +13,7 @@ import sys
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, TestFailure, check, check_equal, read_file  # noqa: E402
+from harness import Harness, check, check_equal, read_file  # noqa: E402
 from writes import (expect_state, file_bytes, frame_state, nano_prepend, sh,  # noqa: E402
                     vim_substitute)
 from python_blosc2_readback import check_reads_back_in_python_blosc2  # noqa: E402
@@ -172,7 +172,7 @@ def ndim_chunk_edit(h):
     before = frame_state(h, frame)
     mnt = h.mount(frame)
     npy_before = read_file(os.path.join(mnt, "array.npy"))
-    sh(f"dd if=/dev/zero of=chunks/00000004 bs=4096 count=2 conv=notrunc status=none", cwd=mnt)
+    sh("dd if=/dev/zero of=chunks/00000004 bs=4096 count=2 conv=notrunc status=none", cwd=mnt)
     sh("echo 'edited through the mount' > vlmeta/note && echo '\"Carol\"' > attrs/author", cwd=mnt)
     npy_after = read_file(os.path.join(mnt, "array.npy"))
     check_equal(len(npy_after), len(npy_before), "array.npy size")

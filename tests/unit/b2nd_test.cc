@@ -553,15 +553,22 @@ TEST(NpyHeader, NumpyLoadsIt) {
   EXPECT_EQ(got, "(2, 3) int32 [[0, 1, 2], [3, 4, 5]]\n");
 }
 
-// python-blosc2 4.14.1 on an x86-64 with a 32 KiB L1, 512 KiB L2 and 32 MiB L3
-// (blosc2.asarray(np.zeros(shape, dtype)).chunks/.blocks there); the integration
-// test test_npy_create.py compares with python-blosc2 on the machine it runs on.
-TEST(B2ndPartition, PythonBlosc2Defaults) {
+// The machine the expected partitions were measured on with python-blosc2
+// 4.14.1: an x86-64 with a 32 KiB L1, 512 KiB L2 and 32 MiB L3.
+CacheSizes reference_machine() {
   CacheSizes c;
   c.l1_data = 32 << 10;
   c.l2 = 512 << 10;
   c.l3 = 32 << 20;
   c.x86_64 = true;
+  return c;
+}
+
+// python-blosc2 on the reference machine (blosc2.asarray(np.zeros(shape,
+// dtype)).chunks/.blocks there); the integration test test_npy_create.py
+// compares with python-blosc2 on the machine it runs on.
+TEST(B2ndPartition, PythonBlosc2Defaults) {
+  const CacheSizes c = reference_machine();
   NdPartition p = b2nd_partition({1000, 1000}, 8, std::nullopt, std::nullopt, c);
   EXPECT_EQ(p.blockshape, (std::vector<int64_t>{10, 1000}));
   EXPECT_EQ(p.chunkshape, (std::vector<int64_t>{1000, 1000}));
@@ -621,6 +628,27 @@ CompressParams tuned(Codec codec, int clevel, SplitMode split, std::vector<uint8
   return p;
 }
 
+// A partition python-blosc2 chose on the reference machine for these
+// settings (blosc2.compute_chunks_blocks(shape, dtype, cparams=...)).
+struct TunedPartition {
+  std::vector<int64_t> shape;
+  int64_t itemsize;
+  Codec codec;
+  int clevel;
+  SplitMode split;
+  std::vector<int64_t> chunks, blocks;
+  std::vector<uint8_t> filters = {};
+};
+
+void expect_tuned_partitions(const std::vector<TunedPartition>& cases) {
+  for (const TunedPartition& k : cases) {
+    NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, reference_machine(),
+                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split, k.filters), k.itemsize));
+    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
+    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
+  }
+}
+
 TEST(B2ndPartition, ZfpAndNdlzBlocks) {
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 9, SplitMode::always), 8), 32 << 10);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_accuracy, 0, SplitMode::automatic), 4), 8 << 10);
@@ -628,33 +656,14 @@ TEST(B2ndPartition, ZfpAndNdlzBlocks) {
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_rate, 9, SplitMode::never), 16), 256 << 10);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_precision, 1, SplitMode::always), 2), 64 << 10);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zfp_precision, 9, SplitMode::always), 16), 4 << 20);
-  CacheSizes c;
-  c.l1_data = 32 << 10;
-  c.l2 = 512 << 10;
-  c.l3 = 32 << 20;
-  c.x86_64 = true;
-  struct Case {
-    std::vector<int64_t> shape;
-    int64_t itemsize;
-    Codec codec;
-    int clevel;
-    SplitMode split;
-    std::vector<int64_t> chunks, blocks;
-  };
-  const Case cases[] = {
+  expect_tuned_partitions({
       {{1000, 1000}, 4, Codec::zfp_accuracy, 9, SplitMode::automatic, {1000, 1000}, {50, 1000}},
       {{1000, 1000}, 4, Codec::zstd, 9, SplitMode::automatic, {1000, 1000}, {25, 1000}},
       {{300, 400, 500}, 8, Codec::zfp_rate, 9, SplitMode::always, {4, 400, 500}, {2, 400, 500}},
       {{300, 400, 500}, 8, Codec::ndlz, 6, SplitMode::never, {5, 400, 500}, {1, 50, 500}},
       {{2000, 3000}, 1, Codec::ndlz, 3, SplitMode::automatic, {2000, 3000}, {40, 3000}},
       {{5000, 5000}, 8, Codec::zfp_precision, 8, SplitMode::always, {200, 5000}, {50, 5000}},
-  };
-  for (const Case& k : cases) {
-    NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, c,
-                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split), k.itemsize));
-    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel;
-    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel;
-  }
+  });
 }
 
 // The NDMEAN and NDCELL filters with the ordinary codecs: the block sizes
@@ -693,33 +702,14 @@ TEST(B2ndPartition, NdmeanAndNdcellBlocks) {
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 1, SplitMode::always, {kMean}), 3), 96 * 1024);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 8, SplitMode::always, {kMean}), 17), 4194291);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::lz4, 1, SplitMode::automatic, {kMean, kShuffle}), 17), 16371);
-  // compute_chunks_blocks((3000, 2000), float32, cparams=...) on a CPU of 32 KiB L1d, 512 KiB L2.
-  CacheSizes c;
-  c.l1_data = 32 << 10;
-  c.l2 = 512 << 10;
-  c.l3 = 32 << 20;
-  c.x86_64 = true;
-  struct Case {
-    Codec codec;
-    int clevel;
-    SplitMode split;
-    std::vector<uint8_t> filters;
-    std::vector<int64_t> chunks, blocks;
-  };
-  const Case cases[] = {
-      {Codec::zstd, 5, SplitMode::automatic, {kMean}, {1020, 2000}, {30, 2000}},
-      {Codec::lz4, 9, SplitMode::always, {kCell}, {1000, 2000}, {250, 2000}},
-      {Codec::blosclz, 1, SplitMode::automatic, {kMean, kShuffle}, {1005, 2000}, {15, 2000}},
-      {Codec::zlib, 7, SplitMode::never, {kShuffle, kCell}, {1020, 2000}, {60, 2000}},
-  };
-  for (const Case& k : cases) {
-    NdPartition p = b2nd_partition({3000, 2000}, 4, std::nullopt, std::nullopt, c,
-                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split, k.filters), 4));
-    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel;
-    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel;
-  }
+  // compute_chunks_blocks((3000, 2000), float32, cparams=...) on the reference machine.
+  expect_tuned_partitions({
+      {{3000, 2000}, 4, Codec::zstd, 5, SplitMode::automatic, {1020, 2000}, {30, 2000}, {kMean}},
+      {{3000, 2000}, 4, Codec::lz4, 9, SplitMode::always, {1000, 2000}, {250, 2000}, {kCell}},
+      {{3000, 2000}, 4, Codec::blosclz, 1, SplitMode::automatic, {1005, 2000}, {15, 2000}, {kMean, kShuffle}},
+      {{3000, 2000}, 4, Codec::zlib, 7, SplitMode::never, {1020, 2000}, {60, 2000}, {kShuffle, kCell}},
+  });
 }
-
 
 // With NDMEAN or NDCELL among the filters python-blosc2 4.14.1 asks c-blosc2's
 // tuner too, with the other filters than shuffle and bitshuffle taken out: the
@@ -746,39 +736,19 @@ TEST(B2ndPartition, NdFiltersTunerAnswersAndPartitions) {
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::blosclz, 2, SplitMode::forward_compat, ndcell_shuffle), 16), 512 << 10);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::blosclz, 2, SplitMode::forward_compat, ndcell), 16), 32 << 10);
   EXPECT_EQ(python_blosc2_block_hint(tuned(Codec::zstd, 1, SplitMode::automatic, shuffle), 8), 32 << 10);  // not asked
-  CacheSizes c;
-  c.l1_data = 32 << 10;
-  c.l2 = 512 << 10;
-  c.l3 = 32 << 20;
-  c.x86_64 = true;
-  struct Case {
-    std::vector<int64_t> shape;
-    int64_t itemsize;
-    Codec codec;
-    int clevel;
-    SplitMode split;
-    const std::vector<uint8_t>& filters;
-    std::vector<int64_t> chunks, blocks;
-  };
-  const Case cases[] = {
-      {{1000, 1000}, 4, Codec::zstd, 9, SplitMode::never, ndmean, {1000, 1000}, {250, 1000}},
-      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, ndmean_shuffle, {1000, 1000}, {250, 1000}},
-      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, ndmean_bitshuffle, {1000, 1000}, {25, 1000}},
-      {{300, 400, 500}, 4, Codec::zlib, 6, SplitMode::automatic, ndcell_shuffle, {10, 400, 500}, {1, 200, 500}},
-      {{300, 400, 500}, 4, Codec::zstd, 5, SplitMode::automatic, ndcell_shuffle, {10, 400, 500}, {1, 100, 500}},
-      {{300, 400, 500}, 4, Codec::zstd, 6, SplitMode::forward_compat, ndcell_shuffle, {10, 400, 500}, {1, 200, 500}},
-      {{2000, 3000}, 2, Codec::blosclz, 9, SplitMode::always, ndmean, {1000, 3000}, {125, 3000}},
-      {{5000, 5000}, 16, Codec::blosclz, 9, SplitMode::always, ndcell, {100, 5000}, {50, 5000}},
-      {{4000, 4000}, 8, Codec::lz4hc, 9, SplitMode::automatic, ndmean_shuffle, {256, 4000}, {32, 4000}},
-      {{100, 200, 300}, 1, Codec::zstd, 9, SplitMode::automatic, ndcell_shuffle, {100, 200, 300}, {10, 200, 300}},
-      {{2000, 2000}, 8, Codec::zstd, 1, SplitMode::automatic, shuffle, {504, 2000}, {8, 2000}},
-  };
-  for (const Case& k : cases) {
-    NdPartition p = b2nd_partition(k.shape, k.itemsize, std::nullopt, std::nullopt, c,
-                                   python_blosc2_block_hint(tuned(k.codec, k.clevel, k.split, k.filters), k.itemsize));
-    EXPECT_EQ(p.chunkshape, k.chunks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
-    EXPECT_EQ(p.blockshape, k.blocks) << codec_name(k.codec) << " " << k.clevel << " " << k.itemsize;
-  }
+  expect_tuned_partitions({
+      {{1000, 1000}, 4, Codec::zstd, 9, SplitMode::never, {1000, 1000}, {250, 1000}, ndmean},
+      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, {1000, 1000}, {250, 1000}, ndmean_shuffle},
+      {{1000, 1000}, 8, Codec::lz4, 8, SplitMode::automatic, {1000, 1000}, {25, 1000}, ndmean_bitshuffle},
+      {{300, 400, 500}, 4, Codec::zlib, 6, SplitMode::automatic, {10, 400, 500}, {1, 200, 500}, ndcell_shuffle},
+      {{300, 400, 500}, 4, Codec::zstd, 5, SplitMode::automatic, {10, 400, 500}, {1, 100, 500}, ndcell_shuffle},
+      {{300, 400, 500}, 4, Codec::zstd, 6, SplitMode::forward_compat, {10, 400, 500}, {1, 200, 500}, ndcell_shuffle},
+      {{2000, 3000}, 2, Codec::blosclz, 9, SplitMode::always, {1000, 3000}, {125, 3000}, ndmean},
+      {{5000, 5000}, 16, Codec::blosclz, 9, SplitMode::always, {100, 5000}, {50, 5000}, ndcell},
+      {{4000, 4000}, 8, Codec::lz4hc, 9, SplitMode::automatic, {256, 4000}, {32, 4000}, ndmean_shuffle},
+      {{100, 200, 300}, 1, Codec::zstd, 9, SplitMode::automatic, {100, 200, 300}, {10, 200, 300}, ndcell_shuffle},
+      {{2000, 2000}, 8, Codec::zstd, 1, SplitMode::automatic, {504, 2000}, {8, 2000}, shuffle},
+  });
 }
 
 }  // namespace
