@@ -134,7 +134,8 @@ class PartialChunkDecoder final : public ChunkDecoder {
 
 std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame, int64_t n, BufferPool& pool,
                                               const ChunkWish& wish) {
-  if (!frame->source().remote()) return std::nullopt;
+  const bool local = !frame->source().remote();
+  if (local && wish.stored) return std::nullopt;
   if (!wish.stored && wish.length * 2 >= int64_t(frame->chunk_nbytes(n))) return std::nullopt;
   std::optional<Frame::StoredChunkPlace> place = frame->stored_chunk_place(n);
   if (!place) return std::nullopt;
@@ -142,15 +143,23 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
   if (h.cbytes < kPartialChunkMinBytes || (wish.stored && wish.length * 2 >= h.cbytes)) return std::nullopt;
   if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
     return std::nullopt;
+  // From a local file, a read inside one block (random 4 KB reads) loads the
+  // chunk whole: the reads that follow land in the same chunk again, and one
+  // disk read of it all cost less on a cold page cache than one per block
+  // (docs/performance.md, lever 1). A read of a block or more (a Zarr inner
+  // chunk, a range of rows) is a sub-array: only its blocks are read.
+  if (local && wish.length < h.blocksize) return std::nullopt;
   LoadedChunk loaded;
-  // Fetched ahead (a sequential reader's prefetch): nothing to save, and
-  // decoded from where it arrived, without a copy.
-  if (HeldBytes held = place->source->view_at(place->pos, size_t(h.cbytes), false)) {
-    loaded.stored = PooledBuffer::borrow(std::move(held));
-    return loaded;
+  if (!local) {
+    // Fetched ahead (a sequential reader's prefetch): nothing to save, and
+    // decoded from where it arrived, without a copy.
+    if (HeldBytes held = place->source->view_at(place->pos, size_t(h.cbytes), false)) {
+      loaded.stored = PooledBuffer::borrow(std::move(held));
+      return loaded;
+    }
+    // On local disk (a disk cache): nothing to save either; read whole, in place.
+    if (place->source->held(place->pos, h.cbytes)) return std::nullopt;
   }
-  // On local disk (a disk cache): nothing to save either; read whole, in place.
-  if (place->source->held(place->pos, h.cbytes)) return std::nullopt;
   loaded.stored = pool.take(size_t(h.cbytes));
   auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), *place, loaded.stored.data());
   // The header, the block-start table and the dictionary's size field; then

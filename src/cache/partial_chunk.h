@@ -1,6 +1,7 @@
-// Big chunks of remote data loaded block by block: a small read of a chunk of
-// 1 MiB or more stored fetches its header and tables, then only the blocks it
-// touches, instead of the whole chunk (docs/remote.md).
+// Big chunks loaded block by block: a small read of a chunk of 1 MiB or more
+// stored fetches its header and tables, then only the blocks it touches,
+// instead of the whole chunk (docs/remote.md). From a local file only reads of
+// a block or more (sub-arrays: Zarr inner chunks) load so.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,9 @@ namespace blosc2fs {
 inline constexpr int64_t kPartialChunkMinBytes = int64_t(1) << 20;
 
 // Chunk n of `frame` loaded in part for `wish`, or nullopt when it should be
-// loaded whole: a local frame, a small chunk, a read of half of it or more,
+// loaded whole: a small chunk, a read of half of it or more, a read of a
+// local chunk inside one block or of its stored bytes, a remote chunk held
+// whole already (fetched ahead, in a disk cache),
 // or a chunk that is not made of regular blocks (special, memcpyed, VL blocks).
 std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame, int64_t n, BufferPool& pool,
                                               const ChunkWish& wish);

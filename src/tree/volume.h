@@ -302,9 +302,9 @@ class Volume : public MountTree {
   // reader's request for one inner chunk into a read of the rest of the shard,
   // decoding every block of it.
   bool zarr_read_exactly(const Node& node) const;
-  // A shard's st_blksize is its block's size (at most 1 MiB): buffered readers
-  // (Python's) size their reads by it, and a read of one inner chunk must not
-  // become a read of a megabyte of blocks.
+  // A shard's st_blksize divides its inner chunk's size (a power of two, at
+  // most 1 MiB): buffered readers (Python's) size their reads by it, and a
+  // read of one inner chunk must not become a read of the blocks after it.
   blksize_t zarr_io_size(const Node& node) const;  // state lock shared
 
   // zarr_writes.cc: writes through the Zarr view (docs/zarr.md). A Zarr writer's

@@ -197,7 +197,13 @@ blksize_t Volume::zarr_io_size(const Node& node) const {
   constexpr int64_t kMost = 1 << 20;
   const ZarrFiles* z = files_->zarr();
   if (node.kind != NodeKind::zarr_chunk || !z || !z->plan().sharded) return blksize_t(kMost);
-  return blksize_t(std::clamp<int64_t>(z->plan().inner_bytes(), 4096, kMost));
+  // The kernel rounds st_blksize down to a power of two, and Python's
+  // buffered read of n bytes reads whole buffers directly, then fills one more
+  // buffer for the rest: a read of an inner chunk stays that read, and decodes
+  // no block after it, only when the buffer divides the inner chunk's size.
+  const int64_t inner = z->plan().inner_bytes();
+  const int64_t dividing = inner > 0 ? inner & -inner : kMost;  // its largest power-of-two divisor
+  return blksize_t(std::min(dividing, kMost));
 }
 
 std::string Volume::zarr_path(const Node& node) const {

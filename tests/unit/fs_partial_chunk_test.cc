@@ -1,7 +1,7 @@
 // A chunk decoded block by block from a buffer filled on demand (big chunks of
-// remote data): only the blocks asked for are fetched, the bytes equal a whole
-// decode, and a block whose stream runs past its bytes is decoded from the
-// whole chunk, as c-blosc2 reads it.
+// remote data, sub-array reads of local ones): only the blocks asked for are
+// fetched, the bytes equal a whole decode, and a block whose stream runs past
+// its bytes is decoded from the whole chunk, as c-blosc2 reads it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,7 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "buffer_pool.h"
 #include "chunk_codec.h"
+#include "fixtures.h"
+#include "frame_writer.h"
 #include "partial_chunk.h"
 
 namespace blosc2fs {
@@ -82,6 +85,44 @@ TEST(PartialChunk, DecodesOnlyTheBlocksAskedForAndEqualsAWholeDecode) {
   for (int32_t j = 0; j < 8; ++j) {
     decoder->decode_block(j, out, {});
     EXPECT_EQ(0, std::memcmp(out.data(), data.data() + size_t(j) * 16384, out.size())) << "block " << j;
+  }
+}
+
+// A local frame: a read of a block or more (a Zarr inner chunk) loads only the
+// header and tables, then its blocks; a read inside one block (random 4 KB
+// reads), of half the chunk, or of its stored bytes loads it whole.
+TEST(PartialChunk, LocalChunksLoadInPartForReadsOfABlockOrMore) {
+  TempDir tmp;
+  const auto path = tmp.path() / "big.b2frame";
+  FrameParams params;
+  params.cparams.codec = Codec::lz4;
+  params.cparams.typesize = 4;
+  params.cparams.blocksize = 256 * 1024;
+  params.chunksize = 4 << 20;
+  Bytes data = random_bytes(size_t(params.chunksize), 3);
+  for (size_t i = 0; i < data.size(); i += 4) data[i + 2] = data[i + 3] = 0;  // stored about half: 2 MB
+  {
+    FrameWriter writer(path, params);
+    writer.append(data);
+    writer.close();
+  }
+  std::shared_ptr<const Frame> frame = Frame::open(path);
+  ASSERT_FALSE(frame->source().remote());
+  ASSERT_GT(frame->stored_chunk_place(0)->header.cbytes, kPartialChunkMinBytes);
+  auto pool = BufferPool::create(16 << 20);
+  const int64_t block = params.cparams.blocksize;
+  EXPECT_FALSE(load_partial_chunk(frame, 0, *pool, ChunkWish{4096, 4096, false})) << "inside one block";
+  EXPECT_FALSE(load_partial_chunk(frame, 0, *pool, ChunkWish{block - 10, 20, false})) << "across two, shorter than one";
+  EXPECT_FALSE(load_partial_chunk(frame, 0, *pool, ChunkWish{0, 2 << 20, false})) << "half the chunk";
+  EXPECT_FALSE(load_partial_chunk(frame, 0, *pool, ChunkWish{0, 4096, true})) << "its stored bytes";
+  std::optional<LoadedChunk> part = load_partial_chunk(frame, 0, *pool, ChunkWish{3 * block, 2 * block, false});
+  ASSERT_TRUE(part) << "two blocks of sixteen";
+  ASSERT_TRUE(part->filler);
+  auto decoder = partial_chunk_decoder(part->stored.bytes(), frame->decode_rules(), part->filler, "chunk 0: ");
+  Bytes out(static_cast<size_t>(block));
+  for (int32_t j : {3, 4, 15}) {
+    decoder->decode_block(j, out, {});
+    EXPECT_EQ(0, std::memcmp(out.data(), data.data() + size_t(j) * size_t(block), out.size())) << "block " << j;
   }
 }
 
