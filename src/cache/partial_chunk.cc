@@ -14,7 +14,11 @@ namespace {
 class SourceChunkFiller final : public StoredChunkFiller {
  public:
   SourceChunkFiller(std::shared_ptr<const Frame> frame, Frame::StoredChunkPlace place, uint8_t* buffer)
-      : frame_(std::move(frame)), place_(std::move(place)), buffer_(buffer), size_(place_.header.cbytes) {}
+      : frame_(std::move(frame)),
+        place_(std::move(place)),
+        buffer_(buffer),
+        size_(place_.header.cbytes),
+        local_(!place_.source->remote()) {}
 
   void fill(int64_t from, int64_t to) override { fill(from, to, true); }
 
@@ -24,9 +28,15 @@ class SourceChunkFiller final : public StoredChunkFiller {
     to = std::clamp<int64_t>(to, from, size_);
     std::lock_guard lock(mutex_);
     if (from >= to || present(from, to)) return;
-    // A reader walking through the chunk gets the rest at once, when the
-    // blocks fetched would pass half of it, rather than a request per block.
-    if (counted && (fetched_ += to - from) * 2 > size_) from = 0, to = size_;
+    // A reader walking through the chunk gets the rest at once rather than a
+    // request per block: over a network when the blocks fetched would pass
+    // half of it; from a local file at its second fetch (a disk read per
+    // block costs more than one of the rest).
+    if (counted) {
+      const bool rest = local_ ? fetched_ > 0 : (fetched_ + to - from) * 2 > size_;
+      fetched_ += to - from;
+      if (rest) from = 0, to = size_;
+    }
     for (int64_t at = from; at < to;) {
       auto it = present_.upper_bound(at);
       if (it != present_.begin() && std::prev(it)->second > at) {
@@ -67,6 +77,7 @@ class SourceChunkFiller final : public StoredChunkFiller {
   std::mutex mutex_;
   std::map<int64_t, int64_t> present_;  // start -> end, disjoint
   int64_t fetched_ = 0;  // for blocks
+  const bool local_;
 };
 
 class PartialChunkDecoder final : public ChunkDecoder {
