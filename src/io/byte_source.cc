@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "file.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -68,12 +69,17 @@ class LocalFileSource final : public ByteSource {
   int64_t size_;
 };
 
+// Files open relative to the directory held since it was opened, not to its
+// path: a sparse frame whose directory a replacement exchanges with a new one
+// (renameat2) keeps reading its own chunk files, never the new frame's under
+// the same names.
 class LocalDirectory final : public SourceDirectory {
  public:
-  LocalDirectory(fs::path root, size_t max_entries) : root_(std::move(root)), max_entries_(max_entries) {}
+  LocalDirectory(fs::path root, UniqueFd dir, size_t max_entries)
+      : root_(std::move(root)), dir_(std::move(dir)), max_entries_(max_entries) {}
   std::shared_ptr<const ByteSource> open(const std::string& relative) const override {
     check(relative);
-    return open_local_file(root_ / relative);
+    return std::make_shared<LocalFileSource>(File::open_read_at(dir_.get(), relative, root_ / relative));
   }
   std::vector<std::string> list() const override {
     std::vector<std::string> names;
@@ -143,6 +149,7 @@ class LocalDirectory final : public SourceDirectory {
       throw IoError(root_.string() + ": \"" + relative + "\" is not a name inside it", EINVAL);
   }
   fs::path root_;
+  UniqueFd dir_;  // O_PATH
   size_t max_entries_;
 };
 
@@ -231,10 +238,16 @@ std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, co
 }
 
 std::shared_ptr<const SourceDirectory> open_local_directory(const fs::path& path, size_t max_entries) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec))
-    throw IoError(path.string() + ": not a directory", ec ? ec.value() : ENOTDIR);
-  return std::make_shared<LocalDirectory>(path, max_entries);
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    const int error = errno;
+    throw IoError(path.string() + (error == ENOTDIR ? ": not a directory" : ": " + std::string(std::strerror(error))),
+                  error);
+  }
+  return std::make_shared<LocalDirectory>(path, UniqueFd(fd), max_entries);
 }
 
 std::shared_ptr<const ByteSource> slice_source(std::shared_ptr<const ByteSource> whole, int64_t offset,

@@ -44,6 +44,15 @@ void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::
 
 File File::open_read(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDONLY), path); }
 
+File File::open_read_at(int dir_fd, const std::string& relative, const std::filesystem::path& path) {
+  int fd;
+  do {
+    fd = ::openat(dir_fd, relative.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw_errno("cannot open " + path.string());
+  return File(fd, path);
+}
+
 File File::open_read_beneath(const std::filesystem::path& root, const std::string& relative) {
   const std::filesystem::path path = root / relative;
   const int dir = open_or_throw(root, O_RDONLY | O_DIRECTORY);

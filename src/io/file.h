@@ -43,6 +43,9 @@ class File {
   // after a listing cannot make it open a file elsewhere. Throws IoError
   // (ELOOP for a link on the way).
   static File open_read_beneath(const std::filesystem::path& root, const std::string& relative);
+  // Read-only, `relative` to the open directory `dir_fd` (the directory it was
+  // when opened, whatever its path names since); `path` names it in messages.
+  static File open_read_at(int dir_fd, const std::string& relative, const std::filesystem::path& path);
   // A new file, write-only (read-write when `readable`); fails with EEXIST if it exists.
   static File create_new(const std::filesystem::path& path, bool readable = false);
   // Read-write, existing file.

@@ -206,6 +206,32 @@ TEST(FrameEditor, SparseRewriteExchangesDirectories) {
   EXPECT_FALSE(fs::exists(temp3));
 }
 
+// A sparse frame opened before its directory is exchanged with another (a
+// replacement's renameat2) reads its own chunk files still, never the other
+// frame's files of the same names: its readers see the old array or an error,
+// never the old index over the new chunks.
+TEST(SparseRewrite, AFrameOpenBeforeAnExchangeReadsItsOwnChunks) {
+  TempDir tmp;
+  FrameParams params;
+  params.cparams.codec = Codec::lz4;
+  params.cparams.typesize = 4;
+  params.chunksize = 16000;
+  params.sparse = true;
+  const fs::path p = tmp.path() / "a.b2frame", q = tmp.path() / "b.b2frame";
+  for (const auto& [path, seed] : {std::pair{p, 70u}, std::pair{q, 80u}}) {
+    FrameWriter writer(path, params);
+    for (uint32_t k = 0; k < 3; ++k) writer.append(make_data(16000, seed + k));
+    writer.close();
+  }
+  auto before = Frame::open(p);
+  EXPECT_EQ(before->read_chunk(0), make_data(16000, 70));  // chunk 0 opened before, 1 and 2 after
+  editor::exchange_directories(q, p, false);
+  EXPECT_EQ(read_content(p).chunks[1], make_data(16000, 81)) << "the path names the other frame now";
+  for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(before->read_chunk(k), make_data(16000, 70 + k)) << "chunk " << k;
+  editor::remove_sparse_tree(q);  // the old tree, removed: its chunks are gone, not another frame's
+  EXPECT_THROW(before->read_chunk(2), IoError);
+}
+
 TEST(SparseRewrite, ProbeStaleDirsAndTreeRemoval) {
   TempDir tmp;
   const fs::path p = copy_fixture(tmp, "sframe-mutated-i4.b2frame");
