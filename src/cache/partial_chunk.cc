@@ -156,7 +156,7 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
     return std::nullopt;
   // From a local file, a read inside one block (random 4 KB reads) loads the
   // chunk whole: the reads that follow land in the same chunk again, and one
-  // disk read of it all cost less on a cold page cache than one per block
+  // disk read of it all costs less on a cold page cache than one per block
   // (docs/performance.md, lever 1). A read of a block or more (a Zarr inner
   // chunk, a range of rows) is a sub-array: only its blocks are read.
   if (local && wish.length < h.blocksize) return std::nullopt;
