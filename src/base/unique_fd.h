@@ -24,8 +24,8 @@ class UniqueFd {
 
   int get() const { return fd_; }
   bool ok() const { return fd_ >= 0; }
-  // Closes the descriptor held (a close error is not reported: use close(2)
-  // on get() and release() where it must be).
+  // Closes the descriptor held; a close error is not reported (File::close
+  // reports it, for files written).
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;

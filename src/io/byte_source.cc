@@ -15,7 +15,6 @@
 
 #include "error.h"
 #include "file.h"
-#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -238,16 +237,7 @@ std::vector<ListedEntry> entries_below(const std::vector<std::string>& paths, co
 }
 
 std::shared_ptr<const SourceDirectory> open_local_directory(const fs::path& path, size_t max_entries) {
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    const int error = errno;
-    throw IoError(path.string() + (error == ENOTDIR ? ": not a directory" : ": " + std::string(std::strerror(error))),
-                  error);
-  }
-  return std::make_shared<LocalDirectory>(path, UniqueFd(fd), max_entries);
+  return std::make_shared<LocalDirectory>(path, open_directory_handle(path), max_entries);
 }
 
 std::shared_ptr<const ByteSource> slice_source(std::shared_ptr<const ByteSource> whole, int64_t offset,

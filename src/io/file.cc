@@ -14,13 +14,19 @@ namespace blosc2fs {
 
 namespace {
 
-int open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0) {
+// `name` relative to the directory `dir_fd` (AT_FDCWD: as a path); `path`
+// names it in the error.
+int open_at_or_throw(int dir_fd, const char* name, const std::filesystem::path& path, int flags, mode_t mode = 0) {
   int fd;
   do {
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    fd = ::openat(dir_fd, name, flags | O_CLOEXEC, mode);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) throw_errno("cannot open " + path.string());
   return fd;
+}
+
+int open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0) {
+  return open_at_or_throw(AT_FDCWD, path.c_str(), path, flags, mode);
 }
 
 }  // namespace
@@ -45,12 +51,11 @@ void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::
 File File::open_read(const std::filesystem::path& path) { return File(open_or_throw(path, O_RDONLY), path); }
 
 File File::open_read_at(int dir_fd, const std::string& relative, const std::filesystem::path& path) {
-  int fd;
-  do {
-    fd = ::openat(dir_fd, relative.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw_errno("cannot open " + path.string());
-  return File(fd, path);
+  return File(open_at_or_throw(dir_fd, relative.c_str(), path, O_RDONLY), path);
+}
+
+UniqueFd open_directory_handle(const std::filesystem::path& path) {
+  return UniqueFd(open_or_throw(path, O_PATH | O_DIRECTORY));
 }
 
 File File::open_read_beneath(const std::filesystem::path& root, const std::string& relative) {

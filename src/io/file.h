@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bytes.h"
+#include "unique_fd.h"
 
 namespace blosc2fs {
 
@@ -32,6 +33,11 @@ FileOwnership ownership_of(const std::filesystem::path& path);
 // mode (after chown, which clears set-id bits; and whatever the umask took).
 // Throws IoError when the mode cannot be set.
 void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::path& path);
+
+// The directory `path` as a handle for *at() calls (O_PATH): it stays that
+// directory whatever its path names later. Throws IoError (ENOTDIR when it is
+// not one).
+UniqueFd open_directory_handle(const std::filesystem::path& path);
 
 class File {
  public:
