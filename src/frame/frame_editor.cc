@@ -599,10 +599,28 @@ std::filesystem::path FrameEditor::rewrite_temp_path() const {
   return editor::temp_name(dir, frame_path.filename().string(), editor::kRewriteTempTag, editor::random_nonce());
 }
 
-void FrameEditor::install_rewrite(const std::filesystem::path& temp,
-                                  const std::function<FrameWriter&(const Frame& current)>& complete) {
+RetiredTree& RetiredTree::operator=(RetiredTree&& other) noexcept {
+  if (this != &other) {
+    remove();
+    dir_ = std::exchange(other.dir_, {});
+  }
+  return *this;
+}
+
+void RetiredTree::remove() noexcept {
+  if (dir_.empty()) return;
+  try {
+    editor::remove_sparse_tree(dir_);
+  } catch (...) {  // only a failed allocation: the next compaction or rewrite removes the tree
+  }
+  dir_.clear();
+}
+
+RetiredTree FrameEditor::install_rewrite(const std::filesystem::path& temp,
+                                         const std::function<FrameWriter&(const Frame& current)>& complete) {
   Impl& m = *impl_;
   bool installed = false;
+  RetiredTree retired;
   const auto remove_temp = [&] {
     if (m.sparse) editor::remove_sparse_tree(temp);
     else ::unlink(temp.c_str());
@@ -640,7 +658,7 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
         if (stale != temp) editor::remove_sparse_tree(stale);
       editor::exchange_directories(temp, frame_path, m.options.sync);
       installed = true;
-      editor::remove_sparse_tree(temp);  // the old frame now; what stays goes at the next compaction
+      retired = RetiredTree(temp);  // the old frame now
     } else {
       const UniqueFd fd(::open(temp.c_str(), O_RDONLY | O_CLOEXEC));
       if (!fd.ok()) throw_errno("cannot reopen " + temp.string());
@@ -658,6 +676,7 @@ void FrameEditor::install_rewrite(const std::filesystem::path& temp,
     if (!installed) remove_temp();
     throw;
   }
+  return retired;
 }
 
 bool FrameEditor::compaction_due() const {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bytes.h"
@@ -46,6 +47,30 @@ struct EditOptions {
   // Compact (rewrite to a temporary file and rename) when unused bytes exceed both.
   double compact_fraction = 0.5;
   int64_t compact_min_bytes = 64 << 20;
+};
+
+// The old tree of a sparse frame that FrameEditor::install_rewrite() swapped
+// out, now at a temporary name beside the frame. A reader that opened the old
+// frame goes on reading its chunk files from there (it holds the directory, not
+// its name), so the tree is removed when this is destroyed: at once where the
+// caller drops it, after those readers where it keeps it until they let go
+// (Volume). Removing never throws; a tree left by a crash goes at the next
+// compaction or rewrite.
+class RetiredTree {
+ public:
+  RetiredTree() = default;
+  explicit RetiredTree(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  RetiredTree(RetiredTree&& other) noexcept : dir_(std::exchange(other.dir_, {})) {}
+  RetiredTree& operator=(RetiredTree&& other) noexcept;
+  RetiredTree(const RetiredTree&) = delete;
+  RetiredTree& operator=(const RetiredTree&) = delete;
+  ~RetiredTree() { remove(); }
+  bool empty() const { return dir_.empty(); }
+  const std::filesystem::path& path() const { return dir_; }
+
+ private:
+  void remove() noexcept;
+  std::filesystem::path dir_;
 };
 
 class FrameEditor {
@@ -123,7 +148,8 @@ class FrameEditor {
   // sidecar (created if missing) is linked into it (the same file: the lock others hold or wait on
   // stays the frame's), the two directories are exchanged in one step
   // (renameat2 RENAME_EXCHANGE), the parent fsynced, and the old tree, now at
-  // the temporary name, removed. Killed at any instant, the disk holds the old
+  // the temporary name, returned (RetiredTree: removed when the caller drops
+  // it; empty for a contiguous frame). Killed at any instant, the disk holds the old
   // frame or the new one (a stray temporary file or directory goes at the next
   // compaction or rewrite). rewrite_temp_path() of a
   // sparse frame is EOPNOTSUPP where the directory's file system cannot exchange
@@ -131,8 +157,8 @@ class FrameEditor {
   // directories. Staged edits are dropped; on failure (of `complete` too) the
   // frame is unchanged, the temporary file or tree is removed and this throws.
   std::filesystem::path rewrite_temp_path() const;
-  void install_rewrite(const std::filesystem::path& temp,
-                       const std::function<FrameWriter&(const Frame& current)>& complete);
+  RetiredTree install_rewrite(const std::filesystem::path& temp,
+                              const std::function<FrameWriter&(const Frame& current)>& complete);
 
  private:
   struct Impl;

@@ -368,7 +368,12 @@ class Volume : public MountTree {
   // (fsync): only when the file is as long as its own header says, else it
   // goes on being written. Commit mutex held.
   void finish_array_replacement(KernelNotes& notes, bool when_whole = false);
-  void replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
+  // Returns the old tree of a sparse frame replaced whole (see RetiredTree).
+  RetiredTree replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
+  // `tree` is removed once nothing holds `frame` (the frame that reads from it)
+  // any more: readers that opened it before the replacement finish their reads.
+  void remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree);
+  void remove_released_trees();
   void start_array_stream(NpyReplacement& r);  // commit and state (unique) held
   void take_spooled(NpyReplacement& r);        // commit held
   void unstream_array(NpyReplacement& r);      // commit and state (unique) held
@@ -435,6 +440,11 @@ class Volume : public MountTree {
   int64_t commits_since_compaction_check_ = 0;
   bool committed_any_ = false;
   int64_t size_at_compaction_check_ = 0;
+
+  // Old trees of sparse frames replaced whole, each with the frame that reads
+  // from it; swept at every open and release (their own mutex).
+  std::mutex retired_mutex_;
+  std::vector<std::pair<std::weak_ptr<const Frame>, RetiredTree>> retired_trees_;
 
   // Kernel references and cache freshness (their own mutex: hot paths).
   mutable std::mutex kernel_mutex_;

@@ -503,7 +503,8 @@ void Volume::finish_array_replacement(KernelNotes& notes, bool when_whole) {
   }
   if (!r) return;
   try {
-    replace_array_from(*r, *frame, notes);
+    RetiredTree old_tree = replace_array_from(*r, *frame, notes);
+    remove_when_released(std::move(frame), std::move(old_tree));
   } catch (const FsError& e) {
     r->outcome->error = e.error;
     throw;
@@ -513,7 +514,33 @@ void Volume::finish_array_replacement(KernelNotes& notes, bool when_whole) {
   }
 }
 
-void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes) {
+void Volume::remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) {
+  std::weak_ptr<const Frame> reader = frame;
+  frame.reset();
+  if (!tree.empty()) {
+    std::lock_guard lock(retired_mutex_);
+    retired_trees_.emplace_back(std::move(reader), std::move(tree));
+  }
+  remove_released_trees();
+}
+
+void Volume::remove_released_trees() {
+  std::vector<RetiredTree> released;
+  {
+    std::lock_guard lock(retired_mutex_);
+    for (auto it = retired_trees_.begin(); it != retired_trees_.end();) {
+      if (!it->first.expired()) {
+        ++it;
+        continue;
+      }
+      released.push_back(std::move(it->second));
+      it = retired_trees_.erase(it);
+    }
+  }
+  // Removed here, out of the lock, as `released` goes.
+}
+
+RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes) {
   const File& spool = replacement.spool;
   const int64_t size = replacement.size;
   const std::string what = kArrayNpy;
@@ -562,6 +589,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
     for (const Vlmetalayer& v : current.vlmetalayers()) writer.set_vlmetalayer(v.name, current.vlmetalayer_content(v));
     return writer;
   };
+  RetiredTree retired;
   if (replacement.stream) {
     // Made while the bytes arrived: what came out of order is in the spool.
     NpyRowStream& stream = *replacement.stream;
@@ -573,7 +601,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
     }
     run_commit(what, [&](FrameEditor& editor) {
       FrameWriter& writer = stream.finish();
-      editor.install_rewrite(stream.temp(), [&](const Frame& current) -> FrameWriter& {
+      retired = editor.install_rewrite(stream.temp(), [&](const Frame& current) -> FrameWriter& {
         return complete_frame(writer, replacement.stream_metalayers, current);
       });
     });
@@ -644,7 +672,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
         stream->feed(piece);
       }
       FrameWriter& writer = stream->finish();
-      editor.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
+      retired = editor.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
         return complete_frame(writer, params.metalayers, current);
       });
     });
@@ -656,6 +684,7 @@ void Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame,
     for (int64_t d : meta.shape) t += (t.empty() ? "" : ", ") + std::to_string(d);
     return t;
   }(), swap ? ", byte order converted" : "");
+  return retired;
 }
 
 }  // namespace blosc2fs

@@ -153,6 +153,7 @@ void Volume::cancel_removal(NodeKind dir, const std::string& name) {
 
 std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io,
                                        KernelNotes& notes) {
+  remove_released_trees();
   std::optional<Node> n = node(ino);
   if (!n) throw FsError{ENOENT};
   if (is_directory(n->kind)) throw FsError{EISDIR};
@@ -424,6 +425,7 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
 
 void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   note_release(*file);
+  remove_released_trees();
   if (!file->writable) return;
   std::optional<Node> n = node(file->ino);
   bool last = false, chunk_writers = false;

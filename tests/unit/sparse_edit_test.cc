@@ -156,14 +156,23 @@ TEST(FrameEditor, SparseRewriteExchangesDirectories) {
   params.cparams = ed.compress_params();
   params.chunksize = 16000;
   params.sparse = true;
+  const auto reader = Frame::open(p);  // opened before the exchange: reads the old tree
   {
     FrameWriter writer(temp, params);
     for (uint32_t k = 0; k < 3; ++k) writer.append(make_data(16000, 40 + k));
-    ed.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
+    RetiredTree retired = ed.install_rewrite(temp, [&](const Frame& current) -> FrameWriter& {
       EXPECT_EQ(current.nchunks(), int64_t(old.chunks.size()));
       return writer;
     });
-  }
+    EXPECT_EQ(retired.path(), temp);
+    EXPECT_TRUE(fs::exists(temp / "chunks.b2frame")) << "the old tree stays while its holder keeps it";
+    ASSERT_EQ(reader->nchunks(), int64_t(old.chunks.size()));
+    for (int64_t k = 0; k < reader->nchunks(); ++k)
+      EXPECT_EQ(reader->read_chunk(k), old.chunks[size_t(k)]) << "the old frame's chunk " << k;
+    RetiredTree moved = std::move(retired);
+    EXPECT_TRUE(retired.empty());
+    EXPECT_TRUE(fs::exists(temp)) << "moving the holder removes nothing";
+  }  // dropped: removed (the EXPECT_FALSE below)
   const FrameContent now = read_content(p);
   ASSERT_EQ(now.chunks.size(), 3u);
   for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(now.chunks[k], make_data(16000, 40 + k));
