@@ -64,27 +64,13 @@ def unmount():
             subprocess.run(["fusermount3", "-u", "-z", MNT], capture_output=True)
 
 
-def cold(work, frame=None):
-    """Seconds of work() after dropping the page cache (and on a fresh mount of `frame`)."""
-    times = []
-    for _ in range(RUNS):
-        unmount()
-        drop_caches()
-        if frame:
-            mount(frame)
-        start = time.monotonic()
-        work()
-        times.append(time.monotonic() - start)
-        unmount()
-    return statistics.median(times), min(times), max(times)
-
-
 def cold_rounds(works):
-    """Each of `works` ({name: (work, frame or None)}) timed as cold() does, RUNS
-    rounds, the works taking turns within a round (the order turning each
-    round): on a VM whose speed drifts with the host's steal time, figures
-    taken seconds apart compare where series taken a minute apart do not.
-    Returns {name: (median, min, max)} and {name: per-round times}."""
+    """Each of `works` ({name: (work, frame or None)}) timed RUNS times, each time
+    after dropping the page cache (and on a fresh mount of `frame`), the works
+    taking turns within a round (the order turning each round): on a VM whose
+    speed drifts with the host's steal time, figures taken seconds apart
+    compare where series taken a minute apart do not. Returns
+    {name: (median, min, max)} and {name: per-round times}."""
     names = list(works)
     times = {n: [] for n in names}
     for r in range(RUNS):
@@ -99,6 +85,11 @@ def cold_rounds(works):
             times[n].append(time.monotonic() - start)
             unmount()
     return {n: (statistics.median(t), min(t), max(t)) for n, t in times.items()}, times
+
+
+def cold(work, frame=None):
+    """(median, min, max) seconds of work() alone, as cold_rounds() times it."""
+    return cold_rounds({"work": (work, frame)})[0]["work"]
 
 
 def round_ratio(times, num, den):
