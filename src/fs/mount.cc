@@ -611,6 +611,14 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
     served.collection->shutdown();  // what open datasets still hold
     spdlog::info("unmounting {}", mountpoint.string());
   }
+  if (ret == -ECONNABORTED) {
+    // The kernel tore the connection down (an unmount, a lazy detach's last
+    // close, an abort) just as a worker had taken a request off the queue:
+    // the same end as the ENODEV libfuse treats as an unmount, seen a moment
+    // earlier. What was staged is committed above.
+    spdlog::info("the kernel closed the connection of {} while a request was in flight", mountpoint.string());
+    ret = 0;
+  }
   if (ret < 0) {
     spdlog::error("the FUSE loop failed: {}", std::strerror(-ret));
     return kExitInternal;
