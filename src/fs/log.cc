@@ -1,14 +1,18 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <mutex>
 #include <string_view>
 
 #include <fuse_log.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -16,7 +20,35 @@ namespace blosc2fs {
 
 namespace {
 
+// libfuse's workers print a failed read of /dev/fuse with perror() while
+// cancellable, and the end of its loop cancels them; one cancelled inside
+// perror() keeps stderr's FILE lock for good, and a logger that took that lock
+// hung the daemon at its last line (seen when an unmount raced a request).
+class StderrDescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    write_to_stderr(std::string_view(line.data(), line.size()));
+  }
+  void flush_() override {}
+};
+
+// Keeps the calling thread from being cancelled while it holds the logger's
+// locks: libfuse calls its log function from workers it may cancel.
+class NoCancellation {
+ public:
+  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &before_); }
+  ~NoCancellation() { pthread_setcancelstate(before_, nullptr); }
+  NoCancellation(const NoCancellation&) = delete;
+  NoCancellation& operator=(const NoCancellation&) = delete;
+
+ private:
+  int before_ = PTHREAD_CANCEL_ENABLE;
+};
+
 void fuse_log_to_spdlog(enum fuse_log_level level, const char* fmt, va_list ap) {
+  NoCancellation no_cancellation;
   char buf[1024];
   int len = std::vsnprintf(buf, sizeof buf, fmt, ap);
   if (len < 0) return;
@@ -31,6 +63,15 @@ void fuse_log_to_spdlog(enum fuse_log_level level, const char* fmt, va_list ap) 
 
 }  // namespace
 
+void write_to_stderr(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere left to say it
+    text.remove_prefix(size_t(n));
+  }
+}
+
 void init_logging(const std::string& level, bool to_syslog) {
   std::shared_ptr<spdlog::logger> logger;
   if (to_syslog) {
@@ -38,7 +79,7 @@ void init_logging(const std::string& level, bool to_syslog) {
     logger = std::make_shared<spdlog::logger>("blosc2fs", sink);
     logger->set_pattern("%v");
   } else {
-    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto sink = std::make_shared<StderrDescriptorSink>();
     logger = std::make_shared<spdlog::logger>("blosc2fs", sink);
     logger->set_pattern("blosc2fs: %H:%M:%S.%e %l: %v");
   }

@@ -19,8 +19,10 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "exit_status.h"
+#include "log.h"
 #include "mount.h"
 #include "options.h"
 
@@ -42,9 +44,9 @@ int main(int argc, char** argv) {
   try {
     return run(options);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "blosc2fs: out of memory\n");
+    write_to_stderr("blosc2fs: out of memory\n");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "blosc2fs: internal error: %s\n", e.what());
+    write_to_stderr(std::string("blosc2fs: internal error: ") + e.what() + "\n");
   }
   return kExitInternal;
 }

@@ -655,7 +655,7 @@ int run(const Options& o) {
   try {
     return mount_and_serve(o);
   } catch (const Failure& f) {
-    std::fprintf(stderr, "blosc2fs: cannot mount %s: %s\n", frame_for_messages(o.frame.string()).c_str(), f.why.c_str());
+    write_to_stderr("blosc2fs: cannot mount " + frame_for_messages(o.frame.string()) + ": " + f.why + "\n");
     return f.status;
   }
 }

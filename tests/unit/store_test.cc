@@ -22,6 +22,7 @@ namespace blosc2fs {
 namespace {
 
 using testing::TempDir;
+using testing::text_bytes;
 namespace fs = std::filesystem;
 
 void write_file(const fs::path& path, ByteSpan bytes) {
@@ -51,7 +52,6 @@ Bytes frame_bytes(const TempDir& tmp, ByteSpan data, int32_t chunksize, std::vec
   return testing::read_file(path);
 }
 
-Bytes text_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 Bytes leaf_frame(const TempDir& tmp, const std::string& text) { return frame_bytes(tmp, text_bytes(text), 64); }
 

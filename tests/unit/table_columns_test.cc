@@ -20,6 +20,7 @@ namespace blosc2fs {
 namespace {
 
 using testing::TempDir;
+using testing::text_bytes;
 
 Bytes mp(const char* json) { return json_to_msgpack(Json::parse(json)); }
 
@@ -94,7 +95,6 @@ Bytes raw_of(std::initializer_list<T> values) {
   return out;
 }
 
-Bytes text_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 // A BatchArray leaf: each chunk one msgpack array of items, and its batch_lengths.
 std::unique_ptr<ItemsColumn> batch_column(const TempDir& dir, const std::vector<Bytes>& chunks,

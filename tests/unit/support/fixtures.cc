@@ -65,6 +65,8 @@ Bytes hex_to_bytes(const std::string& hex) {
   return out;
 }
 
+Bytes text_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "blosc2fs-test-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

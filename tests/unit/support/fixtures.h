@@ -29,6 +29,8 @@ nlohmann::json load_expect(const std::filesystem::path& root, const std::string&
 Bytes gunzip_file(const std::filesystem::path& path);
 Bytes read_file(const std::filesystem::path& path);
 Bytes hex_to_bytes(const std::string& hex);
+// The characters of `text` as bytes.
+Bytes text_bytes(const std::string& text);
 // A fresh, empty temporary directory removed by the destructor.
 class TempDir {
  public:
