@@ -2,6 +2,7 @@
 #include "b2nd.h"
 #include "b2nd_partition.h"
 #include "ndcell.h"
+#include "read_pieces.h"
 
 #include <gtest/gtest.h>
 
@@ -208,8 +209,6 @@ TEST(NdLayout, WriteMirrorsReadOnRandomShapes) {
   }
 }
 
-ByteSpan text_span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
-
 TEST(NpyFileHeader, ReadsWhatNpyHeaderWrites) {
   for (const auto& [descr, shape] :
        std::vector<std::pair<std::string, std::vector<int64_t>>>{{"<f8", {3, 4}},
@@ -218,7 +217,7 @@ TEST(NpyFileHeader, ReadsWhatNpyHeaderWrites) {
                                                                  {"[('a', '<i4'), ('b', '<f8', (2,))]", {2, 0, 5}}}) {
     const std::string text = npy_header(descr, shape);
     std::string why;
-    auto h = parse_npy_file_header(text_span(text), &why);
+    auto h = parse_npy_file_header(as_bytes(text), &why);
     ASSERT_TRUE(h.has_value()) << descr << ": " << why;
     EXPECT_EQ(h->header_len, int64_t(text.size()));
     EXPECT_EQ(h->dtype.descr, npy_dtype(descr)->descr);
@@ -227,18 +226,18 @@ TEST(NpyFileHeader, ReadsWhatNpyHeaderWrites) {
     // Cut anywhere inside, it is refused with a reason.
     for (size_t cut : {size_t(0), size_t(5), size_t(9), text.size() / 2, text.size() - 1}) {
       why.clear();
-      EXPECT_FALSE(parse_npy_file_header(text_span(text).first(cut), &why).has_value()) << cut;
+      EXPECT_FALSE(parse_npy_file_header(as_bytes(text).first(cut), &why).has_value()) << cut;
       EXPECT_FALSE(why.empty());
     }
   }
   std::string fortran = npy_header("<f4", {2, 3});
   fortran.replace(fortran.find("False"), 5, "True ");
   std::string why;
-  auto h = parse_npy_file_header(text_span(fortran), &why);
+  auto h = parse_npy_file_header(as_bytes(fortran), &why);
   ASSERT_TRUE(h.has_value()) << why;
   EXPECT_TRUE(h->fortran_order);
   std::string object = npy_header("|O", {2});
-  EXPECT_FALSE(parse_npy_file_header(text_span(object), &why).has_value());
+  EXPECT_FALSE(parse_npy_file_header(as_bytes(object), &why).has_value());
   EXPECT_EQ(npy_descr_swapped("<f8"), std::optional<std::string>(">f8"));
   EXPECT_EQ(npy_descr_swapped(">c16"), std::optional<std::string>("<c16"));
   EXPECT_EQ(npy_descr_swapped("|b1"), std::nullopt);

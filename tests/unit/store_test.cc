@@ -52,7 +52,6 @@ Bytes frame_bytes(const TempDir& tmp, ByteSpan data, int32_t chunksize, std::vec
   return testing::read_file(path);
 }
 
-
 Bytes leaf_frame(const TempDir& tmp, const std::string& text) { return frame_bytes(tmp, text_bytes(text), 64); }
 
 // An EmbedStore frame: `frames` laid at the given stream offsets, and the map.

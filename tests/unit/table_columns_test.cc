@@ -95,7 +95,6 @@ Bytes raw_of(std::initializer_list<T> values) {
   return out;
 }
 
-
 // A BatchArray leaf: each chunk one msgpack array of items, and its batch_lengths.
 std::unique_ptr<ItemsColumn> batch_column(const TempDir& dir, const std::vector<Bytes>& chunks,
                                           const char* batch_metadata) {
