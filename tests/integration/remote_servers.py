@@ -381,6 +381,7 @@ class SeaweedS3(_Server):
         ports = free_ports(10)
         self.port = ports[0]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.master_port = ports[2]
         args = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.workdir}/data",
                 "-s3", f"-s3.config={identities}", f"-s3.port={ports[0]}", f"-s3.port.grpc={ports[1]}",
                 f"-master.port={ports[2]}", f"-master.port.grpc={ports[3]}", f"-volume.port={ports[4]}",
@@ -409,16 +410,59 @@ class SeaweedS3(_Server):
         except ValueError:
             return 0
 
+    def _assigns_in(self, collection):
+        """True when the master hands out a file id in `collection`, the step every PUT begins with."""
+        query = urllib.parse.urlencode({"collection": collection})
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.master_port, timeout=10)
+            try:
+                conn.request("GET", f"/dir/assign?{query}")
+                answer = json.loads(conn.getresponse().read(65536) or b"{}")
+            finally:
+                conn.close()
+        except (OSError, ValueError, http.client.HTTPException):
+            return False
+        return isinstance(answer, dict) and bool(answer.get("fid"))
+
     def create_bucket(self, bucket):
         status = self._curl(["-X", "PUT", "-o", "/dev/null", f"{self.url}/{bucket}"])
         if status != 200:
             raise RuntimeError(f"cannot create bucket {bucket}: HTTP {status}")
+        # A bucket is a SeaweedFS collection whose volumes are made on its first
+        # write, in the background; SeaweedFS 4.x answers that write 500 when
+        # making them outlasts its own retries (a busy machine), so the volumes
+        # are made here first.
+        if not wait_until(lambda: self._assigns_in(bucket), START_PATIENCE, interval=0.5):
+            raise RuntimeError(f"bucket {bucket}: SeaweedFS made no writable volume within {START_PATIENCE} s; "
+                               f"{self._log_errors()}")
 
-    def put_object(self, bucket, key, path):
+    def _log_errors(self):
+        """The last error lines of weed.log, for a failure message."""
+        try:
+            with open(os.path.join(self.workdir, "weed.log"), errors="replace") as f:
+                errors = [line.strip() for line in f if line.startswith("E")]
+        except OSError as e:
+            return f"no weed.log: {e}"
+        return "weed.log: " + (" | ".join(errors[-3:]) if errors else "no error lines")
+
+    def put_object(self, bucket, key, path, attempts=3):
+        """PUTs a file; a 5xx is tried again (at most `attempts` times, 1 s apart) as S3 clients do."""
         quoted = urllib.parse.quote(key, safe="/")
-        status = self._curl(["-T", path, "-o", "/dev/null", f"{self.url}/{bucket}/{quoted}"])
-        if status != 200:
-            raise RuntimeError(f"cannot put {key}: HTTP {status}")
+        answer = os.path.join(self.workdir, "put-answer")
+        for attempt in range(1, attempts + 1):
+            status = self._curl(["-T", path, "-o", answer, f"{self.url}/{bucket}/{quoted}"])
+            if status == 200:
+                return
+            if status < 500 or attempt == attempts:
+                break
+            print(f"  SeaweedFS answered PUT {key} with HTTP {status}; trying again", flush=True)
+            time.sleep(1)
+        try:
+            with open(answer, errors="replace") as f:
+                code = re.search(r"<Code>([^<]{0,100})</Code>", f.read(4096))
+        except OSError:
+            code = None
+        raise RuntimeError(f"cannot put {key}: HTTP {status} {code.group(1) if code else ''}; {self._log_errors()}")
 
     def fetch_object(self, bucket, key, path):
         """GETs the whole object into `path` (signed)."""
