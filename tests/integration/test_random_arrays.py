@@ -280,11 +280,11 @@ def judge(desc, got, reference, why, written):
             print(f"  {desc}: python-blosc2 and the mount both read other values than were written", flush=True)
         return True
     if written is not None and same(got, written):
-        print(f"  {desc}: the mount reads the values written; python-blosc2 "
-              f"{'reads others' if reference is not None else why}", flush=True)
+        print(f"  {desc}: the mount reads the values written; "
+              f"{'python-blosc2 reads others' if reference is not None else why}", flush=True)
         return False
-    print(f"  {desc}: the mount reads what c-blosc2 decompresses the chunks to; python-blosc2 "
-          f"{'reads others' if reference is not None else why}"
+    print(f"  {desc}: the mount reads what c-blosc2 decompresses the chunks to; "
+          f"{'python-blosc2 reads others' if reference is not None else why}"
           f"{'' if written is None else ', and neither are the values written'}", flush=True)
     return False
 
