@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Random arrays outside CI (tests/integration/test_random_arrays.py): python-blosc2
 # writes each with drawn dtypes, shapes, chunks, codecs and filters; the mount's
-# array.npy and Zarr views must read what python-blosc2 reads, and a region
-# written through the mount must read back as python-blosc2's own edit.
+# array.npy and Zarr views must read what python-blosc2 reads (or the values
+# written, or what c-blosc2 decompresses the chunks to, where python-blosc2
+# misreads: docs/codecs.md), and a region written through the mount must read back.
 # CI runs a fixed set of seeds; this runs any.
 # Usage: scripts/random-arrays.sh [SEEDS]   (SEEDS: "1-500", "7", "3,9-12"; default 1-200)
 # Two runs at once need their own BLOSC2FS_RANDOM_WORKDIR (a run empties its folder first).
