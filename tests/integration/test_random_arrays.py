@@ -305,7 +305,8 @@ def check_write(h, r, rng, path, a, before, stored, python_blosc2_right):
     mount read before with the region replaced. Through trunc_prec, the region reads the
     values written or, with trunc_prec first, those values truncated, and python-blosc2 reads
     what the mount reads (not its own edit: c-blosc2 stores raw, untruncated, a chunk whose
-    blocks do not come out smaller, and its zlib-ng and zstd make other sizes than Debian's)."""
+    blocks do not come out smaller, and python-blosc2's zlib fits fewer blocks than Debian's:
+    docs/codecs.md)."""
     shape, dtype = a.shape, a.dtype
     if not shape or 0 in shape:
         return
