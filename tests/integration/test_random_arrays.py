@@ -233,14 +233,13 @@ def inspect(h, r, path, desc, dtype, shape):
                     for _ in range(3):
                         region = random_region(r, shape)
                         check(same(z[region], got[region]), f"{desc}: Zarr v{fmt} {region} differs from array.npy")
+        names = {int(n[:-len(".chunk")]): n[:-len(".chunk")] for n in os.listdir(os.path.join(mnt, "raw"))
+                 if n.endswith(".chunk")}
+        numbers = sorted(names)
         stored = {}
-        for name in os.listdir(os.path.join(mnt, "raw")):
-            if name.endswith(".chunk"):
-                with open(os.path.join(mnt, "raw", name), "rb") as f:
-                    stored[int(name[:-len(".chunk")])] = f.read()
-        numbers = sorted(stored)
-        names = {n: name[:-len(".chunk")] for name in os.listdir(os.path.join(mnt, "raw"))
-                 if name.endswith(".chunk") for n in [int(name[:-len(".chunk")])]}
+        for n in numbers:
+            with open(os.path.join(mnt, "raw", names[n] + ".chunk"), "rb") as f:
+                stored[n] = f.read()
 
         def work():
             verdicts = []
