@@ -43,8 +43,8 @@ FILTERS = [blosc2.Filter.SHUFFLE, blosc2.Filter.BITSHUFFLE, blosc2.Filter.DELTA,
 MAX_ITEMS = 200_000
 # The seeds of docs/codecs.md's table: 14 (two DELTA filters), 75 and 80 (python-blosc2 slicing an edge
 # chunk; 652 and 1733: one the mount's write makes, as python-blosc2's own same write), 421 and
-# 328 (python-blosc2 cannot read it; 328: DELTA with a dictionary, nor can c-blosc2 decompress
-# it), 40, 65 and 301 (chunks that hold other values); 2062: trunc_prec then DELTA.
+# 328 (python-blosc2 cannot read it; 328: nor can c-blosc2 decompress a chunk, DELTA with a
+# dictionary), 40, 65 and 301 (chunks that hold other values); 2062: trunc_prec then DELTA.
 CI_SEEDS = "1-30,40,65,75,80,301,328,421,652,1733,2062"
 CHILD_PATIENCE = 300  # seconds python-blosc2 may take to read one array
 
