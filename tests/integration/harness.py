@@ -76,6 +76,19 @@ class TestFailure(Exception):
     pass
 
 
+def parse_seeds(text):
+    """Seeds from "1-40", "7" or "3,9-12" (the random tests' BLOSC2FS_*_SEEDS)."""
+    seeds = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            a, b = part.split("-")
+            seeds.extend(range(int(a), int(b) + 1))
+        elif part:
+            seeds.append(int(part))
+    return seeds
+
+
 def check(condition, message):
     if not condition:
         raise TestFailure(message)

@@ -36,7 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, wait_until  # noqa: E402
+from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, parse_seeds, wait_until  # noqa: E402
 from fs_model import FrameModel, Layer, NdGeometry  # noqa: E402
 
 import blosc2  # noqa: E402
@@ -49,18 +49,6 @@ SCRATCH_NAMES = (".{}.swp", "{}~", "sedAb12Cd")
 # How long a change made by another writer may take to show: the mount checks
 # the frame once a second and on lookups (docs/writing.md, "Other writers").
 OTHER_WRITER_PATIENCE = 15
-
-
-def parse_seeds(text):
-    seeds = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            a, b = part.split("-")
-            seeds.extend(range(int(a), int(b) + 1))
-        elif part:
-            seeds.append(int(part))
-    return seeds
 
 
 # --- making the frames ------------------------------------------------------

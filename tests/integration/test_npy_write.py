@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, TestFailure, check, check_equal, read_file, wait_until  # noqa: E402
-from writes import expect_errno, file_bytes, sh  # noqa: E402
+from writes import check_untouched, chunk_numbers, expect_errno, file_bytes, sh, stored_chunks  # noqa: E402
 
 
 def make_array(h, name, arr, chunks, blocks, contiguous=True, **kwargs):
@@ -57,39 +57,6 @@ def check_array(got, want, what):
         diff = np.argwhere(got.view(np.uint8).reshape(got.shape + (-1,)) !=
                            want.view(np.uint8).reshape(want.shape + (-1,)))
         raise TestFailure(f"{what}: {len(diff)} bytes differ, first at {diff[:3].tolist()}")
-
-
-def raw_chunks(h, frame):
-    """The stored bytes of every chunk, through a fresh read-only mount's raw/."""
-    mnt = h.mount(frame, ["-o", "ro"])
-    try:
-        d = os.path.join(mnt, "raw")
-        return [read_file(os.path.join(d, n)) for n in sorted(os.listdir(d))]
-    finally:
-        h.unmount(mnt)
-
-
-def touched_chunks(shape, chunks, region):
-    """Numbers of the chunks a region (a tuple of slices) touches, C order."""
-    grid = [(s + c - 1) // c for s, c in zip(shape, chunks)]
-    ranges = []
-    for sl, s, c in zip(region, shape, chunks):
-        start, stop, _ = sl.indices(s)
-        ranges.append(range(start // c, (stop - 1) // c + 1) if stop > start else range(0))
-    out = set()
-    for idx in np.ndindex(*[len(r) for r in ranges]):
-        coords = [r[i] for r, i in zip(ranges, idx)]
-        out.add(int(np.ravel_multi_index(coords, grid)))
-    return out
-
-
-def check_untouched_raw(before, after, touched, what):
-    check_equal(len(after), len(before), f"{what}: number of chunks")
-    for n, (b, a) in enumerate(zip(before, after)):
-        if n not in touched:
-            check(a == b, f"{what}: chunk {n} was not touched but its stored bytes changed")
-    for n in touched:
-        check(after[n] != before[n], f"{what}: chunk {n} was written but its stored bytes did not change")
 
 
 def npy_header_len(path):
@@ -133,7 +100,7 @@ def memmap_edit(h, contiguous):
     rng = np.random.default_rng(1)
     want = rng.standard_normal(shape)
     frame = make_array(h, f"memmap-{contiguous}.b2nd", want, chunks, blocks, contiguous=contiguous)
-    raw_before = raw_chunks(h, frame)
+    raw_before = stored_chunks(h, frame)
     mnt = h.mount(frame)
     path = os.path.join(mnt, "array.npy")
     region = (slice(7, 13), slice(14, 31), slice(3, 22))  # across chunk edges (10, 15) and block edges
@@ -151,9 +118,9 @@ def memmap_edit(h, contiguous):
           "python-blosc2 does not read the change made after flush() once the map is gone")
     h.unmount(mnt)
     check_array(read_back(frame), want, "python-blosc2 after unmount")
-    touched = touched_chunks(shape, chunks, region) | touched_chunks(shape, chunks, (slice(29, 30),) * 1 +
+    touched = chunk_numbers(shape, chunks, region) | chunk_numbers(shape, chunks, (slice(29, 30),) * 1 +
                                                                      (slice(40, 41), slice(22, 23)))
-    check_untouched_raw(raw_before, raw_chunks(h, frame), touched, "memmap edit")
+    check_untouched(raw_before, stored_chunks(h, frame), touched, "memmap edit")
 
 
 def read_your_writes(h):

@@ -18,7 +18,6 @@ must read the values written, or what c-blosc2 decompresses the chunks to.
 CI runs fixed seeds (CI_SEEDS, among them each of python-blosc2's misreadings
 docs/codecs.md lists); scripts/random-arrays.sh runs any (BLOSC2FS_RANDOM_SEEDS)."""
 
-import itertools
 import os
 import random
 import shutil
@@ -32,7 +31,8 @@ import numpy as np
 import zarr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, check, check_equal  # noqa: E402
+from harness import Harness, check, check_equal, parse_seeds, read_file  # noqa: E402
+from writes import check_untouched, chunk_numbers  # noqa: E402
 
 NUMBERS = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16",
            ">i2", ">u4", ">f8", ">c8"]
@@ -47,14 +47,6 @@ MAX_ITEMS = 200_000
 # dictionary), 40, 65 and 301 (chunks that hold other values); 2062: trunc_prec then DELTA.
 CI_SEEDS = "1-30,40,65,75,80,301,328,421,652,1733,2062"
 CHILD_PATIENCE = 300  # seconds python-blosc2 may take to read one array
-
-
-def parse_seeds(text):
-    seeds = []
-    for part in text.split(","):
-        first, _, last = part.partition("-")
-        seeds.extend(range(int(first), int(last or first) + 1))
-    return seeds
 
 
 def draw_shape(r):
@@ -222,7 +214,7 @@ def random_region(r, shape):
 
 def inspect(h, r, path, desc, dtype, shape):
     """One read-only mount: array.npy (both ways NumPy reads it), which the Zarr views, whole
-    and in slices, must equal; each chunk's stored bytes (raw/N.chunk, by number), and each
+    and in slices, must equal; each chunk's stored bytes (raw/N.chunk, in order), and each
     chunk's chunks/N compared with c-blosc2 decompressing raw/N.chunk (blosc2.decompress, one
     thread): those that differ fail, those c-blosc2 cannot decompress are said."""
     mnt = h.mount(path, ["-o", "ro"])
@@ -242,41 +234,29 @@ def inspect(h, r, path, desc, dtype, shape):
                     for _ in range(3):
                         region = random_region(r, shape)
                         check(same(z[region], got[region]), f"{desc}: Zarr v{fmt} {region} differs from array.npy")
-        names = {int(n[:-len(".chunk")]): n[:-len(".chunk")] for n in os.listdir(os.path.join(mnt, "raw"))
-                 if n.endswith(".chunk")}
-        numbers = sorted(names)
-        stored = {}
-        for n in numbers:
-            with open(os.path.join(mnt, "raw", names[n] + ".chunk"), "rb") as f:
-                stored[n] = f.read()
+        names = sorted(os.listdir(os.path.join(mnt, "chunks")))  # chunk n is names[n]
+        stored = [read_file(os.path.join(mnt, "raw", name + ".chunk")) for name in names]
 
         def work():
             verdicts = []
-            for n in numbers:
+            for name, raw in zip(names, stored):
                 try:
-                    theirs = blosc2.decompress(stored[n])
+                    theirs = blosc2.decompress(raw)
                 except (RuntimeError, ValueError):
                     verdicts.append(2)
                     continue
-                with open(os.path.join(mnt, "chunks", names[n]), "rb") as f:
-                    verdicts.append(0 if f.read() == theirs else 1)
+                verdicts.append(0 if read_file(os.path.join(mnt, "chunks", name)) == theirs else 1)
             return np.array(verdicts, dtype=np.int8)
         verdicts, why = in_child(work, path + ".chunks.npy")
     finally:
         h.unmount(mnt)
     check(verdicts is not None, f"{desc}: comparing chunks with c-blosc2's decompression: {why}")
-    undecodable = [n for n, v in zip(numbers, verdicts) if v == 2]
+    undecodable = [n for n, v in enumerate(verdicts) if v == 2]
     if undecodable:
         print(f"  {desc}: c-blosc2 cannot decompress chunks {undecodable[:5]}", flush=True)
-    disagreeing = [n for n, v in zip(numbers, verdicts) if v == 1]
+    disagreeing = [n for n, v in enumerate(verdicts) if v == 1]
     check(not disagreeing, f"{desc}: chunks {disagreeing[:5]} decode otherwise than c-blosc2 decompresses them")
     return got, stored
-
-
-def chunks_touched(shape, chunks, region):
-    grid = [-(-s // c) for s, c in zip(shape, chunks)]
-    ranges = [range(sl.start // c, (sl.stop - 1) // c + 1) for sl, c in zip(region, chunks)]
-    return {int(np.ravel_multi_index(index, grid)) for index in itertools.product(*ranges)}
 
 
 def truncated(values, bits):
@@ -337,9 +317,7 @@ def check_write(h, r, rng, path, a, before, stored, python_blosc2_right):
     finally:
         h.unmount(mnt)
     got, after = inspect(h, r, path, desc, dtype, shape)
-    touched = chunks_touched(shape, a.chunks, region)
-    changed = sorted(n for n in stored if n not in touched and after.get(n) != stored[n])
-    check(not changed, f"{desc}: chunks {changed[:5]} the region does not touch changed")
+    check_untouched(stored, after, chunk_numbers(shape, a.chunks, region), desc)
     if a.lossy:
         if a.leading_truncs:  # elsewhere in the pipeline it truncates bytes other filters made
             # Every bit trunc_prec keeps reads as written. (The bits it drops are zero, or, with

@@ -7,7 +7,6 @@ A SIGKILL of the daemon during chunk writes leaves the old or the new array.
 Other changes are refused with an errno, the frame unchanged."""
 
 import errno
-import itertools
 import json
 import os
 import random
@@ -22,6 +21,7 @@ import xarray as xr
 import zarr
 
 from harness import PATIENCE, Harness, TestFailure, check, check_equal, stop_process
+from writes import check_untouched, chunk_numbers, stored_chunks
 
 rng = np.random.default_rng(20261127)
 
@@ -30,30 +30,6 @@ def write(folder, name, a, chunks, blocks, **kwargs):
     path = os.path.join(folder, name)
     blosc2.asarray(a, urlpath=path, mode="w", chunks=chunks, blocks=blocks, **kwargs)
     return path
-
-
-def stored_chunks(h, path):
-    """raw/N.chunk of every chunk, from a read-only mount."""
-    mnt = h.mount(path, ["-o", "ro"])
-    try:
-        raw = os.path.join(mnt, "raw")
-        return [open(os.path.join(raw, name), "rb").read() for name in sorted(os.listdir(raw))]
-    finally:
-        h.unmount(mnt)
-
-
-def chunk_numbers(shape, chunks, region):
-    """b2nd numbers (C order over the grid) of the chunks a region touches."""
-    grid = [-(-s // c) for s, c in zip(shape, chunks)]
-    ranges = [range(r.start // c, (r.stop - 1) // c + 1) for r, c in zip(region, chunks)]
-    return {int(np.ravel_multi_index(idx, grid)) for idx in itertools.product(*ranges)}
-
-
-def check_untouched(before, after, written, what):
-    check_equal(len(after), len(before), f"{what}: chunk count")
-    for n, (old, new) in enumerate(zip(before, after)):
-        if n not in written:
-            check(old == new, f"{what}: chunk {n}, not written, has new stored bytes")
 
 
 def region_write(h, k, blocks, sharded, what):

@@ -3,6 +3,7 @@ reader (blosc2fs --info and a fresh read-only mount), comparing states, and
 running the tools people edit files with."""
 
 import errno
+import itertools
 import os
 import pty
 import select
@@ -38,6 +39,40 @@ def frame_state(h, frame):
     finally:
         h.unmount(mnt)
     return state
+
+
+def stored_chunks(h, frame):
+    """Every chunk's stored bytes (raw/N.chunk), in order, through a fresh read-only mount."""
+    mnt = h.mount(frame, ["-o", "ro"])
+    try:
+        raw = os.path.join(mnt, "raw")
+        return [read_file(os.path.join(raw, name)) for name in sorted(os.listdir(raw))]
+    finally:
+        h.unmount(mnt)
+
+
+def chunk_numbers(shape, chunks, region):
+    """b2nd numbers (C order over the grid) of the chunks a region (a tuple of slices) touches."""
+    grid = [-(-s // c) for s, c in zip(shape, chunks)]
+    ranges = []
+    for sl, s, c in zip(region, shape, chunks):
+        start, stop, _ = sl.indices(s)
+        ranges.append(range(start // c, (stop - 1) // c + 1) if stop > start else range(0))
+    numbers = set()
+    for index in itertools.product(*ranges):
+        number = 0
+        for i, g in zip(index, grid):
+            number = number * g + i
+        numbers.add(number)
+    return numbers
+
+
+def check_untouched(before, after, touched, what):
+    """Chunks (lists of stored bytes) not in `touched` kept their bytes."""
+    check_equal(len(after), len(before), f"{what}: chunk count")
+    for n, (old, new) in enumerate(zip(before, after)):
+        if n not in touched:
+            check(old == new, f"{what}: chunk {n}, not touched, has new stored bytes")
 
 
 def expect_state(before, after, vlmeta=None, meta=None, chunks=None, what=""):
