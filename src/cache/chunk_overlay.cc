@@ -184,6 +184,7 @@ std::optional<ByteSpan> ChunkOverlay::held_bytes(int64_t n, bool* zeros) const {
 }
 
 void ChunkOverlay::append_chunk() {
+  if (limits_.fixed_count) throw FsError{EPERM};
   held_.emplace(count_, Held{});
   charge(0, 1);
   ++count_;
@@ -191,6 +192,7 @@ void ChunkOverlay::append_chunk() {
 
 void ChunkOverlay::truncate_count(int64_t count) {
   if (count < 0 || count > count_) throw FsError{EINVAL};
+  if (limits_.fixed_count && count != count_) throw FsError{EPERM};
   while (!held_.empty() && std::prev(held_.end())->first >= count) erase_held(std::prev(held_.end()));
   count_ = count;
   keep_ = std::min(keep_, count);
@@ -221,6 +223,7 @@ void ChunkOverlay::extend_zeros(ChunkSource& src, int64_t bytes) {
 void ChunkOverlay::write_data(ChunkSource& src, int64_t at, ByteSpan data) {
   if (at < 0) throw FsError{EINVAL};
   int64_t size = data_size(src);
+  if (limits_.fixed_count && (at > size || int64_t(data.size()) > size - at)) throw FsError{EFBIG};
   if (at > size) {
     extend_zeros(src, at - size);
     size = at;
@@ -256,6 +259,7 @@ void ChunkOverlay::write_data(ChunkSource& src, int64_t at, ByteSpan data) {
 void ChunkOverlay::resize_data(ChunkSource& src, int64_t size) {
   if (size < 0) throw FsError{EINVAL};
   const int64_t current = data_size(src);
+  if (limits_.fixed_count && size != current) throw FsError{EINVAL};
   if (size >= current) return extend_zeros(src, size - current);
   if (size == 0) return truncate_count(0);
   const int64_t n = locate(src, size - 1);

@@ -41,6 +41,10 @@ class ChunkOverlay {
   struct Limits {
     int64_t max_chunk = 0;  // the largest a chunk may become (the chunksize of a fixed frame)
     int64_t grow_to = 0;    // what data appends fill the last chunk to, and new chunks' size
+    // An N-d array: its chunk count is what its shape needs, so chunks are
+    // neither added nor removed (EPERM) and data neither grows (EFBIG) nor is
+    // cut (EINVAL); the editor refuses a chunk of another size at the commit.
+    bool fixed_count = false;
   };
   struct Held {
     Bytes bytes;        // empty when `zeros`
@@ -87,7 +91,8 @@ class ChunkOverlay {
   size_t read_chunk(ChunkSource& src, int64_t n, int64_t offset, MutableByteSpan out) const;
   size_t read_data(ChunkSource& src, int64_t offset, MutableByteSpan out) const;
 
-  // Edits. Sizes beyond the limits throw FsError(EINVAL).
+  // Edits. Sizes beyond the limits throw FsError (EFBIG, EINVAL; EPERM: a
+  // change of a fixed chunk count).
   void write_chunk(ChunkSource& src, int64_t n, int64_t offset, ByteSpan data);
   void resize_chunk(ChunkSource& src, int64_t n, int64_t size);
   void append_chunk();                  // a new empty chunk at count()

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "frame_editor_internal.h"
 #include "frame_lock.h"
+#include "frame_nd.h"
 #include "frame_writer.h"
 #include "parallel_encode.h"
 #include "unique_fd.h"
@@ -36,6 +37,39 @@ bool all_zero(ByteSpan data) {
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int err) {
   throw IoError(path.string() + ": " + what, err);
+}
+
+// python-blosc2 opens an N-d array only when it has exactly the chunks its
+// shape needs, each of the array's chunk size: a commit to an array that has
+// them (read from the metalayer as the commit would leave it) keeps them.
+void check_array_chunks(const Frame& frame, const editor::StagedEdits& staged, const std::filesystem::path& path) {
+  const Metalayer* nd = frame_nd_metalayer(frame);
+  if (!nd) return;
+  const FrameHeader& h = frame.header();
+  NdMeta meta;
+  try {
+    meta = frame_nd_meta(frame, *nd);
+    (void)NdLayout(meta, h.typesize, frame.nchunks(), h.chunksize);
+  } catch (const FormatError&) {
+    return;  // not an array python-blosc2 opens now: nothing to keep
+  }
+  const auto rewritten = staged.metalayer_writes.find(nd->name);
+  if (!staged.chunks_dirty && rewritten == staged.metalayer_writes.end()) return;
+  const std::string why = "an N-d array keeps the chunks its shape needs (python-blosc2 opens it only then): ";
+  try {
+    if (rewritten != staged.metalayer_writes.end()) {
+      std::optional<std::string> dtype = meta.dtype;
+      meta = parse_nd_meta(rewritten->second, nd->name == "caterva");
+      if (!meta.dtype) meta.dtype = dtype;
+    }
+    const NdLayout after(meta, h.typesize, staged.nchunks, h.chunksize);
+    for (const auto& [n, chunk] : staged.chunks)
+      if (chunk.nbytes != after.chunk_bytes())
+        fail(path, why + "chunk " + std::to_string(n) + " would hold " + std::to_string(chunk.nbytes) +
+                       " bytes, not " + std::to_string(after.chunk_bytes()), EINVAL);
+  } catch (const FormatError& e) {
+    fail(path, why + e.what(), EINVAL);
+  }
 }
 
 }  // namespace
@@ -486,6 +520,7 @@ void FrameEditor::commit() {
   m.open_sidecar(true);
   SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
   if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
+  check_array_chunks(*m.frame, m.staged, m.path);
   editor::PlannedCommit planned = m.plan();
   size_t done = 0;
   try {

@@ -1,6 +1,7 @@
 #include "fs_ops.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/uio.h>
 #include <sys/statvfs.h>
 
@@ -76,10 +77,7 @@ void guarded(fuse_req_t req, const char* op, fuse_ino_t ino, Body&& body) noexce
   } catch (const std::bad_alloc&) {
     error = ENOMEM;
     log_failure(req, op, ino, "out of memory");
-  } catch (const std::out_of_range& e) {
-    error = ENOENT;
-    spdlog::debug("{} {}: {}", op, describe(req, ino), e.what());
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // std::out_of_range of a decoder too: a fault, not a missing file
     log_failure(req, op, ino, std::string("internal error: ") + e.what());
   } catch (...) {
     log_failure(req, op, ino, "internal error");
@@ -123,6 +121,13 @@ void send_later(FsContext& c, KernelNotes notes, uint64_t self = 0) {
 void send_waiting_for_inodes(FsContext& c, KernelNotes notes, uint64_t self = 0) {
   if (self) std::erase(notes.inodes, self);
   c.notifier.send(std::move(notes), KernelNotifier::Wait::inodes);
+}
+
+// Every change inside a dataset that cannot change (a read-only mount, a
+// store's embedded leaf, a remote one) answers EROFS, before any other check
+// of the tree's, as the kernel answers for a read-only mount.
+void refuse_if_read_only(FsContext& c, uint64_t ino) {
+  if (c.volume.read_only_at(ino)) throw FsError{EROFS};
 }
 
 void refresh(FsContext& c) {
@@ -199,6 +204,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   guarded(req, "setattr", ino, [&] {
     FsContext& c = context(req);
+    refuse_if_read_only(c, ino);
     std::optional<int64_t> size;
     if (to_set & FUSE_SET_ATTR_SIZE) size = int64_t(attr->st_size);
     KernelNotes notes;
@@ -347,6 +353,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     c.volume.maybe_refresh(refreshed);
     // Wait: the reader that opens must not see the old pages or size.
     c.notifier.send(std::move(refreshed), KernelNotifier::Wait::inodes);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) refuse_if_read_only(c, ino);
     KernelNotes notes;
     bool keep_cache = false, direct_io = false;
     std::unique_ptr<OpenFile> file = c.volume.open(ino, fi->flags, keep_cache, direct_io, notes);
@@ -444,6 +451,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   guarded(req, "create", parent, [&] {
     FsContext& c = context(req);
+    refuse_if_read_only(c, parent);
     if (!S_ISREG(mode) && (mode & S_IFMT) != 0) throw FsError{EPERM};
     KernelNotes notes;
     auto [ino, file] = c.volume.create(parent, name, fi->flags, notes);
@@ -467,10 +475,20 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
   guarded(req, "mknod", parent, [&] {
     FsContext& c = context(req);
+    refuse_if_read_only(c, parent);
     if (!S_ISREG(mode)) throw FsError{EPERM};
     KernelNotes notes;
     auto [ino, file] = c.volume.create(parent, name, O_WRONLY | O_EXCL, notes);
-    c.volume.flush(*file, notes);
+    // The file exists once mknod returns: its empty content is committed now,
+    // and a name that cannot be empty (attrs/ is JSON, raw/ a chunk) fails here.
+    file->wrote = true;
+    try {
+      c.volume.flush(*file, notes);
+    } catch (...) {
+      c.volume.release(std::move(file), notes);
+      send_later(c, std::move(notes));
+      throw;
+    }
     c.volume.release(std::move(file), notes);
     send_later(c, std::move(notes));
     reply_entry(req, c, ino);
@@ -480,6 +498,7 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   guarded(req, "unlink", parent, [&] {
     FsContext& c = context(req);
+    refuse_if_read_only(c, parent);
     KernelNotes notes;
     try {
       c.volume.unlink(parent, name, notes);
@@ -496,6 +515,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
                unsigned flags) {
   guarded(req, "rename", parent, [&] {
     FsContext& c = context(req);
+    refuse_if_read_only(c, parent);
+    refuse_if_read_only(c, new_parent);
+    // RENAME_EXCHANGE, RENAME_WHITEOUT: an argument no entry can take.
+    if (flags & ~unsigned(RENAME_NOREPLACE)) throw FsError{EINVAL};
     KernelNotes notes;
     try {
       c.volume.rename(parent, name, new_parent, new_name, flags, notes);
@@ -508,13 +531,19 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
   });
 }
 
-// Directories, links and special files cannot be part of a frame.
-void refuse(fuse_req_t req) { fuse_reply_err(req, context(req).volume.writable() ? EPERM : EROFS); }
+// Directories, links and special files cannot be part of a frame: EPERM, or
+// EROFS where nothing can change.
+void refuse(fuse_req_t req, const char* op, fuse_ino_t parent) {
+  guarded(req, op, parent, [&] {
+    refuse_if_read_only(context(req), parent);
+    throw FsError{EPERM};
+  });
+}
 
-void op_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { refuse(req); }
-void op_rmdir(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
-void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { refuse(req); }
-void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { refuse(req); }
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char*, mode_t) { refuse(req, "mkdir", parent); }
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char*) { refuse(req, "rmdir", parent); }
+void op_symlink(fuse_req_t req, const char*, fuse_ino_t parent, const char*) { refuse(req, "symlink", parent); }
+void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t new_parent, const char*) { refuse(req, "link", new_parent); }
 void op_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
   fuse_reply_err(req, EOPNOTSUPP);
 }

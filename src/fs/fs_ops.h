@@ -2,7 +2,9 @@
 // wrapper that turns exceptions into errno replies (the only place that does):
 //   FsError -> its errno (the answer to the request, no log line)
 //   FormatError / UnsupportedError -> EIO, with one log line naming the file
-//   IoError -> its errno;  std::bad_alloc -> ENOMEM;  std::out_of_range -> ENOENT
+//   IoError -> its errno;  std::bad_alloc -> ENOMEM
+//   anything else (std::out_of_range of a decoder too) -> EIO, with one log line:
+//   a fault is never answered as a missing file (only a lookup says ENOENT)
 // Extended attributes are not supported (ENOSYS, so the kernel stops asking).
 #pragma once
 

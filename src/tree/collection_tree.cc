@@ -134,7 +134,7 @@ std::shared_ptr<MountTree> CollectionTree::child(size_t slot) {
     }
   }
   VolumeOptions vo = settings_.leaf_options;
-  const bool store = d.entry.kind == DatasetKind::store || d.entry.kind == DatasetKind::store_directory;
+  const bool store = d.is_store();
   if (store) vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
   {
     std::lock_guard lock(mutex_);
@@ -237,7 +237,7 @@ std::optional<Node> CollectionTree::node(uint64_t ino) const {
     if (std::optional<size_t> slot = item_of(ino)) {
       std::lock_guard lock(mutex_);
       switch (items_[*slot]->entry.type) {
-        case CollectionEntry::Type::dataset: return Node{NodeKind::root};
+        case CollectionEntry::Type::dataset: return Node{items_[*slot]->is_store() ? NodeKind::store_group : NodeKind::root};
         case CollectionEntry::Type::symlink: return Node{NodeKind::symlink};
         default: return Node{NodeKind::plain_file};
       }
@@ -245,13 +245,14 @@ std::optional<Node> CollectionTree::node(uint64_t ino) const {
   } catch (const FsError&) {
     return std::nullopt;
   }
-  if (ino == kDescriptionIno) return Node{NodeKind::frame_json};
+  if (ino == kDescriptionIno) return Node{NodeKind::collection_json};
   if (std::optional<size_t> g = group_json_of(ino)) {
     std::lock_guard lock(mutex_);
-    return *g < dirs_.size() && dirs_[*g].present ? std::optional<Node>(Node{NodeKind::zarr_json}) : std::nullopt;
+    return *g < dirs_.size() && dirs_[*g].present ? std::optional<Node>(Node{NodeKind::group_zarr_json})
+                                                  : std::nullopt;
   }
   std::lock_guard lock(mutex_);
-  return dir_of(ino) ? std::optional<Node>(Node{NodeKind::root}) : std::nullopt;
+  return dir_of(ino) ? std::optional<Node>(Node{NodeKind::collection_dir}) : std::nullopt;
 }
 
 std::optional<uint64_t> CollectionTree::lookup(uint64_t parent, std::string_view name) {
@@ -467,7 +468,8 @@ std::unique_ptr<OpenFile> CollectionTree::open(uint64_t ino, int flags, bool& ke
     file->ino = ino;
     return file;
   }
-  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{refusal()};
+  // The place's own files are never written (EACCES, as a read-only attribute of sysfs).
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{settings_.writable ? EACCES : EROFS};
   std::optional<size_t> slot = item_of(ino);
   if (slot) {
     if (item(*slot).entry.type != CollectionEntry::Type::file) throw FsError{EISDIR};
@@ -565,9 +567,7 @@ std::string CollectionTree::description() {
           switch (item.entry.type) {
             case CollectionEntry::Type::dataset:
               e["kind"] = dataset_kind_name(item.entry.kind, path);
-              ++counts[item.entry.kind == DatasetKind::store || item.entry.kind == DatasetKind::store_directory
-                           ? "stores"
-                           : "frames"];
+              ++counts[item.is_store() ? "stores" : "frames"];
               e["open"] = bool(item.tree);
               if (!item.failure.empty()) {
                 e["error"] = item.failure;

@@ -93,6 +93,7 @@ class CollectionTree : public MountTree {
   void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags,
               KernelNotes& notes) override;
   void maybe_refresh(KernelNotes& notes) override;
+  bool read_only_at(uint64_t ino) override;
 
  private:
   struct Child {
@@ -125,6 +126,7 @@ class CollectionTree : public MountTree {
     // A file: its bytes while open (or once its size was asked).
     std::shared_ptr<const ByteSource> bytes;
     bool is_dataset() const { return entry.type == CollectionEntry::Type::dataset; }
+    bool is_store() const { return entry.kind == DatasetKind::store || entry.kind == DatasetKind::store_directory; }
   };
   struct Mapped {
     size_t slot;

@@ -101,7 +101,7 @@ struct stat CollectionTree::setattr(uint64_t ino, OpenFile* file, std::optional<
     st.st_ino = ino;
     return st;
   }
-  if (size) throw FsError{refusal()};
+  if (size) throw FsError{settings_.writable ? EACCES : EROFS};
   return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
 }
 
@@ -132,6 +132,11 @@ void CollectionTree::unlink(uint64_t parent, std::string_view name, KernelNotes&
   std::shared_ptr<MountTree> tree = child(at->slot);
   ChildCall call(*this, at->slot, at->local, nullptr, notes);
   tree->unlink(at->local, name, notes);
+}
+
+bool CollectionTree::read_only_at(uint64_t ino) {
+  if (std::optional<Mapped> at = inside_dataset(ino)) return child(at->slot)->read_only_at(at->local);
+  return !settings_.writable;
 }
 
 std::optional<CollectionTree::Mapped> CollectionTree::inside_dataset(uint64_t ino) const {

@@ -52,6 +52,11 @@ const FixedFile* fixed_file(NodeKind kind) {
   return nullptr;
 }
 
+std::string path_in(NodeKind dir, std::string_view name) {
+  const FixedFile* d = dir == NodeKind::root ? nullptr : fixed_file(dir);
+  return d ? std::string(d->name) + "/" + std::string(name) : std::string(name);
+}
+
 std::optional<uint64_t> computed_inode(const Node& node) {
   switch (node.kind) {
     case NodeKind::root: return kRootIno;

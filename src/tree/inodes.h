@@ -89,6 +89,8 @@ const FixedFile* fixed_file(NodeKind kind);
 std::optional<uint64_t> computed_inode(const Node& node);
 // The node a computed inode number stands for (existence not checked).
 std::optional<Node> computed_node(uint64_t ino);
+// The path of `name` in directory `dir` of a frame's tree, for log lines: "vlmeta/x", or "x" at the root.
+std::string path_in(NodeKind dir, std::string_view name);
 inline uint64_t directory_inode(NodeKind dir) { return dir == NodeKind::root ? kRootIno : fixed_file(dir)->ino; }
 
 }  // namespace blosc2fs

@@ -397,8 +397,12 @@ struct stat StoreTree::directory_attributes(uint64_t ino) const {
 std::optional<Node> StoreTree::node(uint64_t ino) const {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0) {
-    if (group_of(ino)) return Node{NodeKind::root};
-    if (file_of(ino)) return Node{NodeKind::frame_json};
+    if (group_of(ino)) return Node{NodeKind::store_group};
+    if (const TreeFile* f = file_of(ino)) {
+      if (ino == kStoreJsonIno) return Node{NodeKind::store_json};
+      if (f->zarr_group) return Node{NodeKind::group_zarr_json};
+      return Node{f->csv ? NodeKind::table_csv : NodeKind::table_schema};
+    }
     return std::nullopt;
   }
   if (slot > leaves_.size()) return std::nullopt;
@@ -546,7 +550,8 @@ std::unique_ptr<OpenFile> StoreTree::open(uint64_t ino, int flags, bool& keep_ca
       slot != 0 && local == kRemoteJsonLocal && leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote;
   if (slot == 0 || remote_json) {
     if (!node(ino)) throw FsError{ENOENT};
-    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{EROFS};
+    // The store's own files are made from it: never written (EACCES, as a read-only attribute of sysfs).
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) throw FsError{writable_ ? EACCES : EROFS};
     const TreeFile* f = slot == 0 ? file_of(ino) : nullptr;
     direct_io = f && (f->csv || ino == kStoreJsonIno);
     keep_cache = !direct_io;
@@ -673,7 +678,7 @@ void StoreTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
 struct stat StoreTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
   const uint64_t slot = slot_of(ino), local = local_of(ino);
   if (slot == 0 || local == kRootIno || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote) {
-    if (size) throw FsError{EROFS};
+    if (size) throw FsError{writable_ ? EACCES : EROFS};
     return attributes(ino);  // chmod, chown, utimens: accepted and ignored, as on a frame's mount
   }
   std::shared_ptr<Volume> v = volume(slot);
@@ -728,6 +733,13 @@ void StoreTree::rename(uint64_t parent, std::string_view name, uint64_t new_pare
   if (!v->writable()) refuse_write(slot);
   v->rename(local_of(parent), name, local_of(new_parent), new_name, flags, notes);
   translate(slot, notes);
+}
+
+bool StoreTree::read_only_at(uint64_t ino) {
+  const uint64_t slot = slot_of(ino);
+  if (!writable_ || slot == 0) return !writable_;
+  if (slot > leaves_.size() || leaf_of(slot).store_leaf->where.type == LeafLocation::Type::remote) return true;
+  return !volume(slot)->writable();
 }
 
 void StoreTree::maybe_refresh(KernelNotes& notes) {

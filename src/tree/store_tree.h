@@ -73,6 +73,7 @@ class StoreTree : public MountTree {
   void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags,
               KernelNotes& notes) override;
   void maybe_refresh(KernelNotes& notes) override;
+  bool read_only_at(uint64_t ino) override;
 
   // A name in a group directory, or a key under a leaf in the leaf's directory.
   struct Child {

@@ -140,8 +140,7 @@ std::string Volume::path_of_node(const Node& node) const {
   if (node.kind == NodeKind::scratch && node.dir == NodeKind::zarr_dir) return node.name;  // c/I/NAME already
   const NodeKind dir = dir_of(node);
   if (node.kind == NodeKind::root) return "/";
-  if (dir == NodeKind::root) return name_of(node);
-  return std::string(fixed_file(dir)->name) + "/" + name_of(node);
+  return path_in(dir, name_of(node));
 }
 
 bool Volume::exists(const Node& node) const {

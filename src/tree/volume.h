@@ -150,6 +150,10 @@ class MountTree {
  public:
   virtual ~MountTree() = default;
   virtual bool writable() const = 0;
+  // Whether nothing at `ino` can change: a read-only mount, or a dataset that
+  // cannot be changed in place (a store's embedded or zip leaf, a remote one).
+  // Every change there answers EROFS, as on a read-only mount.
+  virtual bool read_only_at(uint64_t ino) { return (void)ino, !writable(); }
   virtual int64_t nchunks() const = 0;  // for statfs' file count
   virtual bool underlying_statfs(struct statvfs& out) const = 0;
   virtual std::optional<Node> node(uint64_t ino) const = 0;

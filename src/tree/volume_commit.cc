@@ -53,11 +53,12 @@ std::pair<std::shared_ptr<const Frame>, FrameStamp> Volume::open_committed_frame
 ChunkOverlay::Limits Volume::overlay_limits(const FrameFiles& files) const {
   constexpr int64_t kLargestChunk = int64_t(INT32_MAX) - 64;  // what the editor accepts
   const int32_t chunksize = files.frame().header().chunksize;
-  if (chunksize > 0) return {chunksize, chunksize};
+  const bool array = files.array_layout() != nullptr;
+  if (chunksize > 0) return {chunksize, chunksize, array};
   int64_t grow_to = 0;
   if (chunksize == 0) grow_to = files.frame().largest_chunk_nbytes();  // variable chunks: up to the largest there is
   if (grow_to <= 0) grow_to = std::clamp<int64_t>(options_.preferred_chunksize, 1, kLargestChunk);
-  return {kLargestChunk, grow_to};
+  return {kLargestChunk, grow_to, array};
 }
 
 void Volume::note_inode(KernelNotes& notes, uint64_t ino) {
@@ -545,7 +546,7 @@ void Volume::shutdown() {
   for (const auto& removal : removals) {
     const std::string& name = removal.second;
     try {
-      run_commit(std::string(fixed_file(removal.first)->name) + "/" + name,
+      run_commit(path_in(removal.first, name),
                  [&](FrameEditor& editor) { editor.remove_vlmetalayer(name); });
       install({}, notes);
     } catch (const FsError&) {

@@ -63,6 +63,13 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
   if (!source) throw FsError{ENOENT};
   if (is_directory(source->kind)) throw FsError{EPERM};
   if (from == to) return;
+  // What an editor may move aside and write anew (a scratch name) or rename
+  // (vlmetalayers); array.npy is replaced by writing it whole.
+  if (source->kind != NodeKind::scratch && (!is_writable_file(source->kind) || source->kind == NodeKind::array_npy)) {
+    spdlog::warn("{}: cannot rename: only vlmetalayers can be renamed, and editable files moved aside by an editor",
+                 path_in(dir->kind, from));
+    throw FsError{EPERM};
+  }
   if (target && (flags & RENAME_NOREPLACE)) throw FsError{EEXIST};
   if (target && is_directory(target->kind)) throw FsError{EISDIR};
 
@@ -81,8 +88,7 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
     return rename_real_onto_scratch(dir->kind, from, to, notes);
   }
   if (!layer_dir(dir->kind)) {
-    spdlog::warn("{}/{}: cannot rename to {}: only vlmetalayers can be renamed", fixed_file(dir->kind)->name, from,
-                 to);
+    spdlog::warn("{}: cannot rename to {}: only vlmetalayers can be renamed", path_in(dir->kind, from), to);
     throw FsError{EPERM};
   }
   rename_layer(dir->kind, from, to, notes);
@@ -126,7 +132,7 @@ void Volume::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::str
     scratch = scratch_.at(ino);
     if (scratch.origin) origin_in_frame = files_->find_vlmeta(*scratch.origin) != nullptr;
   }
-  const std::string what = std::string(dir == NodeKind::root ? "" : std::string(fixed_file(dir)->name) + "/") + to;
+  const std::string what = path_in(dir, to);
   const bool drop_origin = scratch.origin && *scratch.origin != to && origin_in_frame && layer_dir(dir);
 
   // What the names look like once the content is in: the scratch file is the
@@ -184,6 +190,7 @@ void Volume::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::str
         std::shared_lock lock(state_mutex_);
         if (!n || *n > files_->nchunks()) throw FsError{EPERM};
         append = *n == files_->nchunks();
+        if (append && overlay_.limits().fixed_count) throw FsError{EPERM};
         if (append && !overlay_.clean()) throw FsError{EBUSY};
       }
       run_commit(what, [&](FrameEditor& editor) {
@@ -201,7 +208,9 @@ void Volume::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::str
         std::unique_lock lock(state_mutex_);
         if (dir == NodeKind::root) {
           if (to != "data") throw FsError{EPERM};
-          overlay_.resize_data(*files_, 0);
+          // An array's data keeps its size: a new content of that size is written over it.
+          if (!overlay_.limits().fixed_count) overlay_.resize_data(*files_, 0);
+          else if (int64_t(scratch.content.size()) != overlay_.data_size(*files_)) throw FsError{EINVAL};
           overlay_.write_data(*files_, 0, scratch.content);
         } else {
           std::optional<int64_t> n = parse_chunk_file_name(to);

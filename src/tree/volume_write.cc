@@ -97,7 +97,7 @@ Bytes Volume::current_content(uint64_t ino, const Node& node) const {
 }
 
 void Volume::check_new_layer(NodeKind dir, const std::string& name) const {
-  const std::string path = std::string(fixed_file(dir)->name) + "/" + name;
+  const std::string path = path_in(dir, name);
   if (name.size() > size_t(kMaxMetalayerNameLen)) {
     spdlog::warn("{}: cannot create: vlmetalayer names are at most {} bytes", path, kMaxMetalayerNameLen);
     throw FsError{ENAMETOOLONG};
@@ -540,6 +540,7 @@ uint64_t Volume::create_real(NodeKind dir, const std::string& name) {
       std::optional<int64_t> n = parse_raw_file_name(name);
       if (!n) throw FsError{EPERM};
       const bool append = *n == files_->nchunks() && overlay_.count() == files_->nchunks();
+      if (append && overlay_.limits().fixed_count) throw FsError{EPERM};
       if (!append && !(*n < files_->nchunks() && hidden(dir, name))) throw FsError{EPERM};
       cancel_removal(dir, name);
       const uint64_t ino = kRawBase + uint64_t(*n);
@@ -660,14 +661,14 @@ void Volume::unlink_scratch(uint64_t ino, KernelNotes& notes) {
     return;
   }
   // The layer moved onto this scratch name is thrown away with it.
-  const std::string what = std::string(fixed_file(dir)->name) + "/" + *origin;
+  const std::string what = path_in(dir, *origin);
   run_commit(what, [&](FrameEditor& editor) { editor.remove_vlmetalayer(*origin); });
   install({}, notes, forget_names);
   maybe_compact(notes, false);
 }
 
 void Volume::unlink_real(NodeKind dir, const std::string& name, KernelNotes& notes) {
-  const std::string what = std::string(fixed_file(dir)->name) + "/" + name;
+  const std::string what = path_in(dir, name);
   switch (dir) {
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir: {
@@ -692,6 +693,11 @@ void Volume::unlink_real(NodeKind dir, const std::string& name, KernelNotes& not
           dir == NodeKind::chunks_dir ? parse_chunk_file_name(name) : parse_raw_file_name(name);
       {
         std::unique_lock lock(state_mutex_);
+        if (overlay_.limits().fixed_count) {
+          spdlog::warn("{}: cannot remove: an N-d array has the chunks its shape needs (resize it through array.npy)",
+                       what);
+          throw FsError{EPERM};
+        }
         if (!n || *n != overlay_.count() - 1) {
           spdlog::warn("{}: cannot remove: only the last chunk can be removed", what);
           throw FsError{EPERM};
@@ -704,6 +710,8 @@ void Volume::unlink_real(NodeKind dir, const std::string& name, KernelNotes& not
       return;
     }
     default:
+      spdlog::warn("{}: cannot remove: only vlmetalayers, the last chunk of a frame and editors' scratch files can be "
+                   "removed", what);
       throw FsError{EPERM};
   }
 }
