@@ -50,16 +50,45 @@ def content(shape, seed):
     return (a.view(np.uint32) & np.uint32(0xFFFFF800)).view(np.float32)
 
 
+DAEMON = {}  # the running mount's daemon pid
+
+
 def mount(frame):
     os.makedirs(MNT, exist_ok=True)
     subprocess.run([BINARY, frame, MNT], check=True)
     pid = int(subprocess.run(["pgrep", "-n", "-f", f" {MNT}$"], capture_output=True, text=True,
                              check=True).stdout.split()[0])
+    DAEMON["pid"] = pid
     return pid
 
 
+def daemon_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def unmount():
-    subprocess.run(["fusermount3", "-u", MNT], check=True)
+    """fusermount3 -u, then the daemon's exit: it commits what it still holds after
+    the kernel lets the mount go, so the frame is whole only then (docs/writing.md,
+    "Unmounting"). A busy mount (a file or memory map still open) is tried again
+    for up to 30 s, and says so."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = subprocess.run(["fusermount3", "-u", MNT], capture_output=True, text=True)
+        if r.returncode == 0:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fusermount3 -u {MNT}: {r.stderr.strip()}")
+        log(f"fusermount3 -u {MNT} failed ({r.stderr.strip()}); trying again")
+        time.sleep(0.2)
+    pid = DAEMON.pop("pid", None)
+    while pid and not daemon_gone(pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the daemon {pid} of {MNT} did not exit")
+        time.sleep(0.05)
 
 
 def hwm_mb(pid):

@@ -14,6 +14,8 @@ import json
 import msgpack
 import numpy as np
 
+from operations import bytes_after
+
 MAX_VLMETALAYERS = 16
 MAX_NAME = 31
 
@@ -182,14 +184,16 @@ class FrameModel:
         chunk = self.chunks[n]
         if offset + len(raw) > self.chunksize:
             return errno.EFBIG
-        if offset + len(raw) > len(chunk) and n != len(self.chunks) - 1:
-            return errno.EFBIG
-        if offset > len(chunk) or (self.fixed_geometry and offset + len(raw) > len(chunk)):
+        if offset + len(raw) > len(chunk) and (n != len(self.chunks) - 1 or self.fixed_geometry):
+            return errno.EFBIG  # an N-d array's chunks keep their size (docs/operations.md)
+        if offset > len(chunk):
             return "skip"
         self.chunks[n] = chunk[:offset] + raw + chunk[offset + len(raw):]
         return None
 
     def _chunk_append(self, n, raw):
+        if self.fixed_geometry and n == len(self.chunks):
+            return errno.EPERM  # an N-d array has the chunks its shape needs
         if self.fixed_geometry or n < len(self.chunks) or not self.last_full() or len(raw) != self.chunksize:
             return "skip"
         if n > len(self.chunks):
@@ -198,10 +202,10 @@ class FrameModel:
         return None
 
     def _chunk_remove(self, n):
-        if self.fixed_geometry:
-            return "skip"
         if n >= len(self.chunks):
             return errno.ENOENT
+        if self.fixed_geometry:
+            return errno.EPERM  # an N-d array has the chunks its shape needs
         if n != len(self.chunks) - 1:
             return errno.EPERM
         self.chunks.pop()
@@ -218,7 +222,7 @@ class FrameModel:
     def _data_pwrite(self, offset, raw):
         data = self.data
         if self.fixed_geometry and offset + len(raw) > len(data):
-            return "skip"
+            return errno.EFBIG  # an N-d array's data keeps its size
         if offset > len(data):
             data += bytes(offset - len(data))
         self.rechunk(data[:offset] + raw + data[offset + len(raw):])
@@ -245,7 +249,7 @@ class FrameModel:
 
     def _data_truncate(self, length):
         if self.fixed_geometry:
-            return "skip"
+            return None if length == len(self.data) else errno.EINVAL
         data = self.data
         self.rechunk(data[:length] + bytes(max(0, length - len(data))))
         return None
@@ -276,6 +280,38 @@ class FrameModel:
         return None
 
     def _close_kept(self, slot):
+        return None
+
+    def table_change(self, change, kind, name, op, sibling=None, new_name=None):
+        """What docs/operations.md's "changes: ..." does to the model (test_model's
+        table steps); an errno where the model knows the change fails, "skip" where
+        the model cannot follow it."""
+        if change == "as written":
+            if kind == "vlmeta":
+                if self.vlmeta[name].is_value:
+                    return "skip"  # the mount chose those bytes; the model knows the value only
+                self.vlmeta[name] = Layer(raw=bytes_after(op, self._raw(name)))
+            elif kind == "chunk":
+                self.chunks[int(name)] = bytes_after(op, self.chunks[int(name)])
+            elif kind == "data":
+                self.rechunk(bytes_after(op, self.data))
+            else:
+                return "skip"
+        elif change == "removed":
+            if kind in ("vlmeta", "attrs"):
+                del self.vlmeta[name]
+            else:
+                self.chunks.pop()
+        elif change == "renamed":
+            return self._vlmeta_rename(name, "renamed")
+        elif change == "replaces the sibling":
+            return self._vlmeta_rename(name, sibling)
+        elif change == "a new empty layer":
+            return self._vlmeta_write(new_name, b"")
+        elif change == "the chunk reads as the fill value":
+            self.chunks[0] = bytes(len(self.chunks[0]))
+        else:
+            return "skip"
         return None
 
     def _raw(self, name):

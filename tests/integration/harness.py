@@ -184,6 +184,16 @@ def daemon_pid(mnt):
     raise TestFailure(f"no daemon process found for {mnt}")
 
 
+def process_gone(pid):
+    """Whether process pid has exited: no longer there, or a zombie (this machine's
+    init may be slow to reap the daemons it inherits)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def process_status_kib(pid, field):
     """A size line of /proc/PID/status ("VmHWM", "RssAnon", ...), in KiB."""
     with open(f"/proc/{pid}/status") as f:
@@ -250,6 +260,14 @@ class Harness:
         os.makedirs(bin_dir)
         os.symlink("/usr/bin/python3", os.path.join(bin_dir, "python3"))
         self.daemon_env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+        # A sanitizer build of the daemon (ctest's sanitizer.* runs of integration
+        # scripts) writes its reports here; any report fails the script at finish().
+        self.sanitizer_logs = os.environ.get("BLOSC2FS_SANITIZER_LOG_DIR")
+        if self.sanitizer_logs:
+            shutil.rmtree(self.sanitizer_logs, ignore_errors=True)
+            os.makedirs(self.sanitizer_logs)
+            self.daemon_env["ASAN_OPTIONS"] = f"log_path={self.sanitizer_logs}/asan:detect_leaks=0"
+            self.daemon_env["UBSAN_OPTIONS"] = f"log_path={self.sanitizer_logs}/ubsan:print_stacktrace=1"
 
     # --- paths ---
 
@@ -378,15 +396,23 @@ class Harness:
         self.mounts.pop(mnt, None)
 
     def unmount(self, mnt):
+        """Unmounts mnt and waits for its daemon to exit: the commits of files
+        released just before are on disk when this returns."""
         conn = self.mounts.pop(mnt, None)
         if not os.path.ismount(mnt):
             return
+        try:
+            pid = daemon_pid(mnt)
+        except TestFailure:
+            pid = None
         r = subprocess.run([FUSERMOUNT, "-u", mnt], capture_output=True, text=True, timeout=PATIENCE)
         if r.returncode != 0:
             print(f"  fusermount3 -u {mnt} failed ({r.stderr.strip()}); unmounting lazily", flush=True)
             self._abort(conn)
             subprocess.run([FUSERMOUNT, "-u", "-z", mnt], capture_output=True, text=True, timeout=PATIENCE)
         wait_until(lambda: not os.path.ismount(mnt))
+        if pid:
+            wait_until(lambda: process_gone(pid))
 
     def mount_plain(self, args, mountpoint):
         """Runs mount(8) with args (a bind or tmpfs mount on mountpoint) and
@@ -523,8 +549,22 @@ class Harness:
             timer.cancel()
             self.unmount_all()
 
+    def sanitizer_reports(self):
+        """The reports a sanitizer build of the daemon wrote (none: an empty list)."""
+        if not self.sanitizer_logs:
+            return []
+        reports = []
+        for name in sorted(os.listdir(self.sanitizer_logs)):
+            with open(os.path.join(self.sanitizer_logs, name), errors="replace") as f:
+                reports.append(f"{name}:\n{f.read()[:6000]}")
+        return reports
+
     def finish(self):
         self.unmount_all()
+        reports = self.sanitizer_reports()
+        if reports:
+            self.failed += 1
+            print("FAIL the sanitizer build of the daemon reported:\n" + "\n".join(reports), flush=True)
         left = self._mounts_under_workdir()
         if left:
             self.failed += 1

@@ -38,11 +38,18 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import FUSERMOUNT, PATIENCE, Harness, TestFailure, daemon_pid, parse_seeds, wait_until  # noqa: E402
 from fs_model import FrameModel, Layer, NdGeometry  # noqa: E402
+import operations  # noqa: E402
+from operations import BY_NAME, OPERATIONS, Entry, Table  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
 
 CI_SEEDS = "1-40"
+# The sanitizer build's run (ctest sanitizer.test_model): every kind of frame twice.
+SANITIZER_SEEDS = "1-10"
+# docs/operations.md: table steps draw any operation on any entry and expect its outcome.
+TABLE = Table()
+TABLE_STEP_SHARE = 0.3
 TRACE = bool(os.environ.get("BLOSC2FS_MODEL_TRACE"))  # print every step before it runs
 KINDS = ("contiguous", "sparse", "b2nd", "store-leaf", "collection")
 SCRATCH_NAMES = (".{}.swp", "{}~", "sedAb12Cd")
@@ -137,8 +144,18 @@ def json_text(rng):
     return rng.choice(choices)
 
 
-def next_step(rng, model, kind, kept):
-    """One operation as a tuple, drawn against the model's current state."""
+def next_step(rng, model, kind, kept, entries=None):
+    """One operation as a tuple, drawn against the model's current state; with
+    `entries` (Sequence.table_entries), also any operation of docs/operations.md's
+    table on any of them."""
+    if entries and rng.random() < TABLE_STEP_SHARE:
+        target = rng.choice(sorted(entries))
+        entry = entries[target]
+        directory = "directory" if entry.kind.endswith(("_dir", "_group")) or entry.kind == "root" else "file"
+        ops = [op.name for op in OPERATIONS if op.applies in ("any", directory) and op.name != "copy-range"
+               and not (op.name in ("rename-over", "rename-noreplace", "rename-exchange") and not entry.sibling)
+               and not (op.name == "rename-across" and not entry.elsewhere)]
+        return ("table", target, rng.choice(ops))
     nchunks = len(model.chunks)
     size = len(model.data)
     r = rng.random()
@@ -232,6 +249,7 @@ class Sequence:
         self.mnt = None
         self.kept = {}  # slot -> (fd, version): files held open across steps
         self.other_changes = 0  # how many times another writer changed the frame
+        self.table_steps = 0  # table steps performed (names of new temporary files)
         self.mount()
 
     # paths
@@ -415,6 +433,107 @@ class Sequence:
             raise StepFailure(f"the other writer (python-blosc2) failed: {r.stderr.strip()[-400:]}")
         self.other_changes += 1
 
+    # table steps: any operation of docs/operations.md on any entry
+    def table_entries(self):
+        """The entries a table step may act on now, by names that replay: paths in the
+        frame's tree, and "@NAME" in the mount's own tree above it (a store, a collection)."""
+        m = self.model
+        top = self.path()
+        j = lambda *p: os.path.join(top, *p)  # noqa: E731
+        up = lambda *p: os.path.join(self.mnt, *p)  # noqa: E731
+        case = "array" if m.fixed_geometry else "frame"
+        out = {}
+
+        def add(target, path, kind, case="", sibling=None, elsewhere=None, new_name="newfile"):
+            out[target] = Entry(path, kind, case, sibling=sibling, elsewhere=elsewhere, new_name=new_name)
+
+        neighbour = {"store-leaf": "small", "collection": "other.b2frame"}.get(self.kind)
+        if self.subpath:
+            add("", top, "root", "inside", sibling=neighbour, elsewhere=None)
+        else:
+            add("", top, "root", "mount")
+            add(".blosc2fs-cache", j(".blosc2fs-cache"), "cache_stats", sibling="frame.json", elsewhere=j("vlmeta"))
+        for name, kind, sibling in (("frame.json", "frame_json", "index.tsv"), ("index.tsv", "index_tsv", "frame.json"),
+                                    ("data", "data", "frame.json")):
+            add(name, j(name), kind, case if kind == "data" else "", sibling=sibling, elsewhere=j("vlmeta"))
+        fresh = next(f"t{i}" for i in range(100) if f"t{i}" not in m.vlmeta)
+        n = len(m.chunks)
+        for name, kind, new_name in (("chunks", "chunks_dir", f"{n:08d}"), ("raw", "raw_dir", f"{n:08d}.chunk"),
+                                     ("meta", "meta_dir", "newmeta"), ("vlmeta", "vlmeta_dir", fresh),
+                                     ("attrs", "attrs_dir", "newattr")):
+            add(name, j(name), kind, case if kind in ("chunks_dir", "raw_dir") else "",
+                sibling="raw" if name == "chunks" else "chunks", elsewhere=j("vlmeta" if name == "meta" else "meta"),
+                new_name=new_name)
+        names = sorted(m.vlmeta)
+        for name in names:
+            other = next((x for x in names if x != name), None)
+            add(f"vlmeta/{name}", j("vlmeta", name), "vlmeta", sibling=other, elsewhere=j("attrs"))
+        shown = [x for x in names if m.vlmeta[x].is_value and json_only(m.vlmeta[x].value)]
+        for name in shown:
+            other = next((x for x in shown if x != name), None)
+            add(f"attrs/{name}", j("attrs", name), "attrs", sibling=other, elsewhere=j("vlmeta"))
+        # Chunks where the table's rows hold: every chunk but the last full, the last one short.
+        full = all(len(c) == m.chunksize for c in m.chunks[:-1])
+        if n and full:
+            last_short = 0 < len(m.chunks[-1]) < m.chunksize
+            for i in {0, n - 1}:
+                if m.fixed_geometry:
+                    which = "array"
+                elif i < n - 1:
+                    which = "frame, not last"
+                elif last_short:
+                    which = "frame, last"
+                else:
+                    continue
+                other = next((k for k in (0, n - 1) if k != i), None)
+                add(f"chunks/{i}", j("chunks", f"{i:08d}"), "chunk", which,
+                    sibling=None if other is None else f"{other:08d}", elsewhere=j("raw"))
+                add(f"raw/{i}", j("raw", f"{i:08d}.chunk"), "raw_chunk", which,
+                    sibling=None if other is None else f"{other:08d}.chunk", elsewhere=j("chunks"))
+        if m.fixed_geometry:
+            add("meta/b2nd", j("meta", "b2nd"), "meta", elsewhere=j("vlmeta"))
+            for name, kind in (("array.npy", "array_npy"), ("preview.png", "preview_png"), ("zarr.json", "zarr_json")):
+                add(name, j(name), kind, sibling="frame.json", elsewhere=j("vlmeta"))
+            partial = f"p{self.table_steps}.partial"  # a Zarr writer's temporary file, new at every step
+            add("c", j("c"), "zarr_dir", "top", sibling="zarr2", elsewhere=j("vlmeta"), new_name=partial)
+            add("c/0", j("c", "0"), "zarr_dir", "inside", elsewhere=j("vlmeta"), new_name=partial)
+            add("c/0/0", j("c", "0", "0"), "zarr_chunk", elsewhere=j("vlmeta"))
+            add("zarr2", j("zarr2"), "zarr2_dir", sibling="c", elsewhere=j("vlmeta"), new_name="99.99")
+            add("zarr2/.zarray", j("zarr2", ".zarray"), "zarray", sibling=".zattrs", elsewhere=j("vlmeta"))
+            add("zarr2/.zattrs", j("zarr2", ".zattrs"), "zattrs", sibling=".zarray", elsewhere=j("vlmeta"))
+            add("zarr2/0.0", j("zarr2", "0.0"), "zarr2_chunk", elsewhere=j("vlmeta"))
+        if self.kind == "store-leaf":
+            add("@", self.mnt, "store_group", "top")
+            add("@store.json", up("store.json"), "store_json", sibling="zarr.json", elsewhere=top)
+            add("@zarr.json", up("zarr.json"), "group_zarr_json", sibling="store.json", elsewhere=top)
+        if self.kind == "collection":
+            add("@", self.mnt, "collection_dir", "top")
+            add("@collection.json", up("collection.json"), "collection_json", sibling="zarr.json", elsewhere=top)
+            add("@zarr.json", up("zarr.json"), "group_zarr_json", sibling="collection.json", elsewhere=top)
+            add("@other.b2frame", up("other.b2frame"), "root", "inside", sibling=self.subpath)
+        return out
+
+    def table_expected(self, op):
+        """The entry of a table step and what the table says it answers (the model
+        changed as it says); "skip" when the entry is not there now."""
+        _, target, name = op
+        entry = self.table_entries().get(target)
+        if entry is None or entry.row not in TABLE.kinds:
+            return None, "skip"
+        want = TABLE.outcome(entry.row, BY_NAME[name])
+        if want is None or want.text == "—":
+            return entry, "skip"
+        if want.errno:
+            return entry, want.errno
+        if want.change:
+            return entry, self.model.table_change(want.change, entry.kind, os.path.basename(entry.path), name,
+                                                   entry.sibling, entry.new_name)
+        return entry, None
+
+    def do_table(self, target, name):
+        self.table_steps += 1
+        BY_NAME[name].perform(self.table_entry)
+
     def do_other_writer_vlmeta(self, name, value):
         self.other_writer(
             "import blosc2, sys, json\n"
@@ -432,7 +551,7 @@ class Sequence:
     def check_mount(self):
         m = self.model
         want_names = sorted(m.vlmeta)
-        got_names = sorted(n for n in os.listdir(self.path("vlmeta")))
+        got_names = sorted(n for n in os.listdir(self.path("vlmeta")) if not scratch_name(n))
         if got_names != want_names:
             raise StepFailure(f"vlmeta/ lists {got_names}, the model {want_names}")
         for name in want_names:
@@ -446,7 +565,7 @@ class Sequence:
                     text = f.read()
                 if json.loads(text) != layer.value:
                     raise StepFailure(f"attrs/{name} holds {text[:80]!r}, the model {layer.value!r}")
-        names = sorted(os.listdir(self.path("chunks")))
+        names = sorted(n for n in os.listdir(self.path("chunks")) if not scratch_name(n))
         want = ["%08d" % i for i in range(len(m.chunks))]
         if names != want:
             raise StepFailure(f"chunks/ lists {len(names)} names, the model {len(want)} chunks")
@@ -495,7 +614,10 @@ class Sequence:
     def step(self, op):
         """Performs op; fails unless its outcome is the model's."""
         before = self.model.copy()
-        expected = self.model.apply(op)
+        if op[0] == "table":
+            self.table_entry, expected = self.table_expected(op)
+        else:
+            expected = self.model.apply(op)
         if expected == "skip":
             self.model = before
             return False
@@ -518,12 +640,16 @@ class Sequence:
             raise StepFailure(f"{describe(op)}: {name(got)} where the model expects {name(expected)}")
         if expected is not None:
             self.model = before
-        if op[0].startswith("other_writer"):
-            # The mount notices within about a second: poll until it shows the change.
+        if op[0].startswith("other_writer") or op[0] == "table":
+            # The mount notices another writer within about a second; a close with nothing
+            # written commits at the release that follows it (docs/operations.md): poll
+            # until the mount and the frame show the change.
             deadline = time.monotonic() + OTHER_WRITER_PATIENCE
             while True:
                 try:
                     self.check_mount()
+                    if op[0] == "table":
+                        self.check_python_blosc2()
                     break
                 except (StepFailure, OSError, ValueError):
                     if time.monotonic() > deadline:
@@ -533,6 +659,11 @@ class Sequence:
             self.check_mount()
         self.check_python_blosc2()
         return True
+
+
+def scratch_name(name):
+    """An editor's scratch file (table steps make `.newfile.swp` and move names aside to `NAME~`)."""
+    return name.startswith(".") or name.endswith("~")
 
 
 def json_only(value):
@@ -599,7 +730,7 @@ def run_seed(h, seed, steps):
         seq.check_python_blosc2()
         performed = 0
         for _ in range(steps):
-            op = next_step(rng, seq.model, seq.kind, seq.kept)
+            op = next_step(rng, seq.model, seq.kind, seq.kept, seq.table_entries())
             ops.append(op)
             if TRACE:
                 print(f"    seed {seed} step {len(ops)}: {describe(op)}", flush=True)
@@ -665,9 +796,11 @@ def renames_show_at_once(h):
 def main():
     h = Harness("random operation sequences against a model", watchdog_seconds=600)
     h.require_fuse()
-    seeds = parse_seeds(os.environ.get("BLOSC2FS_MODEL_SEEDS", CI_SEEDS))
+    operations.COPY_TARGET_DIR = h.new_dir("outside")
+    chosen = os.environ.get("BLOSC2FS_MODEL_SEEDS", CI_SEEDS)
+    seeds = parse_seeds(SANITIZER_SEEDS if chosen == "sanitizer" else chosen)
     steps = int(os.environ.get("BLOSC2FS_MODEL_STEPS", "24"))
-    if "BLOSC2FS_MODEL_SEEDS" not in os.environ:
+    if chosen == CI_SEEDS:
         h.test("a rename onto a layer and a truncation of data show at once (400 rounds)", renames_show_at_once, h)
     for seed in seeds:
         h.test(f"model sequence seed {seed} ({kind_of(seed)}, {steps} steps)", run_seed, h, seed, steps)

@@ -704,3 +704,38 @@ TEST(FrameEditor, EmbeddedFrameAtAnOffset) {
 
 }  // namespace
 }  // namespace blosc2fs::testing
+
+namespace blosc2fs::testing {
+namespace {
+
+// docs/operations.md: a commit to an N-d array that has the chunks its shape needs
+// keeps them, whatever edit reached the editor: refused with EINVAL, the frame as it was.
+TEST(FrameEditor, ArraysKeepTheChunksTheirShapeNeeds) {
+  TempDir tmp;
+  fs::path p = copy_fixture(tmp, "b2nd-2d-u1.b2nd");
+  const FrameContent before = read_content(p);
+  const int64_t n = int64_t(before.chunks.size());
+  FrameEditor ed(p);
+  auto refused = [&](const std::function<void()>& stage) {
+    stage();
+    const int e = errno_of([&] { ed.commit(); });
+    ed.discard_staged_edits();
+    return e;
+  };
+  EXPECT_EQ(refused([&] { ed.truncate_chunks(n - 1); }), EINVAL);
+  EXPECT_EQ(refused([&] { ed.append_chunk(before.chunks[0]); }), EINVAL);
+  Bytes shorter(before.chunks[0].begin(), before.chunks[0].end() - 1);
+  EXPECT_EQ(refused([&] { ed.replace_chunk(n - 1, shorter); }), EINVAL);
+  // A b2nd metalayer (of the same length) that describes one chunk row less.
+  NdMeta meta = parse_nd_meta(before.metalayers.at("b2nd"), false);
+  meta.shape[0] -= meta.chunkshape[0];
+  const Bytes nd = serialize_b2nd_meta(meta);
+  ASSERT_EQ(nd.size(), before.metalayers.at("b2nd").size());
+  EXPECT_EQ(refused([&] { ed.set_metalayer("b2nd", nd); }), EINVAL);
+  ed.replace_chunk(0, before.chunks[0]);  // the same size: taken
+  ed.commit();
+  expect_content(p, before);
+}
+
+}  // namespace
+}  // namespace blosc2fs::testing

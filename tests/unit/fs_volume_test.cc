@@ -635,3 +635,65 @@ TEST_F(FsVolume, ZarrJsonTakesOnlyAttributeChanges) {
 
 }  // namespace
 }  // namespace blosc2fs
+
+namespace blosc2fs {
+namespace {
+
+// docs/operations.md: a file the mount makes can be neither removed nor renamed,
+// at the top of the tree too (where a removal once dereferenced a null directory).
+TEST_F(FsVolume, TopFilesAreNeitherRemovedNorRenamed) {
+  auto path = copy("metas-vlmetas.b2frame");
+  const testing::FrameContent before = testing::read_content(path);
+  auto v = mount(path);
+  KernelNotes notes;
+  for (const char* name : {"frame.json", "index.tsv", "data", ".blosc2fs-cache"}) {
+    EXPECT_EQ(errno_of([&] { v->unlink(kRootIno, name, notes); }), EPERM) << name;
+    EXPECT_EQ(errno_of([&] { v->rename(kRootIno, name, kRootIno, "renamed", 0, notes); }), EPERM) << name;
+  }
+  EXPECT_EQ(errno_of([&] { v->rename(kRootIno, "frame.json", kRootIno, "index.tsv", 0, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->unlink(dir(*v, "meta"), "note", notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->unlink(kRootIno, "chunks", notes); }), EISDIR);
+  v->shutdown();
+  EXPECT_EQ(testing::read_content(path), before);
+}
+
+// An N-d array keeps the chunks its shape needs (python-blosc2 opens it only then).
+TEST_F(FsVolume, ArraysKeepTheChunksTheirShapeNeeds) {
+  auto path = copy("b2nd-2d-u1.b2nd");
+  const testing::FrameContent before = testing::read_content(path);
+  auto v = mount(path);
+  KernelNotes notes;
+  const uint64_t chunks = dir(*v, "chunks"), raw = dir(*v, "raw"), data = dir(*v, "data");
+  const int64_t n = v->nchunks();
+  const std::string last = chunk_file_name(n - 1);
+  EXPECT_EQ(errno_of([&] { v->unlink(chunks, last, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->unlink(raw, last + ".chunk", notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->create(chunks, chunk_file_name(n), O_WRONLY | O_CREAT, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { v->create(raw, chunk_file_name(n) + ".chunk", O_WRONLY | O_CREAT, notes); }), EPERM);
+  const int64_t size = v->attributes(data).st_size;
+  EXPECT_EQ(errno_of([&] { v->setattr(data, nullptr, size - 1, notes); }), EINVAL);
+  EXPECT_EQ(errno_of([&] { v->setattr(data, nullptr, size + 1, notes); }), EINVAL);
+  bool keep, direct;
+  EXPECT_EQ(errno_of([&] { v->open(data, O_WRONLY | O_TRUNC, keep, direct, notes); }), EINVAL);
+  {
+    auto file = v->open(data, O_WRONLY, keep, direct, notes);
+    EXPECT_EQ(errno_of([&] { v->write(*file, size, bytes_of("x"), notes); }), EFBIG);
+    v->release(std::move(file), notes);
+  }
+  // A chunk truncated with no file open is committed at once, and refused.
+  const uint64_t chunk0 = v->lookup(chunks, chunk_file_name(0)).value();
+  EXPECT_EQ(errno_of([&] { v->setattr(chunk0, nullptr, 0, notes); }), EINVAL);
+  // Rewritten whole at its size, a chunk is taken.
+  Bytes whole = read_all(*v, chunk0);
+  std::reverse(whole.begin(), whole.end());
+  put(*v, chunks, chunk_file_name(0), whole);
+  v->shutdown();
+  testing::FrameContent after = testing::read_content(path);
+  EXPECT_EQ(after.chunks.size(), before.chunks.size());
+  EXPECT_EQ(after.chunks[0], whole);
+  after.chunks[0] = before.chunks[0];
+  EXPECT_EQ(after, before);
+}
+
+}  // namespace
+}  // namespace blosc2fs
