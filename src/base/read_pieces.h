@@ -37,7 +37,10 @@ class ReadPieces {
   }
   // `size` bytes owned here, for the caller to fill.
   MutableByteSpan add_copy(size_t size) {
-    if (size == 0) return {};
+    // Empty, but never null: callers memcpy into it, and memcpy's pointers must be
+    // valid even for no bytes (UBSan stopped the daemon at a read past table.csv's end).
+    static uint8_t nothing;
+    if (size == 0) return {&nothing, 0};
     owned_.push_back(std::make_unique_for_overwrite<uint8_t[]>(size));
     pieces_.emplace_back(owned_.back().get(), size);
     size_ += size;

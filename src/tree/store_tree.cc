@@ -186,7 +186,7 @@ StoreTree::StoreTree(std::unique_ptr<Store> store, VolumeOptions leaf_options, s
 StoreTree::~StoreTree() = default;
 
 void StoreTree::add_tables() {
-  for (const Leaf& leaf : leaves_) {
+  for (const Leaf& leaf : leaves_) {  // (marks the parts of each table it finds: no reallocation)
     const std::string& key = leaf.store_leaf->key;
     if (!key.ends_with("/_meta")) continue;
     const std::string prefix = key.substr(0, key.size() - 6);
@@ -204,6 +204,8 @@ void StoreTree::add_tables() {
       spdlog::warn("{}: {}: {}", store_->path().string(), key, e.what());
       continue;
     }
+    for (Leaf& part : leaves_)
+      if (part.store_leaf->key.starts_with(prefix + "/")) part.table_part = true;
     auto table = std::make_unique<Table>();
     try {
       table->csv = std::make_unique<TableCsv>(*store_, prefix);
@@ -321,7 +323,7 @@ std::shared_ptr<Volume> StoreTree::volume(uint64_t slot) {
       options.frame_json_fields["path"] = store_->embed_file().string();
       options.frame_json_fields["embedded"] = std::move(embedded);
     }
-  } else if (writable_) {
+  } else if (writable_ && !leaf.table_part) {
     options.writable = true;
     options.store_lock = LockSidecar::path_for(store_->path() / "embed.b2e", false);
   }
@@ -609,9 +611,10 @@ bool StoreTree::key_child_named(uint64_t slot, uint64_t local, std::string_view 
 void StoreTree::refuse_write(uint64_t slot) const {
   if (!writable_) throw FsError{EROFS};
   const StoreLeaf& leaf = *leaves_[slot - 1].store_leaf;
-  const char* what = leaf.where.type == LeafLocation::Type::embedded ? "embedded in embed.b2e"
-                     : leaf.where.type == LeafLocation::Type::remote ? "a remote reference"
-                                                                      : "not a frame file of its own";
+  const char* what = leaves_[slot - 1].table_part                  ? "a part of a CTable, changed as a whole by python-blosc2"
+                     : leaf.where.type == LeafLocation::Type::embedded ? "embedded in embed.b2e"
+                     : leaf.where.type == LeafLocation::Type::remote   ? "a remote reference"
+                                                                        : "not a frame file of its own";
   spdlog::warn("{}: key {} is {}: read-only", store_->path().string(), leaf.key, what);
   throw FsError{EROFS};
 }

@@ -115,6 +115,10 @@ class StoreTree : public MountTree {
     std::list<size_t>::iterator lru;               // valid while open
     std::vector<Child> children;                   // keys under this one ("/a/b" under "/a"), by name
     uint64_t open_files = 0;                       // it stays open while a file of it is open
+    // A part of a CTable (its _meta, _valid_rows, _cols/...): read-only, since
+    // python-blosc2 opens a table only with all of its parts as it wrote them
+    // (removing the schema's vlmetalayers would leave a store it cannot open).
+    bool table_part = false;
     std::unique_ptr<InodeMemory> inodes;           // while closed: what its last Volume numbered
   };
   // Turns an open file's inode number into its leaf Volume's own for one call,

@@ -45,8 +45,8 @@ import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
 
 CI_SEEDS = "1-40"
-# The sanitizer build's run (ctest sanitizer.test_model): every kind of frame twice.
-SANITIZER_SEEDS = "1-10"
+# The sanitizer build's run (ctest sanitizer.test_model): the CI seeds, against the ASan+UBSan daemon.
+SANITIZER_SEEDS = "1-40"
 # docs/operations.md: table steps draw any operation on any entry and expect its outcome.
 TABLE = Table()
 TABLE_STEP_SHARE = 0.3

@@ -271,8 +271,14 @@ def store_entries(mnt, embedded=False):
         Entry(j("table", "table.csv"), "table_csv", sibling="schema.json", elsewhere=j("grp")),
         Entry(j("table", "schema.json"), "table_schema", sibling="table.csv", elsewhere=j("grp")),
     ]
+    # A CTable's parts: read-only leaves (python-blosc2 opens a table only as it wrote it).
+    out += [Entry(j("table", "_meta"), "root", "read-only leaf", sibling="_valid_rows", elsewhere=j("grp")),
+            Entry(j("table", "_meta", "vlmeta", "kind"), "vlmeta", sibling="schema",
+                  elsewhere=j("table", "_meta", "attrs"))]
     for e in out:
         e.dataset = "/leaf"
+    for e in out[-2:]:
+        e.read_only, e.dataset = True, "/table"
     leaf = frame_entries(j("leaf"), "/leaf", array=True, mount_root=False, root_sibling="grp",
                          root_elsewhere=j("grp"))
     if embedded:  # read-only leaves: a few of their entries
@@ -566,6 +572,42 @@ def every_row(h, matrix):
         raise TestFailure(f"{len(problems)} problems:\n  " + "\n  ".join(problems[:200]))
 
 
+def rm_rf_everything(h, matrix):
+    """What a new user types: `mv` of every top entry, then `rm -rf MNT/*`; the daemon answers
+    every one, the unmount succeeds, and python-blosc2 opens every dataset, an N-d array with
+    its shape and chunks (what rm removed: the vlmetalayers, a frame's chunks from the end, the
+    Zarr view's chunks, which then read as the fill value: docs/operations.md)."""
+    for tree in TREES:
+        if "rw" not in tree.modes or tree.served:
+            continue
+        target = matrix.copy(tree)
+        before = tree.values(target)
+        mnt = matrix.mount(tree, target, "rw")
+        try:
+            for name in sorted(os.listdir(mnt)):
+                subprocess.run(["mv", os.path.join(mnt, name), os.path.join(mnt, name + ".moved")],
+                               capture_output=True, timeout=60)
+            r = subprocess.run(["rm", "-rf", "--one-file-system"] + [os.path.join(mnt, n) for n in os.listdir(mnt)],
+                               capture_output=True, text=True, timeout=120)
+            if r.returncode == 0 and os.listdir(mnt):
+                raise TestFailure(f"{tree.name}: rm -rf succeeded but left {os.listdir(mnt)}")
+            matrix.alive(mnt, f"{tree.name}: rm -rf of every entry")
+        finally:
+            h.unmount(mnt)
+        try:
+            after = tree.values(target)
+        except Exception as e:  # noqa: BLE001 - python-blosc2 cannot open it
+            raise TestFailure(f"{tree.name}: after rm -rf, python-blosc2 cannot read {target}: {e}")
+        for name, values in before.items():
+            if not (isinstance(values, dict) and "array" in values):
+                continue
+            shape, raw = after[name]["array"]
+            if shape != values["array"][0] or len(after[name]["chunks"]) != len(values["chunks"]):
+                raise TestFailure(f"{tree.name}: after rm -rf, the array {name!r} has shape {shape} and "
+                                  f"{len(after[name]['chunks'])} chunks, not {values['array'][0]} and "
+                                  f"{len(values['chunks'])}")
+
+
 def print_observed(matrix):
     rows = {}
     for (tree, mode, row, op), got in matrix.observed.items():
@@ -587,6 +629,8 @@ def main():
     FIXTURES_EXTRA = os.path.join(h.fixtures_extra, "frames")
     matrix = Matrix(h, None if EXPLORE else Table(), None)
     h.test("every row of docs/operations.md on every tree", every_row, h, matrix)
+    if not EXPLORE:
+        h.test("rm -rf and mv of every entry of every tree", rm_rf_everything, h, matrix)
     h.finish()
 
 
