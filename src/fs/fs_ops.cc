@@ -357,7 +357,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     KernelNotes notes;
     bool keep_cache = false, direct_io = false;
     std::unique_ptr<OpenFile> file = c.volume.open(ino, fi->flags, keep_cache, direct_io, notes);
-    send_later(c, std::move(notes));
+    // The open that draws preview.png changes its size from the bound stat showed:
+    // the kernel forgets the old size before the opener can ask (fstat, SEEK_HOLE).
+    // Attributes alone: no lock the open holds is needed.
+    c.notifier.send(std::move(notes), KernelNotifier::Wait::inodes);
     fi->keep_cache = keep_cache;
     fi->direct_io = direct_io;
     fi->noflush = !file->writable;
