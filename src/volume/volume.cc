@@ -17,11 +17,6 @@
 
 namespace blosc2fs {
 
-std::string MountTree::readlink(uint64_t ino) {
-  if (!node(ino)) throw FsError{ENOENT};
-  throw FsError{EINVAL};
-}
-
 
 namespace {
 
