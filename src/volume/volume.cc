@@ -48,7 +48,7 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
       named_[ino] = node;
     }
     next_named_ = std::max(next_named_, options_.inodes->next_named);
-    lookups_ = std::move(options_.inodes->lookups);
+    kernel_.seed(std::move(options_.inodes->lookups));
     options_.inodes.reset();
   }
 }
@@ -76,8 +76,7 @@ InodeMemory Volume::inode_memory() const {
         memory.layers.emplace_back(it->second, ino);
     memory.next_named = next_named_;
   }
-  std::lock_guard lock(kernel_mutex_);
-  memory.lookups = lookups_;
+  memory.lookups = kernel_.lookups();
   return memory;
 }
 
@@ -365,24 +364,10 @@ std::string Volume::path_of(uint64_t ino) const {
   return path_of_node(*n);
 }
 
-void Volume::remember(uint64_t ino) {
-  std::lock_guard lock(kernel_mutex_);
-  ++lookups_[ino];
-}
+void Volume::remember(uint64_t ino) { kernel_.remember(ino); }
 
 void Volume::forget(uint64_t ino, uint64_t count) {
-  {
-    std::lock_guard lock(kernel_mutex_);
-    auto it = lookups_.find(ino);
-    if (it == lookups_.end()) return;
-    if (it->second > count) {
-      it->second -= count;
-      return;
-    }
-    lookups_.erase(it);
-    changed_at_.erase(ino);
-    opened_at_.erase(ino);
-  }
+  if (!kernel_.forget(ino, count)) return;
   // A renamed file's inode kept answering as the file it was renamed over
   // (named_ alias); once the kernel lets go of it, nobody can ask again.
   if (ino < kNamedBase || ino >= kChunkBase) return;

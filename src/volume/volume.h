@@ -44,6 +44,7 @@
 #include "frame_files.h"
 #include "inodes.h"
 #include "json_prefix.h"
+#include "kernel_tracker.h"
 #include "mount_tree.h"
 #include "node.h"
 #include "prefetcher.h"
@@ -254,9 +255,8 @@ class Volume : public MountTree {
   void zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes);  // commit
 
   // Records an open file and the version it opens on; whether a file of an
-  // older version of that inode is still open. Takes kernel_mutex_.
+  // older version of that inode is still open.
   bool note_open(OpenFile& file);
-  void note_release(const OpenFile& file);
 
   // volume_write.cc (locks: "exclusive" = state lock held exclusively;
   // "commit" = commit mutex held, which every change of the overlay needs)
@@ -375,13 +375,7 @@ class Volume : public MountTree {
   std::mutex retired_mutex_;
   std::vector<std::pair<std::weak_ptr<const Frame>, RetiredTree>> retired_trees_;
 
-  // Kernel references and cache freshness (their own mutex: hot paths).
-  mutable std::mutex kernel_mutex_;
-  std::unordered_map<uint64_t, uint64_t> lookups_;
-  std::unordered_map<uint64_t, uint64_t> changed_at_;
-  std::unordered_map<uint64_t, uint64_t> opened_at_;
-  uint64_t clock_ = 1;
-  uint64_t all_changed_at_ = 0;
+  KernelTracker kernel_;  // the kernel's references, cached pages and open files (its own lock)
   std::mutex refresh_mutex_;
   std::chrono::steady_clock::time_point last_refresh_check_{};
   // Which content the frame's files show: set anew (from one counter of the
@@ -391,10 +385,6 @@ class Volume : public MountTree {
   std::atomic<uint64_t> version_{new_version()};
   static uint64_t new_version();
   mutable std::atomic<uint64_t> stale_reported_{0};  // the version whose stale reads were logged
-  // Open files per inode and the version each opened on (kernel_mutex_):
-  // while one of an older version is open, new opens of that inode bypass
-  // the page cache, which the old one reads through.
-  std::unordered_map<uint64_t, std::map<uint64_t, int>> open_versions_;
 
   // Last: its thread uses the members above, so it stops first.
   Prefetcher prefetcher_{[this](int64_t n) { prefetch_chunk(n); }};

@@ -62,9 +62,7 @@ ChunkOverlay::Limits Volume::overlay_limits(const FrameFiles& files) const {
 }
 
 void Volume::note_inode(KernelNotes& notes, uint64_t ino) {
-  std::lock_guard lock(kernel_mutex_);
-  changed_at_[ino] = ++clock_;
-  if (ino <= kRootIno + std::size(kRootChildren) || lookups_.count(ino)) notes.inodes.push_back(ino);
+  if (kernel_.changed(ino) || ino <= kRootIno + std::size(kRootChildren)) notes.inodes.push_back(ino);
 }
 
 void Volume::note_entry(KernelNotes& notes, NodeKind dir, const std::string& name) {
@@ -86,12 +84,7 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
   bool array_changed = chunks_changed;
   if (chunks_changed) {
     note_inode(notes, fixed_file(NodeKind::data)->ino);
-    std::vector<uint64_t> known;
-    {
-      std::lock_guard lock(kernel_mutex_);
-      for (const auto& [ino, count] : lookups_)
-        if (chunk_inode(ino)) known.push_back(ino);
-    }
+    const std::vector<uint64_t> known = kernel_.held(chunk_inode);
     const int64_t from = std::min({changes.from, old_count, new_count});
     std::set<int64_t> listed(changes.chunks.begin(), changes.chunks.end());
     for (uint64_t ino : known) {
@@ -158,12 +151,7 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
     note_inode(notes, kRootIno);
     note_inode(notes, fixed_file(NodeKind::zarr_dir)->ino);
     note_inode(notes, fixed_file(NodeKind::zarr2_dir)->ino);
-    std::vector<uint64_t> known;
-    {
-      std::lock_guard lock(kernel_mutex_);
-      for (const auto& [ino, count] : lookups_)
-        if (zarr_inode(ino)) known.push_back(ino);
-    }
+    const std::vector<uint64_t> known = kernel_.held(zarr_inode);
     for (uint64_t ino : known) note_inode(notes, ino);
   }
   if (array_changed || before.has_array() != after.has_array()) {
@@ -453,8 +441,7 @@ void Volume::maybe_refresh(KernelNotes& notes) {
   } catch (const FsError&) {
     return;
   }
-  std::lock_guard lock(kernel_mutex_);
-  all_changed_at_ = ++clock_;
+  kernel_.all_changed();
 }
 
 void Volume::refresh_access(KernelNotes& notes) {
@@ -475,10 +462,9 @@ void Volume::refresh_access(KernelNotes& notes) {
   }
   spdlog::info("{}: owner, group or permissions changed (uid {}, gid {}, mode {:o}): the tree follows",
                path_.string(), now.uid, now.gid, unsigned(now.read | now.write));
-  std::lock_guard lock(kernel_mutex_);
   for (uint64_t ino = kRootIno; ino <= kRootIno + std::size(kRootChildren); ++ino) notes.attributes.push_back(ino);
-  for (const auto& [ino, count] : lookups_)
-    if (ino > kRootIno + std::size(kRootChildren)) notes.attributes.push_back(ino);
+  for (uint64_t ino : kernel_.held([](uint64_t ino) { return ino > kRootIno + std::size(kRootChildren); }))
+    notes.attributes.push_back(ino);
 }
 
 // --- compaction and unmount ---

@@ -201,31 +201,11 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
 }
 
 bool Volume::note_open(OpenFile& file) {
-  std::lock_guard lock(kernel_mutex_);
   file.version = version_;
-  std::map<uint64_t, int>& versions = open_versions_[file.ino];
-  ++versions[file.version];
-  return versions.begin()->first != file.version;  // versions only grow: the first is the oldest
+  return kernel_.file_opened(file.ino, file.version);
 }
 
-void Volume::note_release(const OpenFile& file) {
-  std::lock_guard lock(kernel_mutex_);
-  auto it = open_versions_.find(file.ino);
-  if (it == open_versions_.end()) return;
-  auto v = it->second.find(file.version);
-  if (v != it->second.end() && --v->second <= 0) it->second.erase(v);
-  if (it->second.empty()) open_versions_.erase(it);
-}
-
-bool Volume::cache_still_valid(uint64_t ino) {
-  std::lock_guard lock(kernel_mutex_);
-  auto opened = opened_at_.find(ino);
-  auto changed = changed_at_.find(ino);
-  const uint64_t changed_at = std::max(changed == changed_at_.end() ? 0 : changed->second, all_changed_at_);
-  const bool valid = opened != opened_at_.end() && opened->second > changed_at;
-  opened_at_[ino] = ++clock_;
-  return valid;
-}
+bool Volume::cache_still_valid(uint64_t ino) { return kernel_.cache_still_valid(ino); }
 
 void Volume::write_draft(uint64_t ino, const Node& node, int64_t offset, ByteSpan data) {
   Draft& d = draft_for(ino, node);
@@ -424,7 +404,7 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
 }
 
 void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
-  note_release(*file);
+  kernel_.file_released(file->ino, file->version);
   remove_released_trees();
   if (!file->writable) return;
   std::optional<Node> n = node(file->ino);
@@ -601,10 +581,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
     if (file->writable) ++writers_[ino];
     if (auto d = drafts_.find(ino); d != drafts_.end()) file->outcome = d->second.outcome;
   }
-  {
-    std::lock_guard lock(kernel_mutex_);
-    opened_at_[ino] = ++clock_;
-  }
+  kernel_.opened(ino);
   (void)notes;
   return {ino, std::move(file)};
 }
