@@ -413,6 +413,10 @@ int fuse_reply_err(fuse_req_t req, int err)
 
 void fuse_reply_none(fuse_req_t req)
 {
+	if (req->flags.is_uring) {
+		send_reply_uring(req, 0, NULL, 0);
+		return;
+	}
 	fuse_free_req(req);
 }
 
@@ -2956,11 +2960,16 @@ _do_init(fuse_req_t req, const fuse_ino_t nodeid, const void *op_in,
 		if (ring_rc != 0) {
 			fuse_log(FUSE_LOG_INFO,
 				 "fuse: failed to start io-uring: %s\n",
-				 strerror(ring_rc));
+				 strerror(-ring_rc));
 			outargflags &= ~FUSE_OVER_IO_URING;
 			enable_io_uring = false;
 		}
 	}
+	/* Once the reply is composed want_ext is the negotiation result, not a
+	 * wish list; io-uring is the only capability that can still be off.
+	 */
+	if (!enable_io_uring)
+		fuse_unset_feature_flag(&se->conn, FUSE_CAP_OVER_IO_URING);
 
 	if (inargflags & FUSE_INIT_EXT) {
 		outargflags |= FUSE_INIT_EXT;
