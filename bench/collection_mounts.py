@@ -43,16 +43,18 @@ def verdict(ok):
     return "PASS" if ok else "**FAIL**"
 
 
-def make_folder():
-    if os.path.exists(os.path.join(FOLDER, ".done")):
+def make_folder(folder=FOLDER, count=MANY):
+    """`count` small arrays in `folder`, run00000.b2nd..., each with vlmeta["run"]
+    (also the io_uring rows' collection, bench/io_uring.py)."""
+    if os.path.exists(os.path.join(folder, ".done")):
         return
-    shutil.rmtree(FOLDER, ignore_errors=True)
-    os.makedirs(FOLDER)
-    log(f"making {MANY} small arrays with a vlmetalayer in {FOLDER}")
-    for i in range(MANY):
-        a = blosc2.asarray(np.arange(100, dtype="i4") + i, urlpath=os.path.join(FOLDER, f"run{i:05d}.b2nd"), mode="w")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    log(f"making {count} small arrays with a vlmetalayer in {folder}")
+    for i in range(count):
+        a = blosc2.asarray(np.arange(100, dtype="i4") + i, urlpath=os.path.join(folder, f"run{i:05d}.b2nd"), mode="w")
         a.vlmeta["run"] = f"run {i}"
-    open(os.path.join(FOLDER, ".done"), "w").close()
+    open(os.path.join(folder, ".done"), "w").close()
 
 
 def daemon_rss_mb(mnt):

@@ -9,8 +9,13 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr, array-writes (only their
-#   data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr, array-writes, io_uring (only
+#   their data sets are made).
+#   io_uring: the same work over FUSE over io_uring (-o io_uring=on) and through /dev/fuse (=off) in one run,
+#   taking turns, at least 7 rounds (bench/io_uring.py, the test venv's python; switches the kernel's
+#   enable_uring on and puts back what it found): 2,000 small chunk files first read, `ls -l` of 10,000
+#   chunks, 2,000 vlmeta/ files of a collection, zarr-python whole 2,000^2 and 512 MB reads and the
+#   8,000^2 slice and column (beside python-blosc2), `cat data` of a 512 MB frame.
 #   array-writes: array.npy written as an array (bench/array_writes.py, the test venv's python-blosc2): a 64 MiB
 #   slab assigned through np.lib.format.open_memmap of a SIZE_MB float32 array against python-blosc2's
 #   arr[a:b] = v, cp of a SIZE_MB/2 .npy into array.npy against blosc2.asarray(np.load(...)), the daemon's RSS.
@@ -60,7 +65,7 @@ while (($#)); do
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
@@ -71,7 +76,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr | array-writes) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr | array-writes | io_uring) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -100,7 +105,8 @@ need_packages() {
 }
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
-if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr || wants array-writes; then need_packages python3-venv; fi
+if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr || wants array-writes ||
+  wants io_uring; then need_packages python3-venv; fi
 wants remote && need_packages nginx-light
 
 if ((BUILD_IT)); then
@@ -886,17 +892,22 @@ wants cp && copy_in
 wants vlmeta && vlmeta_edit
 if wants store; then store_rows b2d; store_rows b2z; fi
 if wants codecs; then codec_rows; openzl_row; fi
-if wants remote; then
+# venv_rows GROUP SCRIPT [ARGS...]: the rows bench/SCRIPT prints, run by the test venv's
+# python with BLOSC2FS SCRATCH SIZE_MB RUNS and ARGS.
+venv_rows() {
+  local group=$1 script=$2 rows
+  shift 2
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "remote rows (bench/remote.py)"
+    log "$group rows (bench/$script)"
     wait_quiet
-    mapfile -t remote_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/remote.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS" "$MKFRAME") ||
-      die "bench/remote.py failed"
-    ROWS+=("${remote_rows[@]}")
+    mapfile -t rows < <("$BUILD/venv/bin/python" "$ROOT/bench/$script" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS" "$@") ||
+      die "bench/$script failed"
+    ROWS+=("${rows[@]}")
   else
-    row "remote rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
+    row "$group rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
   fi
-fi
+}
+wants remote && venv_rows remote remote.py "$MKFRAME"
 if wants caterva2; then
   if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2 && "$ROOT/scripts/caterva2-venv.sh" "$BUILD" >&2; then
     log "caterva2 rows (bench/caterva2.py)"
@@ -908,39 +919,10 @@ if wants caterva2; then
     row "caterva2 rows" "n/a (scripts/test-venv.sh or scripts/caterva2-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
   fi
 fi
-if wants collections; then
-  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "collections rows (bench/collection_mounts.py)"
-    wait_quiet
-    mapfile -t collection_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/collection_mounts.py" "$BLOSC2FS" "$SCRATCH" \
-      "$SIZE_MB" "$RUNS") || die "bench/collection_mounts.py failed"
-    ROWS+=("${collection_rows[@]}")
-  else
-    row "collections rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
-  fi
-fi
-if wants zarr; then
-  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "zarr rows (bench/zarr_view.py)"
-    wait_quiet
-    mapfile -t zarr_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/zarr_view.py" "$BLOSC2FS" "$SCRATCH" "$SIZE_MB" "$RUNS") ||
-      die "bench/zarr_view.py failed"
-    ROWS+=("${zarr_rows[@]}")
-  else
-    row "zarr rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
-  fi
-fi
-if wants array-writes; then
-  if "$ROOT/scripts/test-venv.sh" "$BUILD" >&2; then
-    log "array-writes rows (bench/array_writes.py)"
-    wait_quiet
-    mapfile -t array_rows < <("$BUILD/venv/bin/python" "$ROOT/bench/array_writes.py" "$BLOSC2FS" "$SCRATCH" \
-      "$SIZE_MB" "$RUNS") || die "bench/array_writes.py failed"
-    ROWS+=("${array_rows[@]}")
-  else
-    row "array-writes rows" "n/a (scripts/test-venv.sh $BUILD failed)" "—" "—" "—" "n/a"
-  fi
-fi
+wants collections && venv_rows collections collection_mounts.py
+wants zarr && venv_rows zarr zarr_view.py
+wants array-writes && venv_rows array-writes array_writes.py
+wants io_uring && venv_rows io_uring io_uring.py
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)

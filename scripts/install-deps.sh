@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/apt.sh"
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
-  libfuse3-dev fuse3 libspdlog-dev nlohmann-json3-dev libmsgpack-cxx-dev libsystemd-dev libgtest-dev
+  fuse3 liburing-dev libnuma-dev libspdlog-dev nlohmann-json3-dev libmsgpack-cxx-dev libsystemd-dev libgtest-dev
   liblz4-dev libzstd-dev zlib1g-dev libzfp-dev libopenjp2-7-dev libpng-dev libcurl4-openssl-dev libexpat1-dev nginx-light lighttpd apache2 caddy
   python3-numpy python3-msgpack python3-venv vim nano attr systemd groff-base debootstrap
   shared-mime-info libglib2.0-bin dbus tumbler time

@@ -10,6 +10,7 @@
 #include "caterva2.h"
 #include "caterva2_collection.h"
 #include "exit_status.h"
+#include "offload.h"
 #include "remote_object.h"
 #include "remote_url.h"
 #include "store.h"
@@ -26,6 +27,7 @@ size_t max_open_of(const Options& o) { return std::max<size_t>(o.max_open.value_
 VolumeOptions leaf_options(const Options& o, uint64_t cache_budget, bool remote) {
   VolumeOptions vo;
   vo.access = AccessOverrides{o.uid, o.gid, o.umask};
+  vo.more_stats = io_uring_stats;
   if (remote) vo.fixed_access = FrameAccess{::getuid(), ::getgid(), 0444, 0};
   vo.cache_budget = std::max<uint64_t>(cache_budget / max_open_of(o), 1);
   vo.preferred_chunksize = o.create.chunksize;

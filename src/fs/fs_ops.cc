@@ -22,7 +22,6 @@
 #include <spdlog/spdlog.h>
 
 #include "fs_error.h"
-#include "thread_name.h"
 
 namespace blosc2fs {
 
@@ -60,9 +59,6 @@ void log_failure(fuse_req_t req, const char* op, fuse_ino_t ino, const std::stri
 // Runs one operation; whatever it throws becomes the errno reply.
 template <class Body>
 void guarded(fuse_req_t req, const char* op, fuse_ino_t ino, Body&& body) noexcept {
-  // libfuse starts its workers unnamed (they inherit "blosc2fs"): each names itself on its first request.
-  thread_local const bool named = (name_this_thread("b2fs-fuse"), true);
-  (void)named;
   int error = EIO;
   try {
     body();

@@ -16,6 +16,8 @@
 
 namespace blosc2fs {
 
+struct Offload;
+
 // The session's userdata.
 struct FsContext {
   MountTree& volume;  // one frame's Volume, or a store's tree of them
@@ -30,6 +32,8 @@ struct FsContext {
   // listing of thousands of small directories. Set by op_init when granted.
   bool unchanging = false;
   bool no_opendir = false;
+  // Which thread answers which request (offload.h); null: the receiving one, always.
+  Offload* offload = nullptr;
 };
 
 const fuse_lowlevel_ops& lowlevel_operations();

@@ -1,6 +1,5 @@
 #include "log.h"
 
-#include <pthread.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
+
+#include "no_cancellation.h"
 
 namespace blosc2fs {
 
@@ -34,20 +35,8 @@ class StderrDescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
-// Keeps the calling thread from being cancelled while it holds the logger's
-// locks: libfuse calls its log function from workers it may cancel.
-class NoCancellation {
- public:
-  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &before_); }
-  ~NoCancellation() { pthread_setcancelstate(before_, nullptr); }
-  NoCancellation(const NoCancellation&) = delete;
-  NoCancellation& operator=(const NoCancellation&) = delete;
-
- private:
-  int before_ = PTHREAD_CANCEL_ENABLE;
-};
-
 void fuse_log_to_spdlog(enum fuse_log_level level, const char* fmt, va_list ap) {
+  // Not while it holds the logger's locks: libfuse logs from threads it may cancel.
   NoCancellation no_cancellation;
   char buf[1024];
   int len = std::vsnprintf(buf, sizeof buf, fmt, ap);

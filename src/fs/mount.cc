@@ -29,11 +29,14 @@
 #include "frame_writer.h"
 #include "fs_ops.h"
 #include "log.h"
+#include "offload.h"
+#include "request_pool.h"
 #include "sd_notify.h"
 #include "store.h"
 #include "store_tree.h"
 #include "thread_name.h"
 #include "thumbnail.h"
+#include "uring_support.h"
 #include "volume.h"
 
 namespace blosc2fs {
@@ -274,11 +277,15 @@ class Mounted {
 // The argv libfuse parses: mount options plus -d for request tracing.
 class FuseArgs {
  public:
-  FuseArgs(const Options& o, const fs::path& frame, bool writable) {
+  FuseArgs(const Options& o, const fs::path& frame, bool writable, bool io_uring) {
     strings_.push_back("blosc2fs");
     if (o.debug) strings_.push_back("-d");
     strings_.push_back("-o");
     strings_.push_back(fuse_option_list(o, frame.string(), writable));
+    if (io_uring) {  // libfuse's own option: it asks for io_uring in its FUSE_INIT reply
+      strings_.push_back("-o");
+      strings_.push_back("io_uring");
+    }
     for (std::string& s : strings_) argv_.push_back(s.data());
     argv_.push_back(nullptr);
     args_ = FUSE_ARGS_INIT(int(strings_.size()), argv_.data());
@@ -426,6 +433,7 @@ ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
   vo.access = AccessOverrides{o.uid, o.gid, o.umask};
   vo.fixed_access = FrameAccess{::getuid(), ::getgid(), 0444, 0};
   vo.live_json_fields = origin.source_json;
+  vo.more_stats = io_uring_stats;
   try {
     if (content.store) {
       vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
@@ -493,6 +501,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
     // Each open leaf gets an equal share of the cache budget.
     VolumeOptions vo;
     vo.access = overrides;
+    vo.more_stats = io_uring_stats;
     vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
     try {
       store = std::make_unique<StoreTree>(std::move(opened), vo, kMaxOpenLeaves, writable);
@@ -519,6 +528,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
     VolumeOptions vo;
     vo.writable = writable;
     vo.access = overrides;
+    vo.more_stats = io_uring_stats;
     vo.cache_budget = cache_budget;
     vo.preferred_chunksize = o.create.chunksize;
     vo.new_array_chunkshape = o.create.chunkshape;
@@ -548,6 +558,21 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
   return served;
 }
 
+// Whether to ask for FUSE over io_uring, and when -o io_uring=auto cannot have
+// it, the line that says why (logged once the mount is made). =on where it
+// cannot be had fails the mount.
+struct UringChoice {
+  bool ask = false;
+  std::string why_not;
+};
+UringChoice choose_io_uring(const Options& o) {
+  if (o.io_uring == IoUringMode::off || o.single_threaded) return {};
+  UringSupport support = uring_support();
+  if (support.available) return {true, ""};
+  if (o.io_uring == IoUringMode::on) throw Failure{kExitFuse, "-o io_uring=on: " + support.why_not};
+  return {false, "requests go through /dev/fuse, not io_uring: " + support.why_not};
+}
+
 int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std::vector<PluginLogLine>& plugin_log) {
   const fs::path mountpoint = fs::absolute(o.mountpoint);
   std::unique_ptr<Volume>& volume = served.volume;
@@ -562,17 +587,29 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
   FsContext context{tree, notifier, read_ahead};
   context.unchanging = served.unchanging;
 
-  FuseArgs args(o, served.name, writable);
-  const fuse_lowlevel_ops& ops = lowlevel_operations();
+  const UringChoice uring = choose_io_uring(o);
+  FuseArgs args(o, served.name, writable, uring.ask);
+  const fuse_lowlevel_ops& ops = offloading_operations();
   std::unique_ptr<fuse_session, SessionDeleter> session(fuse_session_new(args.get(), &ops, sizeof ops, &context));
   if (!session) throw Failure{kExitUsage, "libfuse refused the mount options (see the message above)"};
   SignalHandlers signals(session.get());
   Mounted mounted(session.get(), mountpoint);
+  if (!uring.why_not.empty()) spdlog::info("{}", uring.why_not);
 
   if (served.before_fork) served.before_fork();
   if (fuse_daemonize(o.foreground ? 1 : 0) != 0) throw Failure{kExitInternal, "cannot start in the background"};
   if (served.after_fork) served.after_fork();
   if (!o.foreground) init_logging(o.log_level, true);
+  // Requests that may decode, fetch or commit are answered by pools (offload.h),
+  // whose threads start with the first such request, after fuse_daemonize.
+  Offload offload;
+  offload.names_may_block = !volume;  // a store's or a collection's names open datasets
+  offload.fetches = is_remote_url(o.frame.string());
+  offload.io_uring = o.io_uring;
+  offload.session = session.get();
+  std::optional<RequestPools> pools;
+  if (!o.single_threaded) offload.pools = &pools.emplace(o.max_threads ? o.max_threads : kDefaultMaxThreads);
+  context.offload = &offload;
   // After fuse_daemonize: threads do not survive its fork.
   std::optional<SessionEndWatcher> end_watcher;
   if (served.on_session_end) end_watcher.emplace(session.get(), served.on_session_end);
@@ -599,6 +636,8 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
     if (o.max_threads) fuse_loop_cfg_set_max_threads(config.get(), o.max_threads);
     ret = fuse_session_loop_mt(session.get(), config.get());
   }
+  // Every thread that handed them requests has ended, and waited for their answers.
+  pools.reset();
   notify_systemd("STOPPING=1");
   notifier.stop();
   if (volume) {

@@ -219,6 +219,11 @@ void apply_option(Options& o, const std::string& option) {
     need_value();
     o.max_threads = unsigned(parse_uint(value, "max_threads", 100000));
     if (o.max_threads == 0) throw UsageError("invalid value for max_threads: '0'");
+  } else if (name == "io_uring") {
+    if (!has_value || value == "on") o.io_uring = IoUringMode::on;  // libfuse's own spelling: -o io_uring
+    else if (value == "auto") o.io_uring = IoUringMode::automatic;
+    else if (value == "off") o.io_uring = IoUringMode::off;
+    else throw UsageError("invalid value for io_uring: '" + value + "' (auto, on, off)");
   } else if (name == "clone_fd") {
     no_value();
     o.clone_fd = true;
@@ -464,6 +469,8 @@ Options parse_command_line(int argc, const char* const* argv) {
     check_remote_options(o);
     return o;
   }
+  if (o.single_threaded && o.io_uring == IoUringMode::on)
+    throw UsageError("-o io_uring=on serves on a thread per CPU: it cannot be -s (single-threaded)");
   if (positional.size() < 2)
     throw UsageError(positional.empty() ? "missing FRAME and MOUNTPOINT" : "missing MOUNTPOINT");
   if (positional.size() > 2) throw UsageError("unexpected argument '" + positional[2] + "'");
@@ -526,7 +533,11 @@ blosc2fs options:
   -o max_open=N          datasets of a collection kept open at once (default 64)
   -o list_ttl=SECONDS    how long a collection's listing is trusted (default 2
                          for a local folder, 60 for remote places and Caterva2)
-  -o max_threads=N       most worker threads
+  -o max_threads=N       most worker threads (default 10)
+  -o io_uring=MODE       the kernel's requests over io_uring, one queue per CPU
+                         (Linux 6.14+): auto (default: where the kernel offers
+                         it, else /dev/fuse and a line saying why), on (the
+                         mount fails where it cannot have it), off
   -o plugin_path=NAME:LIB  decode codec NAME (openzl) with the Blosc2 plugin
                          library LIB (default: the blosc2_NAME Python package of
                          the python3 on PATH, asked once at mount time)

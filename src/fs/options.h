@@ -58,6 +58,11 @@ struct CreateOptions {
   std::optional<std::vector<int64_t>> chunkshape, blockshape;
 };
 
+// -o io_uring: the kernel's FUSE requests over io_uring where it offers them
+// (automatic), or the mount fails where it cannot have them (on), or always
+// through /dev/fuse (off).
+enum class IoUringMode { automatic, on, off };
+
 struct Options {
   enum class Action { mount, help, version, info, thumbnail };
   Action action = Action::mount;
@@ -89,8 +94,9 @@ struct Options {
   // The multi-threaded loop.
   unsigned max_idle_threads = 10;
   std::optional<size_t> max_open;  // datasets of a collection (and leaves of a store) kept open at once
-  unsigned max_threads = 0;  // 0: libfuse's default
+  unsigned max_threads = 0;  // 0: kDefaultMaxThreads
   bool clone_fd = true;
+  IoUringMode io_uring = IoUringMode::automatic;
 
   // Passed to fuse_session_new as "-o NAME[=VALUE]" (allow_other, fsname=, nodev, ...).
   std::vector<std::string> fuse_options;
@@ -107,6 +113,10 @@ std::string fuse_option_list(const Options& options, const std::string& fsname, 
 // "256M", "2G", "1.5G", "4096": a byte count (K, M, G, T are powers of 1024;
 // an optional trailing "B" or "iB" is accepted). Throws UsageError.
 uint64_t parse_size(const std::string& text, const std::string& what);
+
+// The most threads of libfuse's /dev/fuse loop, and of the pool that answers
+// long requests (request_pool.h), without -o max_threads: libfuse's default.
+constexpr unsigned kDefaultMaxThreads = 10;
 
 // The kernel readahead window set on the mount (see read_ahead.h).
 constexpr uint64_t kDefaultReadAhead = 4 << 20;

@@ -24,9 +24,13 @@ constexpr blksize_t kPreferredIoSize = 1 << 20;
 // Cookies of scratch files in readdir, after every real entry.
 constexpr int64_t kScratchCookieBase = int64_t(1) << 50;
 
-std::string stats_text(const ChunkCacheStats& stats) { return stats.text() + "\n"; }
-
 }  // namespace
+
+std::string Volume::stats_text(const ChunkCacheStats& stats) const {
+  std::string text = stats.text();
+  if (options_.more_stats) text += " " + options_.more_stats();
+  return text + "\n";
+}
 
 Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
     : path_(frame_path), options_(std::move(options)), cache_(loader_, options_.cache_budget, options_.buffer_pool), overlay_(cache_) {

@@ -105,6 +105,9 @@ struct VolumeOptions {
   std::optional<FrameAccess> fixed_access;
   // Fields asked anew at each open of frame.json (a remote mount's source and counters).
   std::function<Json()> live_json_fields;
+  // Fields .blosc2fs-cache shows after the cache's own, asked at each read
+  // (the FUSE layer's: "io_uring=1" when the kernel's requests come over io_uring).
+  std::function<std::string()> more_stats;
   // What an earlier Volume of this frame numbered and gave the kernel (a store
   // leaf opened again).
   std::optional<InodeMemory> inodes;
@@ -180,6 +183,8 @@ class Volume : public MountTree {
   InodeMemory inode_memory() const;
 
  private:
+  // .blosc2fs-cache: the cache's statistics and more_stats, one line.
+  std::string stats_text(const ChunkCacheStats& stats) const;
   struct Draft {
     Bytes content;
     bool dirty = false;

@@ -24,6 +24,8 @@ import threading
 import time
 import traceback
 
+import uring_switch
+
 FUSERMOUNT = shutil.which("fusermount3") or "/usr/bin/fusermount3"
 # How long a test waits for something that must happen (a mount appearing, a
 # daemon exiting, a busy mount coming free) before it fails. Tests poll, so a
@@ -240,6 +242,7 @@ class Harness:
         self._counter = 0
         self._lock = threading.Lock()
         atexit.register(self.unmount_all)
+        self._hold_io_uring()
         # SIGTERM and SIGHUP (a timeout, a closed terminal) end the script through
         # sys.exit, so that atexit still unmounts. SIGKILL leaves the mounts to
         # the next run's cleanup below.
@@ -268,6 +271,24 @@ class Harness:
             os.makedirs(self.sanitizer_logs)
             self.daemon_env["ASAN_OPTIONS"] = f"log_path={self.sanitizer_logs}/asan:detect_leaks=0"
             self.daemon_env["UBSAN_OPTIONS"] = f"log_path={self.sanitizer_logs}/ubsan:print_stacktrace=1"
+
+    def _hold_io_uring(self):
+        """Every script's mounts get the kernel's requests over io_uring where the
+        kernel allows it (uring_switch.py; BLOSC2FS_TEST_IO_URING=0: through /dev/fuse
+        as the kernel's switch has it), and say which."""
+        self.io_uring = False
+        if os.environ.get("BLOSC2FS_TEST_IO_URING", "1") == "0":
+            print(f"FUSE over io_uring: left as {uring_switch.PARAMETER} has it (BLOSC2FS_TEST_IO_URING=0)", flush=True)
+            return
+        why_not = uring_switch.unavailable()
+        if why_not:
+            print(f"FUSE over io_uring: not for these mounts: {why_not}", flush=True)
+            return
+        found = uring_switch.hold()
+        atexit.register(uring_switch.release)
+        self.io_uring = True
+        print(f"FUSE over io_uring: on for these mounts ({uring_switch.PARAMETER} was {found}, put back at the end)",
+              flush=True)
 
     # --- paths ---
 

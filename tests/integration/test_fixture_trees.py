@@ -271,8 +271,9 @@ def check_cache_stats(h, name):
     text = read_file(os.path.join(mnt, ".blosc2fs-cache")).decode()
     fields = dict(kv.split("=") for kv in text.split())
     check_equal(sorted(fields), sorted(["hits", "misses", "evictions", "bytes", "budget", "entries", "dirty",
-                                        "decoded_blocks", "decoded_bytes"]),
+                                        "decoded_blocks", "decoded_bytes", "io_uring"]),
                 ".blosc2fs-cache fields")
+    check(fields["io_uring"] in ("0", "1"), f"io_uring={fields['io_uring']} in .blosc2fs-cache")
     check(int(fields["misses"]) >= 1, f"no misses counted after reading data: {text}")
     check(text.endswith("\n"), ".blosc2fs-cache does not end with a newline")
     # No extended attributes at all: the kernel learns that once and stops asking.

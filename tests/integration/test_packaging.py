@@ -286,7 +286,7 @@ def test_control(h, s):
     maintainer = fields["Maintainer"]
     check(re.fullmatch(r"The blosc2fs developers <[^<>@\s]+@[^<>@\s]+\.[a-z]{2,}>", maintainer) is not None,
           f"Maintainer does not name the project with a real address: {maintainer!r}")
-    for name in ("fuse3", "libfuse3-3", "libsystemd0", "liblz4-1", "libzstd1", "zlib1g", "libpng16-16", "libc6",
+    for name in ("fuse3", "liburing2", "libnuma1", "libsystemd0", "liblz4-1", "libzstd1", "zlib1g", "libpng16-16", "libc6",
                  "libstdc++6"):
         check(name in depends, f"Depends lacks {name}: {fields.get('Depends')}")
     # Every library the daemon links comes from a package named in Depends

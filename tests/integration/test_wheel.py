@@ -81,10 +81,16 @@ def installed_as_a_wheel(h):
     check(os.path.exists(os.path.join(licenses, "LICENSE")), "LICENSE in the dist-info")
     with open(os.path.join(licenses, "vendored", "vendored.txt")) as f:
         table = f.read()
-    check("libfuse3" in table and "fuse3 3.14" in table, "vendored.txt names libfuse3 and its source package")
+    # libfuse is inside the daemon (third_party/libfuse, LGPL-2.1); liburing and libnuma, which its
+    # FUSE over io_uring needs, are vendored from Debian.
+    check("libfuse3" not in table, "vendored.txt names no libfuse3: it is linked into the daemon")
+    check("liburing2\t" in table and "libnuma1\t" in table, "vendored.txt names liburing2 and libnuma1")
     for lib in glob.glob(os.path.join(os.path.dirname(package), "blosc2fs.libs", "*")):
         check(os.path.basename(lib) in table, f"{os.path.basename(lib)} is listed in vendored.txt")
-    check(os.path.exists(os.path.join(licenses, "vendored", "libfuse3-3.copyright")), "libfuse3's copyright")
+    for name in ("liburing2.copyright", "libnuma1.copyright"):
+        check(os.path.exists(os.path.join(licenses, "vendored", name)), f"vendored/{name}")
+    for name in ("LICENSE", "LGPL2.txt"):
+        check(os.path.exists(os.path.join(licenses, "third_party", "libfuse", name)), f"libfuse's {name}")
 
 
 def fixture_frame(h):

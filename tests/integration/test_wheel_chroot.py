@@ -27,8 +27,8 @@ FIXTURE = "b2nd-3d-f8.b2nd"
 SUITE = "bookworm"
 INCLUDE = "python3,python3-venv"
 # What a machine without blosc2fs's build would lack: none of it may be in the chroot.
-ABSENT_PACKAGES = ["libfuse3-3", "fuse3", "libcurl4", "libcurl3-gnutls", "libspdlog1.10", "libfmt9", "libzfp1",
-                   "libopenjp2-7"]
+ABSENT_PACKAGES = ["libfuse3-3", "fuse3", "liburing2", "libnuma1", "libcurl4", "libcurl3-gnutls", "libspdlog1.10",
+                   "libfmt9", "libzfp1", "libopenjp2-7"]
 # The libraries a manylinux wheel may take from the system (auditwheel's policy).
 SYSTEM_LIBRARIES = {"linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libstdc++.so.6",
                     "libgcc_s.so.1", "libz.so.1", "libexpat.so.1", "libresolv.so.2", "libpthread.so.0",

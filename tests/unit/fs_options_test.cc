@@ -197,6 +197,20 @@ TEST(FsOptions, DoubleDashEndsOptions) {
   EXPECT_EQ(o.frame, "-weird");
 }
 
+TEST(FsOptions, IoUring) {
+  EXPECT_EQ(parse({"a", "b"}).io_uring, IoUringMode::automatic);
+  EXPECT_EQ(parse({"-o", "io_uring=auto", "a", "b"}).io_uring, IoUringMode::automatic);
+  EXPECT_EQ(parse({"-o", "io_uring=on", "a", "b"}).io_uring, IoUringMode::on);
+  EXPECT_EQ(parse({"-o", "ro,io_uring", "a", "b"}).io_uring, IoUringMode::on);  // libfuse's spelling
+  EXPECT_EQ(parse({"-o", "io_uring=off", "a", "b"}).io_uring, IoUringMode::off);
+  EXPECT_TRUE(parse({"-o", "io_uring=on", "a", "b"}).fuse_options.empty());  // ours, not passed as it is
+  EXPECT_THROW(parse({"-o", "io_uring=yes", "a", "b"}), UsageError);
+  // A ring thread per CPU is not single-threaded; without io_uring, -s is.
+  EXPECT_THROW(parse({"-s", "-o", "io_uring=on", "a", "b"}), UsageError);
+  EXPECT_NO_THROW(parse({"-s", "a", "b"}));
+  EXPECT_NO_THROW(parse({"-s", "-o", "io_uring=off", "a", "b"}));
+}
+
 TEST(FsOptions, UsageMentionsTheCacheStatsFile) {
   EXPECT_NE(usage_text("blosc2fs").find(".blosc2fs-cache"), std::string::npos);
 }
