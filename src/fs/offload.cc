@@ -274,8 +274,32 @@ void off_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t 
   });
 }
 
+// Refusals: a store's or a collection's tree first asks whether the dataset there
+// can change at all (EROFS), which may open it, as a name may.
+void off_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  answer(req, names_where(req), [req, parent, name = std::string(name), mode] {
+    inner().mkdir(req, parent, name.c_str(), mode);
+  });
+}
+
+void off_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  answer(req, names_where(req), [req, parent, name = std::string(name)] { inner().rmdir(req, parent, name.c_str()); });
+}
+
+void off_symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  answer(req, names_where(req), [req, link = std::string(link), parent, name = std::string(name)] {
+    inner().symlink(req, link.c_str(), parent, name.c_str());
+  });
+}
+
+void off_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
+  answer(req, names_where(req), [req, ino, new_parent, new_name = std::string(new_name)] {
+    inner().link(req, ino, new_parent, new_name.c_str());
+  });
+}
+
 fuse_lowlevel_ops make_offloading_operations() {
-  fuse_lowlevel_ops ops = inner();  // the rest (refusals, extended attributes) answer at once
+  fuse_lowlevel_ops ops = inner();  // the rest (extended attributes, release of a directory) answer at once
   ops.init = off_init;
   ops.lookup = off_lookup;
   ops.getattr = off_getattr;
@@ -297,6 +321,10 @@ fuse_lowlevel_ops make_offloading_operations() {
   ops.mknod = off_mknod;
   ops.unlink = off_unlink;
   ops.rename = off_rename;
+  ops.mkdir = off_mkdir;
+  ops.rmdir = off_rmdir;
+  ops.symlink = off_symlink;
+  ops.link = off_link;
   return ops;
 }
 

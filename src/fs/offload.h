@@ -1,10 +1,12 @@
 // Which thread answers a FUSE request. The thread that receives it (a ring
 // thread of FUSE over io_uring, one per CPU, or a libfuse worker of the
 // classic /dev/fuse loop) answers only what comes from memory: names,
-// attributes and listings of a frame's tree, forgets, refusals. Whatever may
-// decode, fetch or commit goes to a pool and is answered from there, so that
-// no request waits behind another's work: short work (an open, a read under
-// 64 KiB, the names of stores and collections, which open datasets) to the
+// attributes and listings of a frame's tree, forgets, refusals in a frame's
+// tree. Whatever may decode, fetch or commit goes to a pool and is answered
+// from there, so that no request waits behind another's work: short work (an
+// open, a read under 64 KiB, the names of stores and collections, which open
+// datasets, and the refusals there, which ask the dataset whether it can
+// change: docs/operations.md) to the
 // pool of the CPU it came from, long work (larger reads, every fetch of
 // remote data, writes and commits) to the shared pool (request_pool.h;
 // docs/architecture.md, "Requests").
