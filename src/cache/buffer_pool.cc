@@ -35,7 +35,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
 PooledBuffer PooledBuffer::borrow(HeldBytes held) {
   PooledBuffer b;
   b.borrowed_ = std::move(held.holder);
-  b.data_ = const_cast<uint8_t*>(held.bytes.data());  // read only (mutable_bytes is not for it)
+  b.data_ = const_cast<uint8_t*>(held.bytes.data());  // read only: its owner's bytes are immutable
   b.size_ = held.bytes.size();
   b.capacity_ = std::max(held.held, held.bytes.size());
   return b;
@@ -94,11 +94,6 @@ void BufferPool::give_back(uint8_t* data, size_t capacity) noexcept {
     }
   }
   std::free(data);
-}
-
-size_t BufferPool::kept_bytes() const {
-  std::lock_guard lock(mutex_);
-  return kept_;
 }
 
 }  // namespace blosc2fs

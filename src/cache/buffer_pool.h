@@ -38,8 +38,6 @@ class PooledBuffer {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   ByteSpan bytes() const { return {data_, size_}; }
-  // Not for a borrowed buffer (its owner's bytes are immutable).
-  MutableByteSpan mutable_bytes() const { return {data_, size_}; }
   bool borrowed() const { return borrowed_ != nullptr; }
   // The memory this buffer keeps: its size, or all its lender's memory.
   size_t footprint() const { return borrowed_ ? capacity_ : size_; }
@@ -65,7 +63,6 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   // `size` bytes, not initialised. Throws std::bad_alloc.
   PooledBuffer take(size_t size);
-  size_t kept_bytes() const;
 
  private:
   explicit BufferPool(size_t keep_bytes) : keep_bytes_(keep_bytes) {}

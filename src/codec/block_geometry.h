@@ -16,7 +16,6 @@ struct BlockGeometry {
   int32_t ndim = 0;      // dimensions of the b2nd block shape; 0: the frame has no b2nd metalayer
   std::array<int32_t, kMaxBlockDims> blockshape{};
 
-  bool has_blockshape() const { return ndim > 0; }
   // prod(blockshape), or -1 without a block shape or when a dimension is < 1.
   int64_t block_items() const {
     if (ndim <= 0 || ndim > kMaxBlockDims) return -1;

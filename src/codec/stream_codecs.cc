@@ -133,11 +133,6 @@ StreamDictionary::StreamDictionary(uint8_t compformat, ByteSpan bytes) : bytes_(
 
 StreamDictionary::~StreamDictionary() { ZSTD_freeDDict(static_cast<ZSTD_DDict*>(zstd_ddict_)); }
 
-bool compformat_supported(uint8_t compformat) {
-  return compformat == kFormatBlosclz || compformat == kFormatLz4 || compformat == kFormatZlib ||
-         compformat == kFormatZstd;
-}
-
 uint8_t codec_compformat(Codec codec) {
   switch (codec) {
     case Codec::blosclz: return kFormatBlosclz;

@@ -29,9 +29,6 @@ class StreamDictionary {
   void* zstd_ddict_ = nullptr;  // ZSTD_DDict*, only for zstd chunks
 };
 
-// True when compformat (flags >> 5) is a codec this library decodes.
-bool compformat_supported(uint8_t compformat);
-
 // Decompresses src[0, csize) into exactly dst[0, dst_size). Returns false when the
 // stream is malformed or does not produce exactly dst_size bytes.
 bool decompress_stream(uint8_t compformat, const uint8_t* src, size_t csize, uint8_t* dst, size_t dst_size,

@@ -126,7 +126,6 @@ class RemoteClient {
   bool reauthenticate();
 
   const RemoteOptions& options() const { return options_; }
-  bool signs_s3() const { return s3_keys_.has_value(); }
   RangeCache& range_cache() { return range_cache_; }
   // Where received bodies' buffers come from and go back to: make extents with adopt().
   BodyPool& body_pool() { return *body_pool_; }

@@ -273,11 +273,6 @@ void StoreTree::read_table_csv(Table& table, int64_t offset, size_t size, ReadPi
   std::memcpy(dst.data(), table.text.data(), n);
 }
 
-size_t StoreTree::open_volumes() const {
-  std::lock_guard lock(mutex_);
-  return lru_.size();
-}
-
 bool StoreTree::underlying_statfs(struct statvfs& out) const {
   return !store_->remote() && ::statvfs(store_->path().c_str(), &out) == 0;
 }

@@ -45,7 +45,6 @@ class StoreTree : public MountTree {
   ~StoreTree() override;
 
   const Store& store() const { return *store_; }
-  size_t open_volumes() const;
 
   bool writable() const override { return writable_; }
   // Unmount: every open leaf commits what it still holds.

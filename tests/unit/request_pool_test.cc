@@ -70,7 +70,7 @@ std::string thread_name() {
   return name;
 }
 
-TEST(FsRequestPool, EveryJobRunsOnceOnANamedThread) {
+TEST(RequestPools, EveryJobRunsOnceOnANamedThread) {
   Counter ran;
   std::mutex mutex;
   std::set<std::string> names;
@@ -90,7 +90,7 @@ TEST(FsRequestPool, EveryJobRunsOnceOnANamedThread) {
   EXPECT_EQ(names, std::set<std::string>{"b2fs-test"});
 }
 
-TEST(FsRequestPool, AJobNeverWaitsForABusyThreadWhileTheCapAllowsAnother) {
+TEST(RequestPools, AJobNeverWaitsForABusyThreadWhileTheCapAllowsAnother) {
   RequestPool pool("b2fs-test", 3);
   Gate gate;
   Counter started;
@@ -108,7 +108,7 @@ TEST(FsRequestPool, AJobNeverWaitsForABusyThreadWhileTheCapAllowsAnother) {
   fourth.wait_for(1);
 }
 
-TEST(FsRequestPool, TheDestructorRunsWhatIsQueued) {
+TEST(RequestPools, TheDestructorRunsWhatIsQueued) {
   Counter ran;
   Gate gate;
   {
@@ -123,7 +123,7 @@ TEST(FsRequestPool, TheDestructorRunsWhatIsQueued) {
   EXPECT_EQ(ran.value(), 6);
 }
 
-TEST(FsRequestPool, ACpusPoolRunsOnItsCpu) {
+TEST(RequestPools, ACpusPoolRunsOnItsCpu) {
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
   int cpu = CPU_SETSIZE - 1;  // the last CPU this process may use
@@ -139,7 +139,7 @@ TEST(FsRequestPool, ACpusPoolRunsOnItsCpu) {
   EXPECT_EQ(ran_on.load(), cpu);
 }
 
-TEST(FsRequestPool, PoolsOfTheCpusAndTheSharedOne) {
+TEST(RequestPools, PoolsOfTheCpusAndTheSharedOne) {
   RequestPools pools(4);
   Counter done;
   std::string shared_name, cpu_name;
@@ -156,7 +156,7 @@ TEST(FsRequestPool, PoolsOfTheCpusAndTheSharedOne) {
   EXPECT_TRUE(cpu_name.starts_with("b2fs-cpu")) << cpu_name;
 }
 
-class FsUringSupport : public ::testing::Test {
+class UringSupportCheck : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
@@ -173,13 +173,13 @@ class FsUringSupport : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(FsUringSupport, AKernelWithoutTheParameterHasNone) {
+TEST_F(UringSupportCheck, AKernelWithoutTheParameterHasNone) {
   const UringSupport s = uring_support(dir_ / "missing");
   EXPECT_FALSE(s.available);
   EXPECT_NE(s.why_not.find("Linux 6.14"), std::string::npos) << s.why_not;
 }
 
-TEST_F(FsUringSupport, SwitchedOffSaysHowToSwitchItOn) {
+TEST_F(UringSupportCheck, SwitchedOffSaysHowToSwitchItOn) {
   const std::filesystem::path p = parameter("N");
   const UringSupport s = uring_support(p);
   EXPECT_FALSE(s.available);
@@ -187,7 +187,7 @@ TEST_F(FsUringSupport, SwitchedOffSaysHowToSwitchItOn) {
   EXPECT_EQ(s.why_not.find('\n'), std::string::npos) << "one line";
 }
 
-TEST_F(FsUringSupport, SwitchedOnIsAvailableWhereThisProcessMayUseIoUring) {
+TEST_F(UringSupportCheck, SwitchedOnIsAvailableWhereThisProcessMayUseIoUring) {
   const UringSupport s = uring_support(parameter("Y"));
   // Where io_uring itself is refused (a seccomp filter, io_uring_disabled),
   // the reason is about io_uring, not the parameter.

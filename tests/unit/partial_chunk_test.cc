@@ -19,6 +19,8 @@
 namespace blosc2fs {
 namespace {
 
+using testing::TempDir;
+
 // Copies from the complete chunk into a buffer of garbage, recording each fill.
 class RecordingFiller : public StoredChunkFiller {
  public:

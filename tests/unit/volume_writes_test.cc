@@ -28,7 +28,7 @@ using testing::TempDir;
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 std::string text_of(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
-class FsVolume : public ::testing::Test {
+class VolumeWrites : public ::testing::Test {
  protected:
   std::filesystem::path copy(const std::string& name) {
     return testing::copy_frame(testing::frame_path(name), dir_.path() / name);
@@ -85,7 +85,7 @@ class FsVolume : public ::testing::Test {
   int64_t compact_min_bytes_ = 64 << 20;
 };
 
-TEST_F(FsVolume, VlmetaCreateWriteAppendRenameRemove) {
+TEST_F(VolumeWrites, VlmetaCreateWriteAppendRenameRemove) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
   const uint64_t vl = dir(*v, "vlmeta");
@@ -112,7 +112,7 @@ TEST_F(FsVolume, VlmetaCreateWriteAppendRenameRemove) {
   EXPECT_FALSE(v->lookup(vl, "author").has_value());
 }
 
-TEST_F(FsVolume, AnEmptyFirstFlushStoresNothing) {
+TEST_F(VolumeWrites, AnEmptyFirstFlushStoresNothing) {
   // bash: open(O_TRUNC), dup2, close the original (a flush), write, close.
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
@@ -128,7 +128,7 @@ TEST_F(FsVolume, AnEmptyFirstFlushStoresNothing) {
   EXPECT_EQ(text_of(read_all(*v, ino)), "[1,2]\n");
 }
 
-TEST_F(FsVolume, AttrsRefuseInvalidJsonAtWriteOrClose) {
+TEST_F(VolumeWrites, AttrsRefuseInvalidJsonAtWriteOrClose) {
   auto path = copy("metas-vlmetas.b2frame");
   const Bytes before = testing::read_file(path);
   auto v = mount(path);
@@ -152,7 +152,7 @@ TEST_F(FsVolume, AttrsRefuseInvalidJsonAtWriteOrClose) {
   EXPECT_EQ(testing::read_file(path), before);
 }
 
-TEST_F(FsVolume, WritingBackTheTextReadChangesNoByte) {
+TEST_F(VolumeWrites, WritingBackTheTextReadChangesNoByte) {
   auto path = copy("metas-vlmetas.b2frame");
   const Bytes before = testing::read_file(path);
   auto v = mount(path);
@@ -164,7 +164,7 @@ TEST_F(FsVolume, WritingBackTheTextReadChangesNoByte) {
   EXPECT_EQ(testing::read_file(path), before);
 }
 
-TEST_F(FsVolume, MetalayersKeepTheirLength) {
+TEST_F(VolumeWrites, MetalayersKeepTheirLength) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
   const uint64_t meta = dir(*v, "meta");
@@ -181,7 +181,7 @@ TEST_F(FsVolume, MetalayersKeepTheirLength) {
   EXPECT_EQ(errno_of([&] { v->create(meta, "newmeta", O_WRONLY | O_CREAT, notes); }), EPERM);
 }
 
-TEST_F(FsVolume, LimitsOfVlmetalayers) {
+TEST_F(VolumeWrites, LimitsOfVlmetalayers) {
   auto path = copy("many-vlmetas.b2frame");
   auto v = mount(path);
   const uint64_t vl = dir(*v, "vlmeta");
@@ -200,7 +200,7 @@ TEST_F(FsVolume, LimitsOfVlmetalayers) {
   EXPECT_FALSE(v->lookup(vl, "sedAb12Cd").has_value());
 }
 
-TEST_F(FsVolume, ScratchFilesNeverEnterTheFrame) {
+TEST_F(VolumeWrites, ScratchFilesNeverEnterTheFrame) {
   auto path = copy("metas-vlmetas.b2frame");
   const Bytes before = testing::read_file(path);
   auto v = mount(path);
@@ -228,7 +228,7 @@ TEST_F(FsVolume, ScratchFilesNeverEnterTheFrame) {
   EXPECT_FALSE(names.count("4913"));
 }
 
-TEST_F(FsVolume, VimSavesThroughABackupRename) {
+TEST_F(VolumeWrites, VimSavesThroughABackupRename) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
   const uint64_t attrs = dir(*v, "attrs");
@@ -246,7 +246,7 @@ TEST_F(FsVolume, VimSavesThroughABackupRename) {
   EXPECT_EQ(text_of(vlmeta(path, "answer")), "<absent>");
 }
 
-TEST_F(FsVolume, VimSavesChunksAndDataThroughABackupRename) {
+TEST_F(VolumeWrites, VimSavesChunksAndDataThroughABackupRename) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
   const uint64_t chunks = dir(*v, "chunks");
@@ -278,7 +278,7 @@ TEST_F(FsVolume, VimSavesChunksAndDataThroughABackupRename) {
   EXPECT_EQ(read_all(*v, kChunkBase), Bytes(20000, 0x22));
 }
 
-TEST_F(FsVolume, ChunksAndDataEdits) {
+TEST_F(VolumeWrites, ChunksAndDataEdits) {
   auto path = copy("metas-vlmetas.b2frame");  // 3 chunks of 20000 bytes
   auto v = mount(path);
   const uint64_t chunks = dir(*v, "chunks");
@@ -330,7 +330,7 @@ TEST_F(FsVolume, ChunksAndDataEdits) {
   EXPECT_EQ(Frame::open(path)->nchunks(), 2);
 }
 
-TEST_F(FsVolume, LongWritesCommitInBatches) {
+TEST_F(VolumeWrites, LongWritesCommitInBatches) {
   batch_chunks_ = 2;
   batch_min_bytes_ = 0;
   auto path = copy("metas-vlmetas.b2frame");
@@ -357,7 +357,7 @@ TEST_F(FsVolume, LongWritesCommitInBatches) {
   EXPECT_EQ(stored, content);
 }
 
-TEST_F(FsVolume, BatchesAppendNothingAfterTheShortLastChunkBeingFilled) {
+TEST_F(VolumeWrites, BatchesAppendNothingAfterTheShortLastChunkBeingFilled) {
   // Found by fuzz.volume_data_fuzz: the batch appended chunks after a short last chunk
   // that the write was still filling, and the frame refused them (EINVAL).
   batch_chunks_ = 2;
@@ -388,7 +388,7 @@ TEST_F(FsVolume, BatchesAppendNothingAfterTheShortLastChunkBeingFilled) {
   EXPECT_EQ(stored, expected);
 }
 
-TEST_F(FsVolume, CommitsAreCompactedNowAndThen) {
+TEST_F(VolumeWrites, CommitsAreCompactedNowAndThen) {
   compact_min_bytes_ = 100000;
   auto path = copy("metas-vlmetas.b2frame");
   const auto start = std::filesystem::file_size(path);
@@ -408,7 +408,7 @@ TEST_F(FsVolume, CommitsAreCompactedNowAndThen) {
   EXPECT_LT(std::filesystem::file_size(path), start + 400'000);
 }
 
-TEST_F(FsVolume, TouchMakesAnEmptyLayer) {
+TEST_F(VolumeWrites, TouchMakesAnEmptyLayer) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path);
   KernelNotes notes;
@@ -419,7 +419,7 @@ TEST_F(FsVolume, TouchMakesAnEmptyLayer) {
   EXPECT_EQ(v->attributes(ino).st_size, 0);
 }
 
-TEST_F(FsVolume, RawChunksAreValidatedAtClose) {
+TEST_F(VolumeWrites, RawChunksAreValidatedAtClose) {
   auto path = copy("metas-vlmetas.b2frame");
   const Bytes before = testing::read_file(path);
   auto v = mount(path);
@@ -432,7 +432,7 @@ TEST_F(FsVolume, RawChunksAreValidatedAtClose) {
   EXPECT_EQ(frame->read_chunk(1), frame->read_chunk(2));
 }
 
-TEST_F(FsVolume, ReadOnlyVolumesRefuseWrites) {
+TEST_F(VolumeWrites, ReadOnlyVolumesRefuseWrites) {
   auto path = copy("metas-vlmetas.b2frame");
   auto v = mount(path, false);
   KernelNotes notes;
@@ -443,7 +443,7 @@ TEST_F(FsVolume, ReadOnlyVolumesRefuseWrites) {
   EXPECT_EQ(errno_of([&] { v->setattr(dir(*v, "data"), nullptr, 0, notes); }), EROFS);
 }
 
-TEST_F(FsVolume, AnotherWriterIsNoticed) {
+TEST_F(VolumeWrites, AnotherWriterIsNoticed) {
   auto path = copy("sframe-zstd-f4.b2frame");
   auto v = mount(path);
   const uint64_t vl = dir(*v, "vlmeta");
@@ -463,7 +463,7 @@ TEST_F(FsVolume, AnotherWriterIsNoticed) {
 // A file open across another program's change reads EIO, never bytes of the
 // new version; files opened after read the new version (uncached while an old
 // one is open); our own commits leave open files alone.
-TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
+TEST_F(VolumeWrites, FilesOpenAcrossAnotherWritersChangeReadEio) {
   auto path = copy("sframe-zstd-f4.b2frame");
   auto v = mount(path);
   const uint64_t data = dir(*v, "data"), vl = dir(*v, "vlmeta");
@@ -511,7 +511,7 @@ TEST_F(FsVolume, FilesOpenAcrossAnotherWritersChangeReadEio) {
 // of 163840 (a shard of 8 inner chunks, each 655360 bytes: blocks over half a
 // MiB are not joined into runs); b2nd-2d-u1: chunks
 // 110 x 3 in blocks 57 x 3 (plain: C order over the chunk shape).
-TEST_F(FsVolume, ZarrShardRenamedOverAChunkKey) {
+TEST_F(VolumeWrites, ZarrShardRenamedOverAChunkKey) {
   constexpr size_t kBlock = 655360, kBlocks = 8, kChunk = kBlock * kBlocks;
   const auto path = dir_.path() / "sharded-1d-i4.b2nd";
   {
@@ -595,7 +595,7 @@ TEST_F(FsVolume, ZarrShardRenamedOverAChunkKey) {
   EXPECT_EQ(Frame::open(path)->read_chunk(2), Bytes(kBlock * kBlocks, 0));
 }
 
-TEST_F(FsVolume, ZarrPlainChunkRenamedOverAChunkKey) {
+TEST_F(VolumeWrites, ZarrPlainChunkRenamedOverAChunkKey) {
   const auto path = copy("b2nd-2d-u1.b2nd");
   auto v = mount(path);
   KernelNotes notes;
@@ -613,7 +613,7 @@ TEST_F(FsVolume, ZarrPlainChunkRenamedOverAChunkKey) {
   EXPECT_EQ(Bytes(stored.begin(), stored.begin() + 330), plain);
 }
 
-TEST_F(FsVolume, ZarrJsonTakesOnlyAttributeChanges) {
+TEST_F(VolumeWrites, ZarrJsonTakesOnlyAttributeChanges) {
   const auto path = copy("b2nd-1d-i4.b2nd");
   auto v = mount(path);
   KernelNotes notes;
@@ -641,7 +641,7 @@ namespace {
 
 // docs/operations.md: a file the mount makes can be neither removed nor renamed,
 // at the top of the tree too (where a removal once dereferenced a null directory).
-TEST_F(FsVolume, TopFilesAreNeitherRemovedNorRenamed) {
+TEST_F(VolumeWrites, TopFilesAreNeitherRemovedNorRenamed) {
   auto path = copy("metas-vlmetas.b2frame");
   const testing::FrameContent before = testing::read_content(path);
   auto v = mount(path);
@@ -658,7 +658,7 @@ TEST_F(FsVolume, TopFilesAreNeitherRemovedNorRenamed) {
 }
 
 // An N-d array keeps the chunks its shape needs (python-blosc2 opens it only then).
-TEST_F(FsVolume, ArraysKeepTheChunksTheirShapeNeeds) {
+TEST_F(VolumeWrites, ArraysKeepTheChunksTheirShapeNeeds) {
   auto path = copy("b2nd-2d-u1.b2nd");
   const testing::FrameContent before = testing::read_content(path);
   auto v = mount(path);

@@ -17,7 +17,7 @@ Options parse(std::initializer_list<const char*> args) {
   return parse_command_line(int(argv.size()), argv.data());
 }
 
-TEST(FsOptions, FrameAndMountpoint) {
+TEST(Options, FrameAndMountpoint) {
   Options o = parse({"x.b2frame", "/mnt/x"});
   EXPECT_EQ(o.action, Options::Action::mount);
   EXPECT_EQ(o.frame, "x.b2frame");
@@ -30,7 +30,7 @@ TEST(FsOptions, FrameAndMountpoint) {
   EXPECT_TRUE(o.fuse_options.empty());
 }
 
-TEST(FsOptions, Flags) {
+TEST(Options, Flags) {
   Options o = parse({"-f", "-s", "a", "b"});
   EXPECT_TRUE(o.foreground);
   EXPECT_TRUE(o.single_threaded);
@@ -42,7 +42,7 @@ TEST(FsOptions, Flags) {
   EXPECT_TRUE(o.foreground && o.single_threaded);
 }
 
-TEST(FsOptions, HelpVersionInfo) {
+TEST(Options, HelpVersionInfo) {
   EXPECT_EQ(parse({"-h"}).action, Options::Action::help);
   EXPECT_EQ(parse({"--help"}).action, Options::Action::help);
   EXPECT_EQ(parse({"-V"}).action, Options::Action::version);
@@ -55,7 +55,7 @@ TEST(FsOptions, HelpVersionInfo) {
   EXPECT_THROW(parse({"--info", "a", "b"}), UsageError);
 }
 
-TEST(FsOptions, OurOptions) {
+TEST(Options, OurOptions) {
   Options o = parse({"-o", "ro,cache_size=256M", "-olog_level=warning", "a", "b", "-o", "uid=1000,gid=100,umask=022"});
   EXPECT_EQ(o.read_only, true);
   EXPECT_EQ(o.cache_size, uint64_t(256) << 20);
@@ -72,7 +72,7 @@ TEST(FsOptions, OurOptions) {
   EXPECT_EQ(parse({"-o", "read_ahead=0", "a", "b"}).read_ahead, 0u);
 }
 
-TEST(FsOptions, FstabOptionsAreAcceptedAndIgnored) {
+TEST(Options, FstabOptionsAreAcceptedAndIgnored) {
   Options o = parse({"a", "b", "-o",
                      "rw,noauto,x-systemd.automount,x-systemd.idle-timeout=60,_netdev,dev,suid,exec,nofail,user,users,"
                      "owner,defaults,auto,comment=x"});
@@ -80,7 +80,7 @@ TEST(FsOptions, FstabOptionsAreAcceptedAndIgnored) {
   EXPECT_TRUE(o.fuse_options.empty());
 }
 
-TEST(FsOptions, FuseOptionsPassThrough) {
+TEST(Options, FuseOptionsPassThrough) {
   Options o = parse({"-o", "allow_other,default_permissions,fsname=my\\,frame,subtype=b2,max_read=131072,nodev,nosuid,noexec",
                      "a", "b"});
   // default_permissions is accepted but not passed on: fuse_option_list always adds it.
@@ -96,7 +96,7 @@ TEST(FsOptions, FuseOptionsPassThrough) {
 // line, from an fstab line as mount.fuse3 passes it (it drops user and users
 // and adds dev,suid; mount(8) may pass user=NAME for a user mount), from the
 // systemd units' OPTIONS=.
-TEST(FsOptions, DefaultPermissionsOnEveryMount) {
+TEST(Options, DefaultPermissionsOnEveryMount) {
   EXPECT_EQ(fuse_option_list(parse({"a", "b"}), "/data/x,y.b2frame", true),
             "rw,default_permissions,fsname=/data/x\\,y.b2frame,subtype=blosc2fs");
   EXPECT_EQ(fuse_option_list(parse({"-o", "ro", "a", "b"}), "/f", false), "ro,default_permissions,fsname=/f,subtype=blosc2fs");
@@ -117,7 +117,7 @@ TEST(FsOptions, DefaultPermissionsOnEveryMount) {
             "rw,default_permissions,fsname=/data/x.b2frame,subtype=blosc2fs,allow_other");
 }
 
-TEST(FsOptions, Sizes) {
+TEST(Options, Sizes) {
   EXPECT_EQ(parse_size("4096", "x"), 4096u);
   EXPECT_EQ(parse_size("256M", "x"), uint64_t(256) << 20);
   EXPECT_EQ(parse_size("2G", "x"), uint64_t(2) << 30);
@@ -130,13 +130,13 @@ TEST(FsOptions, Sizes) {
   EXPECT_THROW(parse_size("99999999999T", "x"), UsageError);
 }
 
-TEST(FsOptions, DefaultCacheSizeIsBounded) {
+TEST(Options, DefaultCacheSizeIsBounded) {
   uint64_t size = default_cache_size();
   EXPECT_GE(size, uint64_t(64) << 20);
   EXPECT_LE(size, uint64_t(4) << 30);
 }
 
-TEST(FsOptions, CreateParameters) {
+TEST(Options, CreateParameters) {
   Options o = parse({"-o", "create,codec=lz4hc,clevel=9,typesize=4,chunksize=2M,blocksize=64K,filters=delta+shuffle,sparse",
                      "a", "b"});
   EXPECT_TRUE(o.create.create);
@@ -160,7 +160,7 @@ TEST(FsOptions, CreateParameters) {
   EXPECT_EQ(o.create.cparams.clevel, 1);
 }
 
-TEST(FsOptions, Errors) {
+TEST(Options, Errors) {
   EXPECT_THROW(parse({}), UsageError);
   EXPECT_THROW(parse({"a"}), UsageError);
   EXPECT_THROW(parse({"a", "b", "c"}), UsageError);
@@ -174,7 +174,7 @@ TEST(FsOptions, Errors) {
     EXPECT_THROW(parse({"-o", bad, "a", "b"}), UsageError) << bad;
 }
 
-TEST(FsOptions, PluginPaths) {
+TEST(Options, PluginPaths) {
   Options o = parse({"-o", "plugin_path=openzl:/opt/p/libblosc2_openzl.so", "a", "b"});
   ASSERT_EQ(o.plugin_paths.size(), 1u);
   EXPECT_EQ(o.plugin_paths[0].name, "openzl");
@@ -192,12 +192,12 @@ TEST(FsOptions, PluginPaths) {
   EXPECT_NE(usage_text("blosc2fs").find("plugin_path=NAME:LIB"), std::string::npos);
 }
 
-TEST(FsOptions, DoubleDashEndsOptions) {
+TEST(Options, DoubleDashEndsOptions) {
   Options o = parse({"--", "-weird", "mnt"});
   EXPECT_EQ(o.frame, "-weird");
 }
 
-TEST(FsOptions, IoUring) {
+TEST(Options, IoUring) {
   EXPECT_EQ(parse({"a", "b"}).io_uring, IoUringMode::automatic);
   EXPECT_EQ(parse({"-o", "io_uring=auto", "a", "b"}).io_uring, IoUringMode::automatic);
   EXPECT_EQ(parse({"-o", "io_uring=on", "a", "b"}).io_uring, IoUringMode::on);
@@ -211,11 +211,11 @@ TEST(FsOptions, IoUring) {
   EXPECT_NO_THROW(parse({"-s", "-o", "io_uring=off", "a", "b"}));
 }
 
-TEST(FsOptions, UsageMentionsTheCacheStatsFile) {
+TEST(Options, UsageMentionsTheCacheStatsFile) {
   EXPECT_NE(usage_text("blosc2fs").find(".blosc2fs-cache"), std::string::npos);
 }
 
-TEST(FsOptions, NewArrayShapes) {
+TEST(Options, NewArrayShapes) {
   Options o = parse({"-o", "create,chunkshape=10,20,5,codec=lz4,blockshape=5x4x5", "f.b2nd", "m"});
   ASSERT_TRUE(o.create.chunkshape && o.create.blockshape);
   EXPECT_EQ(*o.create.chunkshape, (std::vector<int64_t>{10, 20, 5}));

@@ -42,7 +42,7 @@ std::string read_all(IndexTsvFile& file, int64_t offset, size_t len) {
   return out;
 }
 
-TEST(FsIndexTsv, PagesReadAsTheWholeText) {
+TEST(IndexTsv, PagesReadAsTheWholeText) {
   TempDir dir;
   const int64_t nchunks = 2 * IndexTsvFile::kRowsPerPage + 123;
   auto frame = frame_of(dir.path() / "many.b2frame", nchunks);
@@ -74,7 +74,7 @@ TEST(FsIndexTsv, PagesReadAsTheWholeText) {
   }
 }
 
-TEST(FsIndexTsv, FillSpecialFramesReadAsTheWholeText) {
+TEST(IndexTsv, FillSpecialFramesReadAsTheWholeText) {
   for (const char* name : {"fill-special-zeros-f8.b2frame", "fill-special-nan-f4.b2frame"}) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Frame> frame = Frame::open(testing::frame_path(name));
@@ -89,7 +89,7 @@ TEST(FsIndexTsv, FillSpecialFramesReadAsTheWholeText) {
 
 // Such an index is measured from its first and last rows; reading makes only
 // the pages read.
-TEST(FsIndexTsv, AUniformIndexOfMillionsOfChunksIsMeasuredWithoutMakingItsRows) {
+TEST(IndexTsv, AUniformIndexOfMillionsOfChunksIsMeasuredWithoutMakingItsRows) {
   // Frames of 172 bytes the fuzzer made, whose repeat-value index chunk claims
   // 1,712,261 chunks (every row an error) and 213,909,509 chunks.
   for (const char* name : {"uniform-index-1712261-error-rows.b2frame", "uniform-index-213909509-chunks.b2frame"}) {
@@ -126,7 +126,7 @@ TEST(FsIndexTsv, AUniformIndexOfMillionsOfChunksIsMeasuredWithoutMakingItsRows) 
   }
 }
 
-TEST(FsIndexTsv, AFrameWithoutChunksIsTheHeaderRow) {
+TEST(IndexTsv, AFrameWithoutChunksIsTheHeaderRow) {
   TempDir dir;
   auto frame = frame_of(dir.path() / "empty.b2frame", 0);
   IndexTsvFile file(frame);

@@ -44,7 +44,7 @@ std::vector<DirEntry> list(Volume& volume, uint64_t dir) {
   return out;
 }
 
-TEST(FsTree, ChunkFileNames) {
+TEST(VolumeReads, ChunkFileNames) {
   EXPECT_EQ(chunk_file_name(0), "00000000");
   EXPECT_EQ(chunk_file_name(42), "00000042");
   EXPECT_EQ(chunk_file_name(123456789), "123456789");
@@ -54,9 +54,9 @@ TEST(FsTree, ChunkFileNames) {
     EXPECT_FALSE(parse_chunk_file_name(bad).has_value()) << bad;
 }
 
-class FsTreeFixture : public ::testing::TestWithParam<std::string> {};
+class VolumeReadsFixture : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(FsTreeFixture, MatchesExpectations) {
+TEST_P(VolumeReadsFixture, MatchesExpectations) {
   const std::string name = GetParam();
   const nlohmann::json expect = load_expect(name);
   VolumeOptions options;
@@ -217,7 +217,7 @@ TEST_P(FsTreeFixture, MatchesExpectations) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, FsTreeFixture, ::testing::ValuesIn(fixture_frame_names()),
+INSTANTIATE_TEST_SUITE_P(Fixtures, VolumeReadsFixture, ::testing::ValuesIn(fixture_frame_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& c : s)

@@ -168,7 +168,7 @@ TEST_F(Fixture, BatchesLeaveTheChunkBeingFilled) {
   EXPECT_EQ(rest.nchunks_after, 3);
 }
 
-TEST(FsChunkCache, InvalidationAndPinnedBytes) {
+TEST(ChunkOverlay, InvalidationAndPinnedBytes) {
   NoLoader loader;
   ChunkCache cache(loader, 1000);
   cache.pin_bytes(1500);

@@ -21,7 +21,7 @@ bool complete(const std::string& text) {
   return c.complete();
 }
 
-TEST(FsJsonPrefix, ValidPrefixesAreAccepted) {
+TEST(JsonPrefix, ValidPrefixesAreAccepted) {
   for (const char* text : {"", " ", "{", "{\"", "{\"a", "{\"a\"", "{\"a\":", "{\"a\": [1, 2", "[", "[1,", "t", "tr",
                            "fals", "nul", "-", "-0", "1.", "1.5e", "1.5e+", "\"abc\\", "\"\\u00", "[{\"x\":{}}, ",
                            "\"caf\xc3\xa9"}) {
@@ -29,7 +29,7 @@ TEST(FsJsonPrefix, ValidPrefixesAreAccepted) {
   }
 }
 
-TEST(FsJsonPrefix, BrokenTextIsRefusedAtTheFirstBadCharacter) {
+TEST(JsonPrefix, BrokenTextIsRefusedAtTheFirstBadCharacter) {
   for (const char* text : {"x", "{a", "{\"a\" 1", "[1 2", "[1,]", "{\"a\":1,}", "tx", "nulll", "01", "-a", "1.e",
                            "1e+x", "\"\\x\"", "\"\\u12g\"", "{} {}", "1 2", "]", "}", "{\"a\":1]", "[1}",
                            "\"tab\there\"", "[,"}) {
@@ -37,13 +37,13 @@ TEST(FsJsonPrefix, BrokenTextIsRefusedAtTheFirstBadCharacter) {
   }
 }
 
-TEST(FsJsonPrefix, CompleteValues) {
+TEST(JsonPrefix, CompleteValues) {
   for (const char* text : {"1", "-0.5e3", "true\n", "null", "\"s\"", "{}", "[]", " {\"a\": [1, {\"b\": null}]} \n"})
     EXPECT_TRUE(complete(text)) << text;
   for (const char* text : {"", "  ", "{", "[1", "\"s", "tru", "1.", "-"}) EXPECT_FALSE(complete(text)) << text;
 }
 
-TEST(FsJsonPrefix, FeedingInPiecesEqualsFeedingAtOnce) {
+TEST(JsonPrefix, FeedingInPiecesEqualsFeedingAtOnce) {
   const std::string text = "{\"key\": [1.25e-3, true, null, \"x\\\"y\\u0041\"], \"n\": -12}\n";
   for (size_t piece = 1; piece <= 7; ++piece) {
     JsonPrefixChecker c;
@@ -53,12 +53,12 @@ TEST(FsJsonPrefix, FeedingInPiecesEqualsFeedingAtOnce) {
   EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
-TEST(FsJsonPrefix, NestingBeyondWhatMsgpackStoresIsRefused) {
+TEST(JsonPrefix, NestingBeyondWhatMsgpackStoresIsRefused) {
   EXPECT_TRUE(prefix_ok(std::string(JsonPrefixChecker::kMaxNesting, '[')));
   EXPECT_FALSE(prefix_ok(std::string(JsonPrefixChecker::kMaxNesting + 1, '[')));
 }
 
-TEST(FsJsonPrefix, AgreesWithTheParserOnCompleteTexts) {
+TEST(JsonPrefix, AgreesWithTheParserOnCompleteTexts) {
   for (const char* text : {"{\"a\":1}", "[1,2,3]", "\"\\ud83d\\ude00\"", "1e5", "[true,false]", "{\"a\":}", "[01]",
                            "{\"a\" \"b\"}", "[1,]", "-", "\"a\"\"b\""}) {
     JsonPrefixChecker c;

@@ -14,15 +14,15 @@ constexpr const char* kMountinfo =
     "43 22 0:48 / /mnt/tmp rw - tmpfs tmpfs rw\n"
     "garbage line\n";
 
-TEST(FsReadAhead, TheLastFuseMountAtThePathWins) {
+TEST(ReadAhead, TheLastFuseMountAtThePathWins) {
   EXPECT_EQ(read_ahead_file(kMountinfo, "/mnt/a"), "/sys/class/bdi/0:47/read_ahead_kb");
 }
 
-TEST(FsReadAhead, EscapedMountpoints) {
+TEST(ReadAhead, EscapedMountpoints) {
   EXPECT_EQ(read_ahead_file(kMountinfo, "/mnt/with space"), "/sys/class/bdi/0:46/read_ahead_kb");
 }
 
-TEST(FsReadAhead, OnlyFuseMountsMatch) {
+TEST(ReadAhead, OnlyFuseMountsMatch) {
   EXPECT_EQ(read_ahead_file(kMountinfo, "/mnt/tmp"), std::nullopt);
   EXPECT_EQ(read_ahead_file(kMountinfo, "/"), std::nullopt);
   EXPECT_EQ(read_ahead_file(kMountinfo, "/mnt/b"), std::nullopt);

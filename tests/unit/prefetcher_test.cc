@@ -26,7 +26,7 @@ bool eventually(const std::function<bool()>& done) {
   return true;
 }
 
-TEST(FsPrefetcher, RunsRequestsInTheBackground) {
+TEST(Prefetcher, RunsRequestsInTheBackground) {
   std::mutex mutex;
   std::vector<int64_t> loaded;
   Prefetcher p([&](int64_t n) {
@@ -43,7 +43,7 @@ TEST(FsPrefetcher, RunsRequestsInTheBackground) {
   EXPECT_EQ(loaded, (std::vector<int64_t>{3, 4}));
 }
 
-TEST(FsPrefetcher, FailuresAreIgnored) {
+TEST(Prefetcher, FailuresAreIgnored) {
   std::atomic<int> calls{0};
   Prefetcher p([&](int64_t n) {
     ++calls;
@@ -54,7 +54,7 @@ TEST(FsPrefetcher, FailuresAreIgnored) {
   EXPECT_TRUE(eventually([&] { return calls == 2; }));
 }
 
-TEST(FsPrefetcher, QueuedRepeatsAreDroppedAndStopWaits) {
+TEST(Prefetcher, QueuedRepeatsAreDroppedAndStopWaits) {
   std::atomic<bool> release{false};
   std::atomic<int> calls{0};
   Prefetcher p([&](int64_t) {
