@@ -47,11 +47,7 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
   frame_access_ = read_access();
   size_at_compaction_check_ = stamp.file_size;
   if (options_.inodes) {
-    for (const auto& [node, ino] : options_.inodes->layers) {
-      by_name_[{dir_of(node), node.name}] = ino;
-      named_[ino] = node;
-    }
-    next_named_ = std::max(next_named_, options_.inodes->next_named);
+    names_.restore(*options_.inodes);
     kernel_.seed(std::move(options_.inodes->lookups));
     options_.inodes.reset();
   }
@@ -66,19 +62,14 @@ uint64_t Volume::new_version() {
 
 bool Volume::closable() const {
   std::shared_lock lock(state_mutex_);
-  // Every named inode is a layer's current name (no scratch file, no alias of a renamed one).
-  return scratch_.empty() && drafts_.empty() && hidden_.empty() && writers_.empty() && overlay_.clean() &&
-         !npy_replacement_ && named_.size() == by_name_.size();
+  return names_.only_layer_names() && overlay_.clean() && !npy_replacement_;
 }
 
 InodeMemory Volume::inode_memory() const {
   InodeMemory memory;
   {
     std::shared_lock lock(state_mutex_);
-    for (const auto& [key, ino] : by_name_)
-      if (auto it = named_.find(ino); it != named_.end() && it->second.kind != NodeKind::scratch)
-        memory.layers.emplace_back(it->second, ino);
-    memory.next_named = next_named_;
+    memory = names_.layers();
   }
   memory.lookups = kernel_.lookups();
   return memory;
@@ -103,51 +94,15 @@ int64_t Volume::nchunks() const {
 
 // --- names ---
 
-NodeKind Volume::dir_of(const Node& node) {
-  switch (node.kind) {
-    case NodeKind::chunk: return NodeKind::chunks_dir;
-    case NodeKind::raw_chunk: return NodeKind::raw_dir;
-    case NodeKind::meta: return NodeKind::meta_dir;
-    case NodeKind::vlmeta: return NodeKind::vlmeta_dir;
-    case NodeKind::attrs: return NodeKind::attrs_dir;
-    case NodeKind::scratch: return node.dir;
-    case NodeKind::zarr_chunk: return NodeKind::zarr_dir;
-    case NodeKind::zarr_dir: return node.level == 0 ? NodeKind::root : NodeKind::zarr_dir;
-    case NodeKind::zarray:
-    case NodeKind::zattrs:
-    case NodeKind::zarr2_chunk: return NodeKind::zarr2_dir;
-    default: return NodeKind::root;
-  }
-}
-
-std::string Volume::name_of(const Node& node) {
-  switch (node.kind) {
-    case NodeKind::root: return "/";
-    case NodeKind::chunk: return chunk_file_name(node.index);
-    case NodeKind::raw_chunk: return chunk_file_name(node.index) + std::string(kRawSuffix);
-    case NodeKind::meta:
-    case NodeKind::vlmeta:
-    case NodeKind::attrs:
-    case NodeKind::scratch: return node.name;
-    default: return fixed_file(node.kind)->name;
-  }
-}
-
 std::string Volume::path_of_node(const Node& node) const {
   if (is_zarr_kind(node.kind)) return zarr_path(node);
   if (node.kind == NodeKind::scratch && node.dir == NodeKind::zarr_dir) return node.name;  // c/I/NAME already
-  const NodeKind dir = dir_of(node);
   if (node.kind == NodeKind::root) return "/";
-  return path_in(dir, name_of(node));
+  return path_in(directory_of(node), file_name_of(node));
 }
 
 bool Volume::exists(const Node& node) const {
-  auto created_draft = [&](NodeKind dir, const std::string& name) {
-    auto it = by_name_.find({dir, name});
-    if (it == by_name_.end()) return false;
-    auto d = drafts_.find(it->second);
-    return d != drafts_.end() && d->second.created;
-  };
+  auto created_draft = [&](NodeKind dir, const std::string& name) { return names_.created(dir, name); };
   if (is_zarr_kind(node.kind)) return zarr_exists(node);
   switch (node.kind) {
     case NodeKind::array_npy: return files_->has_array() || npy_replacement_;
@@ -157,8 +112,8 @@ bool Volume::exists(const Node& node) const {
     case NodeKind::chunk: return node.index >= 0 && node.index < overlay_.count();
     case NodeKind::raw_chunk: {
       if (node.index >= 0 && node.index < files_->nchunks()) return true;
-      auto d = drafts_.find(kRawBase + uint64_t(node.index));
-      return node.index >= 0 && d != drafts_.end() && d->second.created;
+      const Draft* d = node.index >= 0 ? names_.draft(kRawBase + uint64_t(node.index)) : nullptr;
+      return d && d->created;
     }
     case NodeKind::meta: return files_->find_meta(node.name) || created_draft(NodeKind::meta_dir, node.name);
     case NodeKind::vlmeta: return files_->find_vlmeta(node.name) || created_draft(NodeKind::vlmeta_dir, node.name);
@@ -166,21 +121,15 @@ bool Volume::exists(const Node& node) const {
       const LayerFile* layer = files_->find_vlmeta(node.name);
       return (layer && layer->attrs_text) || created_draft(NodeKind::attrs_dir, node.name);
     }
-    case NodeKind::scratch: {
-      auto it = by_name_.find({node.dir, node.name});
-      return it != by_name_.end() && scratch_.count(it->second);
-    }
+    case NodeKind::scratch: return names_.scratch_named(node.dir, node.name).has_value();
     default: return true;
   }
 }
 
 std::optional<Node> Volume::lookup_node(NodeKind dir, std::string_view name_view) const {
   const std::string name(name_view);
-  if (auto it = by_name_.find({dir, name}); it != by_name_.end()) {
-    auto n = named_.find(it->second);
-    if (n != named_.end() && n->second.kind == NodeKind::scratch) return n->second;
-  }
-  if (hidden(dir, name)) return std::nullopt;
+  if (std::optional<uint64_t> scratch = names_.scratch_named(dir, name)) return names_.scratch(*scratch)->node;
+  if (names_.hidden(dir, name)) return std::nullopt;
   std::optional<Node> node;
   switch (dir) {
     case NodeKind::root:
@@ -202,35 +151,18 @@ std::optional<Node> Volume::lookup_node(NodeKind dir, std::string_view name_view
   return node;
 }
 
-std::optional<uint64_t> Volume::known_ino_of(const Node& node) const {
-  if (auto ino = computed_inode(node)) return ino;
-  auto it = by_name_.find({dir_of(node), node.name});
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
-}
-
-uint64_t Volume::ino_of(const Node& node) {
-  if (auto ino = known_ino_of(node)) return *ino;
-  const uint64_t ino = next_named_++;
-  by_name_[{dir_of(node), node.name}] = ino;
-  named_[ino] = node;
-  return ino;
-}
-
 std::optional<Node> Volume::node(uint64_t ino) const {
   std::shared_lock lock(state_mutex_);
   if (std::optional<Node> node = computed_node(ino)) {
     if (exists(*node)) return node;
     return std::nullopt;
   }
-  auto it = named_.find(ino);
-  if (it == named_.end() || !exists(it->second)) return std::nullopt;
-  const Node& node = it->second;
-  if (!computed_inode(node)) {  // a name's inode: only while the name still has it
-    auto key = by_name_.find({dir_of(node), node.name});
-    if (key == by_name_.end() || key->second != ino) return std::nullopt;
+  const Node* node = names_.named(ino);
+  if (!node || !exists(*node)) return std::nullopt;
+  if (!computed_inode(*node)) {  // a name's inode: only while the name still has it
+    if (names_.find(directory_of(*node), node->name) != ino) return std::nullopt;
   }
-  return node;
+  return *node;
 }
 
 std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
@@ -250,23 +182,23 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
     }
     std::optional<Node> child = lookup_node(dir->kind, name);
     if (!child) return std::nullopt;
-    if (auto ino = known_ino_of(*child)) return ino;
+    if (auto ino = names_.known_ino(*child)) return ino;
   }
   std::unique_lock lock(state_mutex_);
   std::optional<Node> child = lookup_node(dir->kind, name);
   if (!child) return std::nullopt;
-  return ino_of(*child);
+  return names_.ino(*child);
 }
 
 std::vector<std::pair<std::string, Node>> Volume::listing(NodeKind dir) const {
   std::vector<std::pair<std::string, Node>> out;
   auto add = [&](const std::string& name, Node node) {
-    if (!hidden(dir, name) && exists(node)) out.emplace_back(name, std::move(node));
+    if (!names_.hidden(dir, name) && exists(node)) out.emplace_back(name, std::move(node));
   };
   auto add_created = [&](NodeKind kind) {
-    for (auto it = by_name_.lower_bound({dir, std::string()}); it != by_name_.end() && it->first.first == dir; ++it) {
-      auto d = drafts_.find(it->second);
-      if (d != drafts_.end() && d->second.created) add(it->first.second, Node{kind, 0, it->first.second});
+    for (const auto& [name, ino] : names_.names_in(dir)) {
+      const Draft* d = names_.draft(ino);
+      if (d && d->created) add(name, Node{kind, 0, name});
     }
   };
   switch (dir) {
@@ -301,9 +233,9 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
     if (pass == 0) shared.lock();
     else exclusive.lock();
     auto make = [&](const std::string& name, const Node& node, int64_t next) -> std::optional<DirEntry> {
-      std::optional<uint64_t> ino = known_ino_of(node);
+      std::optional<uint64_t> ino = names_.known_ino(node);
       if (!ino && pass == 0) return std::nullopt;
-      return DirEntry{name, ino ? *ino : ino_of(node), is_directory(node.kind), next};
+      return DirEntry{name, ino ? *ino : names_.ino(node), is_directory(node.kind), next};
     };
     bool need_exclusive = false;
     std::optional<DirEntry> found;
@@ -315,7 +247,7 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
             Node node{f.kind};
             if (f.kind == NodeKind::zarr_dir && files_->zarr() && files_->zarr()->zero_d())
               found = DirEntry{f.name, kZarrChunkBase, false, i + 1};  // a 0-d array's one chunk: the file c
-            else if (!hidden(NodeKind::root, f.name) && exists(node))
+            else if (!names_.hidden(NodeKind::root, f.name) && exists(node))
               found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
           }
           break;
@@ -325,8 +257,8 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
           const int64_t count = raw ? files_->nchunks() : overlay_.count();
           for (int64_t i = cookie; i < count && !found; ++i) {
             Node node{raw ? NodeKind::raw_chunk : NodeKind::chunk, i};
-            const std::string name = name_of(node);
-            if (!hidden(dir->kind, name)) found = DirEntry{name, *computed_inode(node), false, i + 1};
+            const std::string name = file_name_of(node);
+            if (!names_.hidden(dir->kind, name)) found = DirEntry{name, *computed_inode(node), false, i + 1};
           }
           break;
         }
@@ -347,10 +279,9 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
     }
     // Scratch files, in name order.
     int64_t k = 0;
-    for (auto it = by_name_.lower_bound({dir->kind, std::string()}); it != by_name_.end() && it->first.first == dir->kind;
-         ++it) {
-      if (!scratch_.count(it->second)) continue;
-      if (kScratchCookieBase + k >= cookie) return DirEntry{it->first.second, it->second, false, kScratchCookieBase + k + 1};
+    for (const auto& [name, ino] : names_.names_in(dir->kind)) {
+      if (!names_.scratch(ino)) continue;
+      if (kScratchCookieBase + k >= cookie) return DirEntry{name, ino, false, kScratchCookieBase + k + 1};
       ++k;
     }
     return std::nullopt;
@@ -373,20 +304,17 @@ void Volume::remember(uint64_t ino) { kernel_.remember(ino); }
 void Volume::forget(uint64_t ino, uint64_t count) {
   if (!kernel_.forget(ino, count)) return;
   // A renamed file's inode kept answering as the file it was renamed over
-  // (named_ alias); once the kernel lets go of it, nobody can ask again.
+  // (an alias in the name table); once the kernel lets go of it, nobody can ask again.
   if (ino < kNamedBase || ino >= kChunkBase) return;
   std::unique_lock lock(state_mutex_);
-  auto alias = named_.find(ino);
-  if (alias != named_.end() && computed_inode(alias->second)) named_.erase(alias);
+  const Node* alias = names_.named(ino);
+  if (alias && computed_inode(*alias)) names_.erase_named(ino);
 }
 
 // --- stat ---
 
 int64_t Volume::size_of(const Node& node, uint64_t ino) const {
-  auto layer_draft = [&]() -> const Draft* {
-    auto it = drafts_.find(ino);
-    return it == drafts_.end() ? nullptr : &it->second;
-  };
+  auto layer_draft = [&]() -> const Draft* { return names_.draft(ino); };
   if (is_zarr_kind(node.kind)) return zarr_size(node);
   switch (node.kind) {
     case NodeKind::frame_json: return int64_t(files_->frame_json()->size());
@@ -413,8 +341,8 @@ int64_t Volume::size_of(const Node& node, uint64_t ino) const {
       return node.kind == NodeKind::attrs ? int64_t(layer->attrs_text.value_or("").size()) : layer->size;
     }
     case NodeKind::scratch: {
-      auto it = scratch_.find(ino);
-      return it == scratch_.end() ? 0 : int64_t(it->second.content.size());
+      const Scratch* s = names_.scratch(ino);
+      return s ? int64_t(s->content.size()) : 0;
     }
     default: return 0;
   }
@@ -484,7 +412,7 @@ void Volume::check_version(uint64_t ino, const OpenFile& file, const std::option
   // Bytes made by this mount alone (the statistics, scratch files, a layer
   // being written) are not the frame's: they stay readable.
   if (node && (node->kind == NodeKind::cache_stats || node->kind == NodeKind::scratch)) return;
-  if (drafts_.count(ino)) return;
+  if (names_.draft(ino)) return;
   if (stale_reported_.exchange(now) != now)
     spdlog::warn("{}: {} was opened before another program changed the frame: it reads EIO from now on (opened "
                  "again, it reads the new content)",
@@ -509,7 +437,7 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
   std::shared_lock lock(state_mutex_);
   // Under the lock a reload takes exclusively: no change is installed between the check and the read.
   check_version(ino, file, n);
-  const bool draft = drafts_.count(ino) > 0;
+  const bool draft = names_.draft(ino) != nullptr;
   if (n->kind == NodeKind::data && !draft) {
     const size_t before = out.size();
     overlay_.gather_data(*files_, offset, size, out);
@@ -554,7 +482,7 @@ void Volume::prefetch_chunk(int64_t n) {
 }
 
 size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out) {
-  if (auto d = drafts_.find(ino); d != drafts_.end()) return copy_from(d->second.content, offset, out);
+  if (const Draft* d = names_.draft(ino)) return copy_from(d->content, offset, out);
   switch (node.kind) {
     case NodeKind::frame_json: return copy_from(as_bytes(*files_->frame_json()), offset, out);
     case NodeKind::index_tsv: return files_->index_tsv().read(offset, out);
@@ -587,8 +515,8 @@ size_t Volume::read_locked(uint64_t ino, const Node& node, int64_t offset, Mutab
       return copy_from(layer->content, offset, out);
     }
     case NodeKind::scratch: {
-      auto it = scratch_.find(ino);
-      return it == scratch_.end() ? 0 : copy_from(it->second.content, offset, out);
+      const Scratch* s = names_.scratch(ino);
+      return s ? copy_from(s->content, offset, out) : 0;
     }
     default: return 0;
   }

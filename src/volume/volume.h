@@ -46,6 +46,7 @@
 #include "json_prefix.h"
 #include "kernel_tracker.h"
 #include "mount_tree.h"
+#include "name_table.h"
 #include "node.h"
 #include "prefetcher.h"
 #include "tree_access.h"
@@ -53,17 +54,6 @@
 namespace blosc2fs {
 
 struct NpyReplacement;  // npy_replacement.h
-
-// The numbers the kernel knows a Volume's files by, kept while a store's leaf is
-// closed (store_tree.h) so that the Volume opened again for it answers to the
-// same ones: the numbers given to layer names (handed out in order of first
-// sight) and the kernel's references (commits tell the kernel only about
-// inodes it holds). A few entries per name the kernel has looked up.
-struct InodeMemory {
-  std::vector<std::pair<Node, uint64_t>> layers;  // meta/, vlmeta/, attrs/ names and their numbers
-  uint64_t next_named = kNamedBase;
-  std::unordered_map<uint64_t, uint64_t> lookups;
-};
 
 struct VolumeOptions {
   bool writable = false;
@@ -185,22 +175,6 @@ class Volume : public MountTree {
  private:
   // .blosc2fs-cache: the cache's statistics and more_stats, one line.
   std::string stats_text(const ChunkCacheStats& stats) const;
-  struct Draft {
-    Bytes content;
-    bool dirty = false;
-    bool created = false;    // the name is not in the frame yet
-    bool poisoned = false;   // a write to attrs/ was refused: nothing may be stored
-    JsonPrefixChecker json;
-    size_t json_checked = 0;
-    uint64_t version = 0;
-    std::shared_ptr<CommitOutcome> outcome = std::make_shared<CommitOutcome>();
-  };
-  struct Scratch {
-    Node node;                          // kind scratch: dir + name
-    Bytes content;
-    std::optional<std::string> origin;  // a real name moved here (hidden until re-created or removed)
-  };
-  using NameKey = std::pair<NodeKind, std::string>;  // (directory kind, name)
   // What a commit changed in the chunks, for cache and kernel invalidation.
   struct ChunkChanges {
     bool all = false;
@@ -211,8 +185,6 @@ class Volume : public MountTree {
   // volume.cc: names and reads (state lock held by the caller as noted)
   bool exists(const Node& node) const;                                       // shared
   std::optional<Node> lookup_node(NodeKind dir, std::string_view name) const;  // shared
-  uint64_t ino_of(const Node& node);                                         // exclusive
-  std::optional<uint64_t> known_ino_of(const Node& node) const;              // shared
   int64_t size_of(const Node& node, uint64_t ino) const;                     // shared
   size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // shared
   // Throws EIO (after one log line per change) when `file` was opened on an
@@ -221,9 +193,6 @@ class Volume : public MountTree {
   void prefetch_chunk(int64_t n);  // on the prefetcher's thread
   std::vector<std::pair<std::string, Node>> listing(NodeKind dir) const;     // shared
   std::string path_of_node(const Node& node) const;
-  bool hidden(NodeKind dir, const std::string& name) const { return hidden_.count({dir, name}) > 0; }
-  static NodeKind dir_of(const Node& node);
-  static std::string name_of(const Node& node);
 
   // zarr_files.cc: the Zarr view's names, listings, sizes and bytes (state lock shared)
   static bool is_zarr_kind(NodeKind kind);
@@ -270,10 +239,6 @@ class Volume : public MountTree {
   void write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes);
   void truncate_node(uint64_t ino, const Node& node, int64_t size);          // exclusive (+ commit for chunks)
   uint64_t create_real(NodeKind dir, const std::string& name);              // exclusive + commit
-  void cancel_removal(NodeKind dir, const std::string& name);                // exclusive
-  uint64_t add_scratch(NodeKind dir, const std::string& name, Bytes content, std::optional<std::string> origin,
-                       std::optional<uint64_t> ino = std::nullopt);          // exclusive
-  void drop_name(NodeKind dir, const std::string& name);                     // exclusive
   bool in_frame(const Node& node) const;                                     // shared
   Bytes current_content(uint64_t ino, const Node& node) const;               // shared
   void check_new_layer(NodeKind dir, const std::string& name) const;         // shared
@@ -284,7 +249,6 @@ class Volume : public MountTree {
   void rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::string& to, KernelNotes& notes);
   void rename_real_onto_scratch(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
   void rename_layer(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
-  void move_scratch(uint64_t ino, NodeKind dir, const std::string& to);      // exclusive
 
   // volume_npy.cc: array.npy as an array (its chunks staged in the overlay)
   void write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);  // takes commit
@@ -358,13 +322,7 @@ class Volume : public MountTree {
   std::shared_ptr<CommitOutcome> overlay_outcome_ = std::make_shared<CommitOutcome>();
   std::unique_ptr<NpyReplacement> npy_replacement_;  // array.npy being replaced whole
   std::atomic<bool> array_streaming_{false};        // its bytes go into a new frame as they arrive
-  std::map<uint64_t, Node> named_;        // named inodes (layers, scratch files, aliases of renamed files)
-  std::map<NameKey, uint64_t> by_name_;   // layers and scratch files
-  uint64_t next_named_ = kNamedBase;
-  std::map<uint64_t, Scratch> scratch_;
-  std::map<uint64_t, Draft> drafts_;
-  std::map<uint64_t, int> writers_;       // open writable files per inode
-  std::set<NameKey> hidden_;              // real names moved onto scratch names
+  NameTable names_;  // layer names' numbers, scratch files, drafts, hidden names, writers
   int64_t mtime_ns_ = 0;
   FrameAccess frame_access_;
   // The frame's access now, from the disk: its own file's, or for a frame that is

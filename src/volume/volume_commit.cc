@@ -101,11 +101,7 @@ void Volume::notes_for_changes(const FrameFiles& before, const FrameFiles& after
     }
   }
   // Layers: what changed, appeared or went.
-  auto known_ino = [&](NodeKind dir, const std::string& name) -> std::optional<uint64_t> {
-    auto it = by_name_.find({dir, name});
-    if (it == by_name_.end()) return std::nullopt;
-    return it->second;
-  };
+  auto known_ino = [&](NodeKind dir, const std::string& name) { return names_.find(dir, name); };
   std::set<std::string> names;
   for (const LayerFile& f : before.metas()) names.insert(f.name);
   for (const LayerFile& f : after.metas()) names.insert(f.name);
@@ -289,12 +285,12 @@ void Volume::commit_draft(uint64_t ino, KernelNotes& notes) {
   std::optional<std::string> current_text;
   {
     std::shared_lock lock(state_mutex_);
-    auto it = drafts_.find(ino);
-    if (it == drafts_.end() || !it->second.dirty) return;
+    const Draft* draft = names_.draft(ino);
+    if (!draft || !draft->dirty) return;
     if (std::optional<Node> computed = computed_node(ino)) node = *computed;
-    else if (auto named = named_.find(ino); named != named_.end()) node = named->second;
+    else if (const Node* named = names_.named(ino)) node = *named;
     else return;
-    const Draft& d = it->second;
+    const Draft& d = *draft;
     content = d.content;
     version = d.version;
     poisoned = d.poisoned;
@@ -308,8 +304,8 @@ void Volume::commit_draft(uint64_t ino, KernelNotes& notes) {
   }
   const std::string what = path_of_node(node);
   auto drop_draft = [&, ino](bool only_if_unchanged) {
-    auto it = drafts_.find(ino);
-    if (it != drafts_.end() && (!only_if_unchanged || it->second.version == version)) drafts_.erase(it);
+    const Draft* d = names_.draft(ino);
+    if (d && (!only_if_unchanged || d->version == version)) names_.erase_draft(ino);
   };
   try {
     if (poisoned) fail(what, EINVAL, "the text written is not valid JSON");
@@ -354,7 +350,7 @@ void Volume::commit_draft(uint64_t ino, KernelNotes& notes) {
     outcome->error = e.error;
     drop_draft(false);
     note_inode(notes, ino);
-    if (created) note_entry(notes, dir_of(node), name_of(node));
+    if (created) note_entry(notes, directory_of(node), file_name_of(node));
     throw;
   }
   maybe_compact(notes, false);
@@ -505,7 +501,7 @@ void Volume::shutdown() {
   std::vector<uint64_t> dirty;
   {
     std::shared_lock lock(state_mutex_);
-    for (const auto& [ino, d] : drafts_)
+    for (const auto& [ino, d] : names_.drafts())
       if (d.dirty) dirty.push_back(ino);
   }
   for (uint64_t ino : dirty) {
@@ -524,7 +520,7 @@ void Volume::shutdown() {
   std::vector<std::pair<NodeKind, std::string>> removals;
   {
     std::shared_lock lock(state_mutex_);
-    for (const auto& [ino, s] : scratch_)
+    for (const auto& [ino, s] : names_.scratches())
       if (s.origin && (s.node.dir == NodeKind::vlmeta_dir || s.node.dir == NodeKind::attrs_dir) &&
           files_->find_vlmeta(*s.origin))
         removals.emplace_back(s.node.dir, *s.origin);

@@ -56,9 +56,9 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
       return zarr_rename(*dir, from, to, flags, notes);
     }
     source = lookup_node(dir->kind, from);
-    if (source) source_ino = known_ino_of(*source);
+    if (source) source_ino = names_.known_ino(*source);
     target = lookup_node(dir->kind, to);
-    if (target) target_ino = known_ino_of(*target);
+    if (target) target_ino = names_.known_ino(*target);
   }
   if (!source) throw FsError{ENOENT};
   if (is_directory(source->kind)) throw FsError{EPERM};
@@ -78,7 +78,7 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
     if (to_scratch) {
       if (target) unlink_scratch(*target_ino, notes);
       std::unique_lock lock(state_mutex_);
-      move_scratch(*source_ino, dir->kind, to);
+      names_.move_scratch(*source_ino, dir->kind, to);
       return;
     }
     return rename_scratch_onto_real(*source_ino, dir->kind, to, notes);
@@ -94,31 +94,23 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
   rename_layer(dir->kind, from, to, notes);
 }
 
-void Volume::move_scratch(uint64_t ino, NodeKind dir, const std::string& to) {
-  Scratch& s = scratch_.at(ino);
-  by_name_.erase({dir, s.node.name});
-  s.node.name = to;
-  by_name_[{dir, to}] = ino;
-  named_[ino] = s.node;
-}
-
 void Volume::rename_real_onto_scratch(NodeKind dir, const std::string& from, const std::string& to,
                                       KernelNotes& notes) {
   std::unique_lock lock(state_mutex_);
   std::optional<Node> source = lookup_node(dir, from);
   if (!source) throw FsError{ENOENT};
-  const std::optional<uint64_t> source_ino = known_ino_of(*source);
+  const std::optional<uint64_t> source_ino = names_.known_ino(*source);
   Bytes content = current_content(source_ino.value_or(0), *source);
-  hidden_.insert({dir, from});
+  names_.hide(dir, from);
   if (is_layer(source->kind)) {
     // The inode goes with the name, as the kernel expects after a rename.
-    if (source_ino) by_name_.erase({dir, from});
-    add_scratch(dir, to, std::move(content), from, source_ino);
+    if (source_ino) names_.unbind(dir, from);
+    names_.add_scratch(dir, to, std::move(content), from, source_ino);
   } else {
     // Files at computed inodes keep them; the kernel is told to look the
     // scratch name up again to meet its own inode.
-    add_scratch(dir, to, std::move(content), from);
-    if (source->kind == NodeKind::raw_chunk) drafts_.erase(kRawBase + uint64_t(source->index));
+    names_.add_scratch(dir, to, std::move(content), from);
+    if (source->kind == NodeKind::raw_chunk) names_.erase_draft(kRawBase + uint64_t(source->index));
     note_entry(notes, dir, to);
   }
 }
@@ -129,7 +121,7 @@ void Volume::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::str
   bool origin_in_frame = false;
   {
     std::shared_lock lock(state_mutex_);
-    scratch = scratch_.at(ino);
+    scratch = *names_.scratch(ino);
     if (scratch.origin) origin_in_frame = files_->find_vlmeta(*scratch.origin) != nullptr;
   }
   const std::string what = path_in(dir, to);
@@ -138,22 +130,20 @@ void Volume::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::str
   // What the names look like once the content is in: the scratch file is the
   // real file now.
   auto rename_names = [&, ino] {
-    scratch_.erase(ino);
-    by_name_.erase({dir, scratch.node.name});
-    cancel_removal(dir, to);
+    names_.erase_scratch(ino);
+    names_.unbind(dir, scratch.node.name);
+    names_.cancel_removal(dir, to);
     if (scratch.origin) {
-      hidden_.erase({dir, *scratch.origin});
-      if (drop_origin) drop_name(dir, *scratch.origin);
+      names_.unhide(dir, *scratch.origin);
+      if (drop_origin) names_.drop(dir, *scratch.origin);
     }
     if (dir == NodeKind::meta_dir || layer_dir(dir)) {
-      drop_name(dir, to);
-      Node real{layer_kind(dir), 0, to};
-      by_name_[{dir, to}] = ino;
-      named_[ino] = real;
+      names_.drop(dir, to);
+      names_.bind(dir, to, ino, Node{layer_kind(dir), 0, to});
     } else {
       std::optional<Node> real = lookup_node(dir, to);
-      if (real) named_[ino] = *real;  // the old inode keeps working for open files
-      else named_.erase(ino);
+      if (real) names_.set_named(ino, *real);  // the old inode keeps working for open files
+      else names_.erase_named(ino);
       note_entry(notes, dir, to);
     }
   };
@@ -241,22 +231,21 @@ void Volume::rename_layer(NodeKind dir, const std::string& from, const std::stri
                    kMaxMetalayerNameLen);
       throw FsError{ENAMETOOLONG};
     }
-    auto key = by_name_.find({dir, from});
-    if (key != by_name_.end()) ino = key->second;
-    auto draft = key == by_name_.end() ? drafts_.end() : drafts_.find(ino);
+    const std::optional<uint64_t> named = names_.find(dir, from);
+    if (named) ino = *named;
+    const Draft* draft = named ? names_.draft(ino) : nullptr;
     if (!files_->find_vlmeta(from)) {
       // Created and not committed yet: the draft just changes its name.
-      if (key == by_name_.end()) throw FsError{ENOENT};
-      cancel_removal(dir, to);
-      drop_name(dir, to);
-      Node node = named_.at(ino);
+      if (!named) throw FsError{ENOENT};
+      names_.cancel_removal(dir, to);
+      names_.drop(dir, to);
+      Node node = *names_.named(ino);
       node.name = to;
-      by_name_.erase({dir, from});
-      by_name_[{dir, to}] = ino;
-      named_[ino] = node;
+      names_.unbind(dir, from);
+      names_.bind(dir, to, ino, node);
       return;
     }
-    if (draft != drafts_.end() && draft->second.dirty) pending = draft->second.content;
+    if (draft && draft->dirty) pending = draft->content;
   }
   if (pending && dir == NodeKind::attrs_dir) pending = attrs_to_msgpack(base + from, *pending);
   run_commit(base + to, [&](FrameEditor& editor) {
@@ -264,15 +253,12 @@ void Volume::rename_layer(NodeKind dir, const std::string& from, const std::stri
     editor.rename_vlmetalayer(from, to);
   });
   install({}, notes, [&] {
-    cancel_removal(dir, to);
-    drop_name(dir, to);
-    auto key = by_name_.find({dir, from});
-    if (key != by_name_.end()) {
-      const uint64_t moved = key->second;
-      by_name_.erase(key);
-      drafts_.erase(moved);
-      by_name_[{dir, to}] = moved;
-      named_[moved] = Node{layer_kind(dir), 0, to};
+    names_.cancel_removal(dir, to);
+    names_.drop(dir, to);
+    if (const std::optional<uint64_t> moved = names_.find(dir, from)) {
+      names_.unbind(dir, from);
+      names_.erase_draft(*moved);
+      names_.bind(dir, to, *moved, Node{layer_kind(dir), 0, to});
     }
   });
   maybe_compact(notes, false);

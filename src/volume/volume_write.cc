@@ -47,17 +47,17 @@ bool Volume::in_frame(const Node& node) const {
   }
 }
 
-Volume::Draft& Volume::draft_for(uint64_t ino, const Node& node) {
-  if (auto it = drafts_.find(ino); it != drafts_.end()) return it->second;
+Draft& Volume::draft_for(uint64_t ino, const Node& node) {
+  if (Draft* d = names_.draft(ino)) return *d;
   Draft d;
   d.created = !in_frame(node);
   if (!d.created) d.content = current_content(ino, node);
-  return drafts_.emplace(ino, std::move(d)).first->second;
+  return names_.put_draft(ino, std::move(d));
 }
 
 // The whole current content of a file (what a rename onto a scratch name keeps).
 Bytes Volume::current_content(uint64_t ino, const Node& node) const {
-  if (auto d = drafts_.find(ino); d != drafts_.end()) return d->second.content;
+  if (const Draft* d = names_.draft(ino)) return d->content;
   switch (node.kind) {
     case NodeKind::meta: {
       const LayerFile* layer = files_->find_meta(node.name);
@@ -77,8 +77,8 @@ Bytes Volume::current_content(uint64_t ino, const Node& node) const {
     case NodeKind::raw_chunk:
       return node.index < files_->nchunks() ? files_->frame().read_raw_chunk(node.index) : Bytes{};
     case NodeKind::scratch: {
-      auto it = scratch_.find(ino);
-      return it == scratch_.end() ? Bytes{} : it->second.content;
+      const Scratch* s = names_.scratch(ino);
+      return s ? s->content : Bytes{};
     }
     case NodeKind::chunk: {
       Bytes out(size_t(overlay_.chunk_size(*files_, node.index)));
@@ -105,48 +105,14 @@ void Volume::check_new_layer(NodeKind dir, const std::string& name) const {
   std::set<std::string> names;
   for (const Vlmetalayer& layer : files_->frame().vlmetalayers()) names.insert(layer.name);
   for (NodeKind d : {NodeKind::vlmeta_dir, NodeKind::attrs_dir})
-    for (auto it = by_name_.lower_bound({d, std::string()}); it != by_name_.end() && it->first.first == d; ++it) {
-      auto draft = drafts_.find(it->second);
-      if (draft != drafts_.end() && draft->second.created) names.insert(it->first.second);
+    for (const auto& [name, ino] : names_.names_in(d)) {
+      const Draft* draft = names_.draft(ino);
+      if (draft && draft->created) names.insert(name);
     }
   if (!names.count(name) && names.size() >= size_t(kMaxMetalayers)) {
     spdlog::warn("{}: cannot create: the frame already has {} vlmetalayers, c-blosc2's limit", path, kMaxMetalayers);
     throw FsError{ENOSPC};
   }
-}
-
-uint64_t Volume::add_scratch(NodeKind dir, const std::string& name, Bytes content, std::optional<std::string> origin,
-                             std::optional<uint64_t> ino) {
-  if (auto old = by_name_.find({dir, name}); old != by_name_.end()) {
-    scratch_.erase(old->second);
-    named_.erase(old->second);
-    drafts_.erase(old->second);
-  }
-  const uint64_t id = ino ? *ino : next_named_++;
-  Node node{NodeKind::scratch, 0, name, dir};
-  by_name_[{dir, name}] = id;
-  named_[id] = node;
-  drafts_.erase(id);
-  scratch_[id] = Scratch{node, std::move(content), std::move(origin)};
-  return id;
-}
-
-void Volume::drop_name(NodeKind dir, const std::string& name) {
-  auto it = by_name_.find({dir, name});
-  if (it == by_name_.end()) return;
-  const uint64_t ino = it->second;
-  by_name_.erase(it);
-  named_.erase(ino);
-  drafts_.erase(ino);
-  scratch_.erase(ino);
-}
-
-// A real name that was moved onto a scratch name is back: the pending
-// removal is off (the scratch file keeps its copy).
-void Volume::cancel_removal(NodeKind dir, const std::string& name) {
-  hidden_.erase({dir, name});
-  for (auto& [ino, s] : scratch_)
-    if (s.node.dir == dir && s.origin == name) s.origin.reset();
 }
 
 // --- open, read-write ---
@@ -178,7 +144,7 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   }
   if (write) {
     std::unique_lock lock(state_mutex_);
-    ++writers_[ino];
+    names_.add_writer(ino);
   }
   // Texts made anew at open: the kernel must not keep pages of an older one.
   const bool live_json = n->kind == NodeKind::frame_json && files_->frame_json_is_live();
@@ -257,9 +223,9 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
   switch (n->kind) {
     case NodeKind::scratch: {
       std::unique_lock lock(state_mutex_);
-      auto it = scratch_.find(file.ino);
-      if (it == scratch_.end()) throw FsError{ENOENT};
-      Bytes& content = it->second.content;
+      Scratch* scratch = names_.scratch(file.ino);
+      if (!scratch) throw FsError{ENOENT};
+      Bytes& content = scratch->content;
       const int64_t end = offset + int64_t(data.size());
       if (end > kMaxHeldFile) throw FsError{EFBIG};
       if (end > int64_t(content.size())) content.resize(size_t(end), 0);
@@ -274,10 +240,10 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
       try {
         write_draft(file.ino, *n, offset, data);
       } catch (const FsError&) {
-        if (auto d = drafts_.find(file.ino); d != drafts_.end()) file.outcome = d->second.outcome;
+        if (const Draft* d = names_.draft(file.ino)) file.outcome = d->outcome;
         throw;
       }
-      file.outcome = drafts_.at(file.ino).outcome;
+      file.outcome = names_.draft(file.ino)->outcome;
       return;
     }
     case NodeKind::chunk:
@@ -327,7 +293,9 @@ void Volume::truncate_node(uint64_t ino, const Node& node, int64_t size) {
   switch (node.kind) {
     case NodeKind::scratch: {
       if (size > kMaxHeldFile) throw FsError{EFBIG};
-      scratch_.at(ino).content.resize(size_t(size), 0);
+      Scratch* scratch = names_.scratch(ino);
+      if (!scratch) throw FsError{ENOENT};
+      scratch->content.resize(size_t(size), 0);
       return;
     }
     case NodeKind::meta:
@@ -341,13 +309,12 @@ void Volume::truncate_node(uint64_t ino, const Node& node, int64_t size) {
       }
       Draft* d;
       if (size == 0) {  // starting over: nothing to load, nothing refused so far counts
-        auto it = drafts_.find(ino);
-        if (it == drafts_.end()) {
+        d = names_.draft(ino);
+        if (!d) {
           Draft fresh;
           fresh.created = !in_frame(node);
-          it = drafts_.emplace(ino, std::move(fresh)).first;
+          d = &names_.put_draft(ino, std::move(fresh));
         }
-        d = &it->second;
         d->poisoned = false;
       } else {
         d = &draft_for(ino, node);
@@ -411,12 +378,8 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   bool last = false, chunk_writers = false;
   {
     std::unique_lock lock(state_mutex_);
-    auto it = writers_.find(file->ino);
-    if (it != writers_.end() && --it->second <= 0) {
-      writers_.erase(it);
-      last = true;
-    }
-    for (const auto& [ino, count] : writers_) {
+    last = names_.remove_writer(file->ino);
+    for (uint64_t ino : names_.written()) {
       std::optional<Node> other = computed_node(ino);
       chunk_writers |= other && chunk_file(other->kind);
     }
@@ -435,8 +398,8 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   } catch (const FsError&) {
   }
   std::unique_lock lock(state_mutex_);
-  if (auto d = drafts_.find(file->ino); d != drafts_.end() && !d->second.dirty && !writers_.count(file->ino))
-    drafts_.erase(d);
+  if (const Draft* d = names_.draft(file->ino); d && !d->dirty && !names_.has_writers(file->ino))
+    names_.erase_draft(file->ino);
 }
 
 struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
@@ -456,10 +419,10 @@ struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t>
       if (file && file->writable) {
         file->wrote = true;
         if (chunky) file->outcome = overlay_outcome_;
-        else if (auto d = drafts_.find(ino); d != drafts_.end()) file->outcome = d->second.outcome;
+        else if (const Draft* d = names_.draft(ino)) file->outcome = d->outcome;
       }
       // truncate(2) without an open file: nothing else will commit it.
-      commit_now = !file && !writers_.count(ino) && n->kind != NodeKind::scratch;
+      commit_now = !file && !names_.has_writers(ino) && n->kind != NodeKind::scratch;
     }
     if (commit_now) {
       if (n->kind == NodeKind::array_npy && replacing_array()) {
@@ -482,25 +445,25 @@ uint64_t Volume::create_real(NodeKind dir, const std::string& name) {
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir: {
       check_new_layer(dir, name);
-      cancel_removal(dir, name);
+      names_.cancel_removal(dir, name);
       Node node{dir == NodeKind::vlmeta_dir ? NodeKind::vlmeta : NodeKind::attrs, 0, name};
-      const uint64_t ino = ino_of(node);
+      const uint64_t ino = names_.ino(node);
       Draft d;
       d.created = !in_frame(node);
       d.dirty = true;
-      drafts_[ino] = std::move(d);
+      names_.put_draft(ino, std::move(d));
       return ino;
     }
     case NodeKind::meta_dir: {
       // Metalayers are fixed at the frame's creation: only one moved aside
       // by an editor (vim's rename to NAME~) may be written anew.
-      if (!hidden(dir, name)) throw FsError{EPERM};
-      cancel_removal(dir, name);
+      if (!names_.hidden(dir, name)) throw FsError{EPERM};
+      names_.cancel_removal(dir, name);
       Node node{NodeKind::meta, 0, name};
-      const uint64_t ino = ino_of(node);
+      const uint64_t ino = names_.ino(node);
       Draft d;
       d.dirty = true;
-      drafts_[ino] = std::move(d);
+      names_.put_draft(ino, std::move(d));
       return ino;
     }
     case NodeKind::chunks_dir: {
@@ -508,8 +471,8 @@ uint64_t Volume::create_real(NodeKind dir, const std::string& name) {
       if (!n) throw FsError{EPERM};
       if (*n == overlay_.count()) {
         overlay_.append_chunk();
-      } else if (*n < overlay_.count() && hidden(dir, name)) {
-        cancel_removal(dir, name);
+      } else if (*n < overlay_.count() && names_.hidden(dir, name)) {
+        names_.cancel_removal(dir, name);
         overlay_.resize_chunk(*files_, *n, 0);
       } else {
         throw FsError{EPERM};
@@ -521,18 +484,18 @@ uint64_t Volume::create_real(NodeKind dir, const std::string& name) {
       if (!n) throw FsError{EPERM};
       const bool append = *n == files_->nchunks() && overlay_.count() == files_->nchunks();
       if (append && overlay_.limits().fixed_count) throw FsError{EPERM};
-      if (!append && !(*n < files_->nchunks() && hidden(dir, name))) throw FsError{EPERM};
-      cancel_removal(dir, name);
+      if (!append && !(*n < files_->nchunks() && names_.hidden(dir, name))) throw FsError{EPERM};
+      names_.cancel_removal(dir, name);
       const uint64_t ino = kRawBase + uint64_t(*n);
       Draft d;
       d.created = append;
       d.dirty = true;
-      drafts_[ino] = std::move(d);
+      names_.put_draft(ino, std::move(d));
       return ino;
     }
     case NodeKind::root:
-      if (name == "data" && hidden(dir, name)) {
-        cancel_removal(dir, name);
+      if (name == "data" && names_.hidden(dir, name)) {
+        names_.cancel_removal(dir, name);
         overlay_.resize_data(*files_, 0);
         return fixed_file(NodeKind::data)->ino;
       }
@@ -563,11 +526,11 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
     } else if (std::optional<Node> existing = lookup_node(dir->kind, name)) {
       if (flags & O_EXCL) throw FsError{EEXIST};
       if (!is_writable_file(existing->kind)) throw FsError{EACCES};
-      ino = ino_of(*existing);
+      ino = names_.ino(*existing);
       if (flags & O_TRUNC) truncate_node(ino, *existing, 0);
     } else if (is_scratch_name(name) ||
                (dir->kind == NodeKind::root && files_->zarr() && is_zarr_scratch_name(name))) {
-      ino = add_scratch(dir->kind, name, {}, std::nullopt);
+      ino = names_.add_scratch(dir->kind, name, {}, std::nullopt);
     } else {
       ino = create_real(dir->kind, name);
     }
@@ -578,8 +541,8 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   note_open(*file);
   {
     std::unique_lock lock(state_mutex_);
-    if (file->writable) ++writers_[ino];
-    if (auto d = drafts_.find(ino); d != drafts_.end()) file->outcome = d->second.outcome;
+    if (file->writable) names_.add_writer(ino);
+    if (const Draft* d = names_.draft(ino)) file->outcome = d->outcome;
   }
   kernel_.opened(ino);
   (void)notes;
@@ -602,7 +565,7 @@ void Volume::unlink(uint64_t parent, std::string_view name_view, KernelNotes& no
       return zarr_unlink(*dir, name, notes);
     }
     target = lookup_node(dir->kind, name);
-    if (target) ino = known_ino_of(*target);
+    if (target) ino = names_.known_ino(*target);
   }
   if (!target) throw FsError{ENOENT};
   if (is_directory(target->kind)) throw FsError{EISDIR};
@@ -617,7 +580,7 @@ void Volume::unlink_scratch(uint64_t ino, KernelNotes& notes) {
   bool layer_in_frame = false;
   {
     std::shared_lock lock(state_mutex_);
-    const Scratch& s = scratch_.at(ino);
+    const Scratch& s = *names_.scratch(ino);
     dir = s.node.dir;
     name = s.node.name;
     origin = s.origin;
@@ -625,10 +588,10 @@ void Volume::unlink_scratch(uint64_t ino, KernelNotes& notes) {
   }
   const bool remove_layer = layer_in_frame && (dir == NodeKind::vlmeta_dir || dir == NodeKind::attrs_dir);
   auto forget_names = [&] {
-    drop_name(dir, name);
+    names_.drop(dir, name);
     if (origin) {
-      hidden_.erase({dir, *origin});
-      if (remove_layer) drop_name(dir, *origin);
+      names_.unhide(dir, *origin);
+      if (remove_layer) names_.drop(dir, *origin);
     }
   };
   if (!remove_layer) {
@@ -654,12 +617,12 @@ void Volume::unlink_real(NodeKind dir, const std::string& name, KernelNotes& not
         std::unique_lock lock(state_mutex_);
         committed_layer = files_->find_vlmeta(name) != nullptr;
         if (!committed_layer) {  // created and not stored yet
-          drop_name(dir, name);
+          names_.drop(dir, name);
           return;
         }
       }
       run_commit(what, [&](FrameEditor& editor) { editor.remove_vlmetalayer(name); });
-      install({}, notes, [&] { drop_name(dir, name); });
+      install({}, notes, [&] { names_.drop(dir, name); });
       maybe_compact(notes, false);
       return;
     }
@@ -680,7 +643,7 @@ void Volume::unlink_real(NodeKind dir, const std::string& name, KernelNotes& not
           throw FsError{EPERM};
         }
         overlay_.truncate_count(*n);
-        drafts_.erase(kRawBase + uint64_t(*n));
+        names_.erase_draft(kRawBase + uint64_t(*n));
       }
       commit_chunks(std::nullopt, what, notes);
       maybe_compact(notes, false);

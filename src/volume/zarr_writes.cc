@@ -79,9 +79,7 @@ std::string Volume::zarr_scratch_key(const Node& dir, std::string_view name) con
 
 std::optional<uint64_t> Volume::zarr_scratch(const Node& dir, std::string_view name) const {
   if (dir.kind != NodeKind::zarr_dir) return std::nullopt;
-  auto it = by_name_.find({NodeKind::zarr_dir, zarr_scratch_key(dir, name)});
-  if (it == by_name_.end() || !scratch_.count(it->second)) return std::nullopt;
-  return it->second;
+  return names_.scratch_named(NodeKind::zarr_dir, zarr_scratch_key(dir, name));
 }
 
 namespace {
@@ -97,7 +95,7 @@ uint64_t Volume::zarr_create(const Node& dir, const std::string& name, int flags
   if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(name);
   if (std::optional<uint64_t> ino = zarr_scratch(dir, name)) {
     if (flags & O_EXCL) throw FsError{EEXIST};
-    if (flags & O_TRUNC) scratch_.at(*ino).content.clear();
+    if (flags & O_TRUNC) names_.scratch(*ino)->content.clear();
     return *ino;
   }
   if (zarr_lookup(dir, name)) throw FsError{EACCES};  // a chunk file: written by renaming onto it
@@ -106,7 +104,7 @@ uint64_t Volume::zarr_create(const Node& dir, const std::string& name, int flags
                  zarr_path(dir), name);
     throw FsError{EPERM};
   }
-  return add_scratch(NodeKind::zarr_dir, zarr_scratch_key(dir, name), {}, std::nullopt);
+  return names_.add_scratch(NodeKind::zarr_dir, zarr_scratch_key(dir, name), {}, std::nullopt);
 }
 
 bool Volume::zarr_owns(const Node& dir, std::string_view name) const {
@@ -125,7 +123,7 @@ void Volume::zarr_rename(const Node& dir, const std::string& from, const std::st
     if (dir.kind == NodeKind::zarr_dir) {
       source = zarr_scratch(dir, from);
     } else if (std::optional<Node> s = lookup_node(NodeKind::root, from); s && s->kind == NodeKind::scratch) {
-      source = known_ino_of(*s);
+      source = names_.known_ino(*s);
     }
     if (to == "zarr.json" && dir.kind == NodeKind::root) target = Node{NodeKind::zarr_json};
     else target = zarr_lookup(dir, to);
@@ -144,8 +142,8 @@ void Volume::zarr_rename(const Node& dir, const std::string& from, const std::st
       throw FsError{EPERM};
     }
     std::unique_lock lock(state_mutex_);
-    if (std::optional<uint64_t> old = zarr_scratch(dir, to)) drop_name(NodeKind::zarr_dir, zarr_scratch_key(dir, to));
-    move_scratch(*source, NodeKind::zarr_dir, zarr_scratch_key(dir, to));
+    if (std::optional<uint64_t> old = zarr_scratch(dir, to)) names_.drop(NodeKind::zarr_dir, zarr_scratch_key(dir, to));
+    names_.move_scratch(*source, NodeKind::zarr_dir, zarr_scratch_key(dir, to));
     return;
   }
   if (target->kind == NodeKind::zarr_json) return zarr_commit_attributes(*source, notes);
@@ -162,7 +160,7 @@ void Volume::zarr_commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n,
     if (!z) throw FsError{ENOENT};
     what = zarr_path(Node{NodeKind::zarr_chunk, n});
     std::string why;
-    std::optional<Bytes> decoded = z->decoded_chunk_of(scratch_.at(scratch_ino).content, &why);
+    std::optional<Bytes> decoded = z->decoded_chunk_of(names_.scratch(scratch_ino)->content, &why);
     if (!decoded) {
       spdlog::warn("{}: write refused: {}; the chunk is unchanged", what, why);
       throw FsError{EINVAL};
@@ -172,10 +170,10 @@ void Volume::zarr_commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n,
   }
   commit_chunks(std::nullopt, what, notes);
   std::unique_lock lock(state_mutex_);
-  const std::string key = scratch_.at(scratch_ino).node.name;
-  by_name_.erase({NodeKind::zarr_dir, key});
-  scratch_.erase(scratch_ino);
-  named_[scratch_ino] = Node{NodeKind::zarr_chunk, n};  // the renamed inode keeps working for open files
+  const std::string key = names_.scratch(scratch_ino)->node.name;
+  names_.unbind(NodeKind::zarr_dir, key);
+  names_.erase_scratch(scratch_ino);
+  names_.set_named(scratch_ino, Node{NodeKind::zarr_chunk, n});  // the renamed inode keeps working for open files
   if (auto dir_ino = computed_inode(dir)) notes.entries.emplace_back(*dir_ino, to);
   else if (dir.kind == NodeKind::root) note_entry(notes, NodeKind::root, to);
   note_inode(notes, kZarrChunkBase + uint64_t(n));
@@ -192,7 +190,7 @@ void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
     std::shared_lock lock(state_mutex_);
     const ZarrFiles* z = files_->zarr();
     if (!z) throw FsError{ENOENT};
-    const Scratch& s = scratch_.at(scratch_ino);
+    const Scratch& s = *names_.scratch(scratch_ino);
     scratch_name = s.node.name;
     std::string why;
     std::optional<Json> changed = zarr_attributes_only_change(z->array_json(), std::string_view(reinterpret_cast<const char*>(s.content.data()), s.content.size()), &why);
@@ -224,10 +222,10 @@ void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
     });
   }
   install({}, notes, [&] {
-    drop_name(NodeKind::root, scratch_name);
+    names_.drop(NodeKind::root, scratch_name);
     // The kernel holds the renamed inode under the name zarr.json until it
     // drops the entry: it goes on answering as zarr.json meanwhile.
-    named_[scratch_ino] = Node{NodeKind::zarr_json};
+    names_.set_named(scratch_ino, Node{NodeKind::zarr_json});
     note_entry(notes, NodeKind::root, what);
   });
   note_inode(notes, fixed_file(NodeKind::zarr_json)->ino);
