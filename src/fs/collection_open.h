@@ -1,4 +1,4 @@
-// What the command line names -> which collection tree (src/tree/collection_tree.h):
+// What the command line names -> which collection tree (src/trees/collection_tree.h):
 // a caterva2+http(s):// root or directory, a local folder that is no dataset,
 // an S3 prefix or a web directory index. The trees themselves know nothing of
 // the command line.

@@ -6,7 +6,7 @@ embedded in embed.b2e), a .b2z store, a collection of a local folder, and an arr
 served by nginx; each read-write where it can be and read-only.
 
 The entry kinds come from the daemon's own list (tests/tools/node_kinds prints the
-enum of src/tree/node.h): a kind without a row in the table, or without an entry
+enum of src/mount/node.h): a kind without a row in the table, or without an entry
 here to run it on, fails the test. On every tree, the operations that never write
 run one after the other on one mount; the daemon must answer after each, the
 unmount must succeed and the dataset be byte for byte what it was. Every operation

@@ -1,4 +1,4 @@
-// Prints every entry kind of the mount's trees (src/tree/node.h), one per line:
+// Prints every entry kind of the mount's trees (src/mount/node.h), one per line:
 // test_operations.py derives the rows it must run from this list, so that a kind
 // added to the enum cannot be left out of docs/operations.md or of the test.
 #include <cstdio>
