@@ -53,6 +53,10 @@ struct OpenFile {
   // without it commits nothing: shells open, dup2 and close the original
   // descriptor before writing, and that close must not store an empty file.
   bool wrote = false;
+  // The data of an N-d array opened with O_TRUNC (`cp x data`): it keeps its
+  // size, so it is written anew whole instead; how far the writes from its start
+  // reached (-1: not such a file). A close before they reach its end is EINVAL.
+  int64_t rewrite_end = -1;
   std::shared_ptr<CommitOutcome> outcome;  // of this file's latest edits
 };
 

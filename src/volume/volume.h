@@ -244,6 +244,10 @@ class Volume : public MountTree {
   void check_new_layer(NodeKind dir, const std::string& name) const;         // shared
   void unlink_scratch(uint64_t ino, KernelNotes& notes);                     // commit
   void unlink_real(NodeKind dir, const std::string& name, KernelNotes& notes);  // commit
+  // The data of an N-d array opened with O_TRUNC, closed before it was written
+  // whole (OpenFile::rewrite_end): its staged chunks are dropped and the close
+  // is EINVAL, after one log line. Commit mutex held.
+  void refuse_partial_rewrite(const OpenFile& file, KernelNotes& notes);
 
   // volume_rename.cc (commit)
   void rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::string& to, KernelNotes& notes);

@@ -140,7 +140,9 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
     std::unique_lock<std::mutex> commit(commit_mutex_, std::defer_lock);
     if (chunk_file(n->kind)) commit.lock();
     std::unique_lock lock(state_mutex_);
-    truncate_node(ino, *n, 0);
+    // An N-d array's data keeps its size (docs/operations.md): written anew whole.
+    if (n->kind == NodeKind::data && overlay_.limits().fixed_count) file->rewrite_end = 0;
+    else truncate_node(ino, *n, 0);
   }
   if (write) {
     std::unique_lock lock(state_mutex_);
@@ -248,7 +250,9 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
     }
     case NodeKind::chunk:
     case NodeKind::data:
-      return write_chunks(file, *n, offset, data, notes);
+      write_chunks(file, *n, offset, data, notes);
+      if (file.rewrite_end >= offset) file.rewrite_end = std::max(file.rewrite_end, offset + int64_t(data.size()));
+      return;
     case NodeKind::array_npy:
       return write_array(file, offset, data, notes);
     default:
@@ -353,6 +357,7 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
       commit_draft(file.ino, notes);
     } else if (n && chunk_file(n->kind)) {
       std::lock_guard commit(commit_mutex_);
+      if (file.rewrite_end >= 0 && !fsync) refuse_partial_rewrite(file, notes);
       // fsync of a new array.npy still being written waits for it to be whole.
       if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes, fsync);
       else commit_chunks(std::nullopt, path_of_node(*n), notes);
@@ -368,6 +373,24 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
     file.outcome.reset();
     throw FsError{error};
   }
+}
+
+void Volume::refuse_partial_rewrite(const OpenFile& file, KernelNotes& notes) {
+  std::unique_lock lock(state_mutex_);
+  const int64_t size = overlay_.data_size(*files_);
+  if (file.rewrite_end >= size) return;
+  spdlog::warn("data: an N-d array's data keeps its {} bytes: opened with O_TRUNC, it must be written whole from "
+               "its start, and {} were; what was written is dropped",
+               size, file.rewrite_end);
+  const ChunkOverlay::Batch staged = overlay_.batch();
+  overlay_outcome_->error = EINVAL;
+  overlay_outcome_ = std::make_shared<CommitOutcome>();
+  overlay_.discard();
+  note_inode(notes, fixed_file(NodeKind::data)->ino);
+  note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
+  for (const auto* list : {&staged.replace, &staged.append})
+    for (const auto& [n, held] : *list) note_inode(notes, kChunkBase + uint64_t(n));
+  throw FsError{EINVAL};
 }
 
 void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
@@ -392,6 +415,7 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
       commit_draft(file->ino, notes);
     } else if (chunk_file(n->kind)) {
       std::lock_guard commit(commit_mutex_);
+      if (file->rewrite_end >= 0) refuse_partial_rewrite(*file, notes);
       if (n->kind == NodeKind::array_npy && replacing_array()) finish_array_replacement(notes);
       else if (!chunk_writers) commit_chunks(std::nullopt, path_of_node(*n), notes);
     }

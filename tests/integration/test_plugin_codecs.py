@@ -456,9 +456,10 @@ def coded_blocks(raw):
 
 
 def edits_read_back_as_python_blosc2s(h, entries, name, codec_id, make_values, tolerance=None, env=None):
-    """Overwrites chunk 1 and appends a chunk (chunks/N for N = the number of chunks)
-    through the mount. python-blosc2 must read both as it reads the same edit made by
-    python-blosc2 itself on another copy (for ZFP: what zfp keeps of the values, for
+    """Overwrites chunk 1 and the last chunk (where it is another) through the mount (an append is refused:
+    an N-d array keeps the chunks its shape needs, docs/operations.md). python-blosc2
+    must read both as it reads the same edit made by python-blosc2 itself on another
+    copy (for ZFP: what zfp keeps of the values, for
     NDLZ: the values), and both must be stored in the frame's codec and codec meta.
     ZFP runs the same library as c-blosc2's plugin: its blocks must be c-blosc2's,
     byte for byte, and stored raw exactly when c-blosc2 stores them raw. NDLZ is our
@@ -469,28 +470,34 @@ def edits_read_back_as_python_blosc2s(h, entries, name, codec_id, make_values, t
     path = copy_frame(h, entries, name)
     reference = blosc2.open(copy_frame(h, entries, name, "reference"), mode="a")
     nchunks, dtype = reference.schunk.nchunks, reference.dtype
+    last = nchunks - 1  # edited too where it is not chunk 1 (chunk 0 stays as it was)
+    edited = (1, last) if last > 1 else (1,)
     chunk_bytes = len(reference.schunk.decompress_chunk(0))
     chunk0 = reference.schunk.decompress_chunk(0)
     new1 = make_values(chunk_bytes // dtype.itemsize, 1).astype(dtype)
     new_last = make_values(chunk_bytes // dtype.itemsize, 2).astype(dtype)
     reference.schunk.update_data(1, new1, copy=True)
-    reference.schunk.append_data(new_last)
-    for n in (1, nchunks):
+    if last > 1:
+        reference.schunk.update_data(last, new_last, copy=True)
+    for n in edited:
         check(not stored_raw(reference.schunk.get_chunk(n)),
               f"{name}: python-blosc2 stores the edited chunk {n} raw: these values do not test an encoder")
     mnt = h.mount(path, env=env)
     try:
         check_equal(write_errno(os.path.join(mnt, "chunks", "00000001"), [new1.tobytes()]), ("ok", 0),
                     f"{name}: overwriting chunk 1")
-        check_equal(write_errno(os.path.join(mnt, "chunks", "%08d" % nchunks), [new_last.tobytes()]), ("ok", 0),
-                    f"{name}: appending chunk {nchunks}")
+        if last > 1:
+            check_equal(write_errno(os.path.join(mnt, "chunks", "%08d" % last), [new_last.tobytes()]), ("ok", 0),
+                        f"{name}: overwriting chunk {last}")
+        check_equal(write_errno(os.path.join(mnt, "chunks", "%08d" % nchunks), [new_last.tobytes()])[1], errno.EPERM,
+                    f"{name}: appending chunk {nchunks} to an N-d array")
     finally:
         h.unmount(mnt)
     after = blosc2.open(path, mode="r")
-    check_equal(after.schunk.nchunks, nchunks + 1, f"{name}: chunks after the append, in python-blosc2")
+    check_equal(after.schunk.nchunks, nchunks, f"{name}: chunks after the edits, in python-blosc2")
     check(after.schunk.decompress_chunk(0) == chunk0, f"{name}: chunk 0, not written, changed")
     coded = 0
-    for n, written in ((1, new1), (nchunks, new_last)):
+    for n, written in ((1, new1), (last, new_last))[:len(edited)]:
         ours, theirs = after.schunk.get_chunk(n), reference.schunk.get_chunk(n)
         header = chunk_header(ours)
         check_equal((header["compformat"], header["udcompcode"], header["meta"]),
@@ -524,7 +531,7 @@ def edits_read_back_as_python_blosc2s(h, entries, name, codec_id, make_values, t
     # Our reading of our chunks is python-blosc2's.
     mnt = h.mount(path, ["-o", "ro"], env=env)
     try:
-        for n in (1, nchunks):
+        for n in edited:
             got = read_file(os.path.join(mnt, "chunks", "%08d" % n))
             same(got, after.schunk.decompress_chunk(n), 0, f"{name}: the mount's chunks/{n:08d}")
     finally:
@@ -545,10 +552,10 @@ def steps(n, seed):
 
 
 def data_writes_are_refused(h, entries, name, env=None):
-    """A chunk overwrite, a data overwrite and a chunk append of a frame whose codec
-    cannot be encoded here (J2K; OpenZL without its plugin) fail with EOPNOTSUPP and
-    leave the file byte-identical; vlmeta and attrs edits then work and read back in
-    python-blosc2."""
+    """A chunk overwrite and a data overwrite of a frame whose codec cannot be encoded
+    here (J2K; OpenZL without its plugin) fail with EOPNOTSUPP, a chunk append with EPERM
+    (an N-d array keeps the chunks its shape needs), and leave the file byte-identical;
+    vlmeta and attrs edits then work and read back in python-blosc2."""
     label = name.split("-")[0]
     path = copy_frame(h, entries, name)
     original = open(path, "rb").read()
@@ -559,14 +566,14 @@ def data_writes_are_refused(h, entries, name, env=None):
     payload = (bytes(range(256)) * (chunksize // 256 + 1))[:chunksize]  # a whole chunk: no size rule is hit
     mnt = h.mount(path, env=env)
     try:
-        writes = {"chunks/00000000": (os.path.join(mnt, "chunks", "00000000"), os.O_WRONLY | os.O_TRUNC),
-                  "data": (os.path.join(mnt, "data"), os.O_WRONLY),
+        writes = {"chunks/00000000": (os.path.join(mnt, "chunks", "00000000"), os.O_WRONLY | os.O_TRUNC, errno.EOPNOTSUPP),
+                  "data": (os.path.join(mnt, "data"), os.O_WRONLY, errno.EOPNOTSUPP),
                   f"chunks/{nchunks:08d} (an append)": (os.path.join(mnt, "chunks", f"{nchunks:08d}"),
-                                                         os.O_WRONLY | os.O_CREAT)}
-        for what, (target, flags) in writes.items():
+                                                         os.O_WRONLY | os.O_CREAT, errno.EPERM)}
+        for what, (target, flags, want) in writes.items():
             stage, err = write_errno(target, [payload], flags)
-            check(err == errno.EOPNOTSUPP, f"{label}: writing {what} gave {errno.errorcode.get(err, err)} at {stage}, "
-                                           f"want EOPNOTSUPP")
+            check(err == want, f"{label}: writing {what} gave {errno.errorcode.get(err, err)} at {stage}, "
+                               f"want {errno.errorcode[want]}")
     finally:
         h.unmount(mnt)
     check(open(path, "rb").read() == original, f"{label}: the refused writes changed the frame")
@@ -613,7 +620,7 @@ def main():
                  ("zfp-rate-f4-2d-bitshuffle", 35, smooth, None), ("ndlz4-u1", 32, steps, 0),
                  ("ndlz8-u1", 32, steps, 0), ("ndlz4-f4-split", 32, ramp, 0), ("ndlz8-u2-split", 32, steps, 0)]
         for name, codec_id, values, tolerance in edits:
-            h.test(f"{name}: a chunk overwritten and one appended through the mount read in python-blosc2 as its "
+            h.test(f"{name}: two chunks overwritten through the mount read in python-blosc2 as its "
                    f"own edit" + ("" if tolerance is None else f", within {tolerance:g} of the values"),
                    edits_read_back_as_python_blosc2s, h, entries, name, codec_id, values, tolerance)
         h.test("j2k: chunk and data writes fail with EOPNOTSUPP and change nothing; vlmeta and attrs edits work",
@@ -631,7 +638,7 @@ def main():
         h.test("openzl: a chunk of garbage streams claiming codec 38 reads EIO with one line; the rest reads",
                garbage_openzl_chunks_read_eio, h, entries, "openzl-p6-f8-1d")
         for name in ("openzl-p6-f8-1d", "openzl-p1-f4-2d-shuffle", "openzl-p23-u1-2d"):
-            h.test(f"{name}: a chunk overwritten and one appended through the mount (the plugin's encoder) read in "
+            h.test(f"{name}: two chunks overwritten through the mount (the plugin's encoder; an append refused) read in "
                    f"python-blosc2 as its own edit", edits_read_back_as_python_blosc2s, h, entries, name, 38, ramp,
                    0, plugin_env())
         h.test("openzl over nginx: the same files mounted by URL read as python-blosc2 reads them",

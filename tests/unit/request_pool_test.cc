@@ -90,10 +90,12 @@ TEST(RequestPools, EveryJobRunsOnceOnANamedThread) {
   EXPECT_EQ(names, std::set<std::string>{"b2fs-test"});
 }
 
+// In every test the pool is declared after what its jobs use, so that it is
+// destroyed (its threads joined) first.
 TEST(RequestPools, AJobNeverWaitsForABusyThreadWhileTheCapAllowsAnother) {
-  RequestPool pool("b2fs-test", 3);
   Gate gate;
-  Counter started;
+  Counter started, fourth;
+  RequestPool pool("b2fs-test", 3);
   for (int i = 0; i < 3; ++i)
     pool.run([&] {
       started.add();
@@ -101,7 +103,6 @@ TEST(RequestPools, AJobNeverWaitsForABusyThreadWhileTheCapAllowsAnother) {
     });
   started.wait_for(3);  // three jobs at once: three threads
   // A fourth waits for one of them: the cap.
-  Counter fourth;
   pool.run([&] { fourth.add(); });
   EXPECT_EQ(fourth.value(), 0);
   gate.open();
@@ -128,9 +129,9 @@ TEST(RequestPools, ACpusPoolRunsOnItsCpu) {
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
   int cpu = CPU_SETSIZE - 1;  // the last CPU this process may use
   while (cpu > 0 && !CPU_ISSET(cpu, &allowed)) --cpu;
-  RequestPool pool("b2fs-cpu", 2, cpu);
   std::atomic<int> ran_on{-1};
   Counter done;
+  RequestPool pool("b2fs-cpu", 2, cpu);
   pool.run([&] {
     ran_on = sched_getcpu();
     done.add();
@@ -140,9 +141,9 @@ TEST(RequestPools, ACpusPoolRunsOnItsCpu) {
 }
 
 TEST(RequestPools, PoolsOfTheCpusAndTheSharedOne) {
-  RequestPools pools(4);
   Counter done;
   std::string shared_name, cpu_name;
+  RequestPools pools(4);
   pools.shared().run([&] {
     shared_name = thread_name();
     done.add();

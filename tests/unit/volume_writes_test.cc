@@ -674,10 +674,17 @@ TEST_F(VolumeWrites, ArraysKeepTheChunksTheirShapeNeeds) {
   EXPECT_EQ(errno_of([&] { v->setattr(data, nullptr, size - 1, notes); }), EINVAL);
   EXPECT_EQ(errno_of([&] { v->setattr(data, nullptr, size + 1, notes); }), EINVAL);
   bool keep, direct;
-  EXPECT_EQ(errno_of([&] { v->open(data, O_WRONLY | O_TRUNC, keep, direct, notes); }), EINVAL);
   {
     auto file = v->open(data, O_WRONLY, keep, direct, notes);
     EXPECT_EQ(errno_of([&] { v->write(*file, size, bytes_of("x"), notes); }), EFBIG);
+    v->release(std::move(file), notes);
+  }
+  // Opened with O_TRUNC (cp onto it), data keeps its size and must be written whole.
+  {
+    auto file = v->open(data, O_WRONLY | O_TRUNC, keep, direct, notes);
+    EXPECT_EQ(v->attributes(data).st_size, size);
+    v->write(*file, 0, Bytes(size_t(size) / 2, 7), notes);
+    EXPECT_EQ(errno_of([&] { v->flush(*file, notes); }), EINVAL);
     v->release(std::move(file), notes);
   }
   // A chunk truncated with no file open is committed at once, and refused.
