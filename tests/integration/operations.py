@@ -29,7 +29,7 @@ _libc.renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.
 _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
 _libc.access.argtypes = [ctypes.c_char_p, ctypes.c_int]
 AT_FDCWD = -100
-RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT = 1, 2, 4
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "operations.md")
 
@@ -292,6 +292,11 @@ def op_rename_exchange(e):
     _renameat2(e, RENAME_EXCHANGE)
 
 
+def op_rename_whiteout(e):
+    _check(_libc.renameat2(AT_FDCWD, e.path.encode(), AT_FDCWD, os.path.join(e.directory, "renamed").encode(),
+                           RENAME_WHITEOUT))
+
+
 def op_link(e):
     os.link(e.path, os.path.join(e.directory, "linked"), follow_symlinks=False)
 
@@ -354,6 +359,7 @@ OPERATIONS = [
     Operation("rename-across", op_rename_across, "any", True, "rename into another directory of the tree"),
     Operation("rename-noreplace", op_rename_noreplace, "any", True, "renameat2 RENAME_NOREPLACE onto a sibling"),
     Operation("rename-exchange", op_rename_exchange, "any", True, "renameat2 RENAME_EXCHANGE with a sibling"),
+    Operation("rename-whiteout", op_rename_whiteout, "any", True, "renameat2 RENAME_WHITEOUT to a new name"),
     Operation("unlink", op_unlink, "any", True, "unlink (`rm`)"),
     Operation("rmdir", op_rmdir, "any", True, "rmdir"),
     Operation("readdir", op_readdir, "any", False, "list (`ls`)"),

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 EXPLORE = bool(os.environ.get("BLOSC2FS_OPERATIONS_EXPLORE"))
 # Operations that, when they succeed, take the entry away or move it.
-MOVES = {"unlink", "rmdir", "rename", "rename-over", "rename-across", "rename-exchange"}
+MOVES = {"unlink", "rmdir", "rename", "rename-over", "rename-across", "rename-exchange", "rename-whiteout"}
 CHUNKSIZE = 4096
 SCRATCH_BYTES = b"scratch"  # what a scratch file holds before an operation on it
 LEGACY = "v2.0.0-beta.2-zstd-bitshuffle-f8-meta-usermeta.b2frame"
