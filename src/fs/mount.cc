@@ -32,12 +32,11 @@
 #include "offload.h"
 #include "request_pool.h"
 #include "sd_notify.h"
+#include "dataset_opener.h"
 #include "store.h"
-#include "store_tree.h"
 #include "thread_name.h"
 #include "thumbnail.h"
 #include "uring_support.h"
-#include "volume.h"
 
 namespace blosc2fs {
 
@@ -383,11 +382,12 @@ int run_info(const Options& o) {
   }
 }
 
-// What a mount serves: a frame's Volume or a store's tree.
+// What a mount serves: a frame's Volume, a store's tree, or a collection (a
+// folder, prefix, web index or Caterva2 directory of datasets).
 struct ServedTree {
-  std::unique_ptr<Volume> volume;
-  std::unique_ptr<StoreTree> store;
-  std::unique_ptr<CollectionTree> collection;  // a folder, prefix, web index or Caterva2 directory of datasets
+  std::shared_ptr<MountTree> tree;
+  const char* counted = "chunks";  // what tree->nchunks() counts, for the line that says the mount is made
+  bool names_may_block = false;    // a store's or a collection's names open datasets
   std::string name;  // the frame's path or the URL, for messages and fsname=
   bool writable = false;
   bool unchanging = false;
@@ -405,7 +405,9 @@ ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
     served.on_session_end = place.origin.shutdown;
     served.before_fork = place.origin.before_fork;
     served.after_fork = place.origin.after_fork;
-    served.collection = std::move(place.tree);
+    served.tree = std::move(place.tree);
+    served.counted = "entries listed";
+    served.names_may_block = true;
     spdlog::info("{}: {} mounts read-only: every write fails with EROFS", served.name, what);
     return served;
   };
@@ -421,7 +423,6 @@ ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
       return served_collection(open_remote_collection_mount(o, cache_budget, f), "a remote collection");
     }
   }
-  RemoteContent content = open_remote_content(origin);
   check_mountpoint(fs::absolute(o.mountpoint));
   ServedTree served;
   served.name = origin.url;
@@ -434,18 +435,14 @@ ServedTree open_remote_tree(const Options& o, uint64_t cache_budget) {
   vo.fixed_access = FrameAccess{::getuid(), ::getgid(), 0444, 0};
   vo.live_json_fields = origin.source_json;
   vo.more_stats = io_uring_stats;
+  vo.cache_budget = cache_budget;
   try {
-    if (content.store) {
-      vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
-      served.store = std::make_unique<StoreTree>(std::move(content.store), vo, kMaxOpenLeaves, false);
-    } else {
-      vo.cache_budget = cache_budget;
-      std::shared_ptr<const Frame> frame = content.frame;
-      vo.frame_source = [frame] { return frame; };
-      served.volume = std::make_unique<Volume>(fs::path(origin.url), vo);
-    }
+    OpenedDataset opened = open_remote_dataset(origin.source, origin.url, vo, kMaxOpenLeaves);
+    served.tree = std::move(opened.tree);
+    served.counted = opened.store ? "keys" : "chunks";
+    served.names_may_block = opened.store;
   } catch (const FormatError& e) {
-    throw Failure{kExitFrameInvalid, e.what()};
+    throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame nor a python-blosc2 store: ") + e.what()};
   } catch (const IoError& e) {
     throw Failure{kExitFrameMissing, e.what()};
   }
@@ -472,89 +469,40 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
     ServedTree served;
     served.name = frame_path.string();
     served.writable = collection->writable();
-    served.collection = std::move(collection);
+    served.counted = "entries listed";
+    served.names_may_block = true;
+    served.tree = std::move(collection);
     return served;
   }
-  std::unique_ptr<Volume> volume;     // a frame's mount
-  std::unique_ptr<StoreTree> store;   // a store's mount
-  bool writable = false;
-  const AccessOverrides overrides{o.uid, o.gid, o.umask};
-  if (std::optional<StoreFormat> format = detect_store(frame_path)) {
-    std::unique_ptr<Store> opened;
-    try {
-      opened = Store::open(frame_path);
-    } catch (const FormatError& e) {
-      throw Failure{kExitFrameInvalid, e.what()};
-    } catch (const IoError& e) {
-      throw Failure{kExitFrameMissing, e.what()};
-    }
-    check_mountpoint(mountpoint);
-    // Only a .b2d has leaves that are frame files of their own, editable in place.
-    writable = *format == StoreFormat::b2d && o.read_only != true;
-    if (writable && ::access(frame_path.c_str(), W_OK) != 0) {
-      writable = false;
-      spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
-    }
-    if (*format != StoreFormat::b2d && o.read_only == false)
-      spdlog::warn("{}: a .{} store is read-only (nobody edits it in place): mounting read-only", frame_path.string(),
-                   store_format_name(*format));
-    // Each open leaf gets an equal share of the cache budget.
-    VolumeOptions vo;
-    vo.access = overrides;
-    vo.more_stats = io_uring_stats;
-    vo.cache_budget = std::max<uint64_t>(cache_budget / kMaxOpenLeaves, 1);
-    try {
-      store = std::make_unique<StoreTree>(std::move(opened), vo, kMaxOpenLeaves, writable);
-    } catch (const FormatError& e) {
-      throw Failure{kExitFrameInvalid, e.what()};
-    }
-  } else {
-    // A frame that cannot be read refuses the mount with its own exit status.
-    const FrameLayout layout = open_frame(frame_path)->layout();
-    check_mountpoint(mountpoint);
-
-    writable = o.read_only != true;
-    if (writable && layout != FrameLayout::current) {
-      // Also with an explicit -o rw, as for a frame this user may not write (docs/older-layouts.md).
-      writable = false;
-      spdlog::warn("{} has the older {} layout, which c-blosc2 3.x cannot open: mounting read-only, every write "
-                   "fails with EROFS",
-                   frame_path.string(), frame_layout_name(layout));
-    }
-    if (writable && !may_write_frame(frame_path)) {
-      writable = false;
-      spdlog::warn("{} is not writable by this user: mounting read-only", frame_path.string());
-    }
-    VolumeOptions vo;
-    vo.writable = writable;
-    vo.access = overrides;
-    vo.more_stats = io_uring_stats;
-    vo.cache_budget = cache_budget;
-    vo.preferred_chunksize = o.create.chunksize;
-    vo.new_array_chunkshape = o.create.chunkshape;
-    vo.new_array_blockshape = o.create.blockshape;
-    try {
-      try {
-        volume = std::make_unique<Volume>(frame_path, vo);
-      } catch (const IoError& e) {
-        if (!vo.writable) throw;
-        spdlog::warn("{} cannot be opened for writing ({}): mounting read-only", frame_path.string(), e.what());
-        vo.writable = writable = false;
-        volume = std::make_unique<Volume>(frame_path, vo);
-      }
-    } catch (const FormatError& e) {
-      throw Failure{kExitFrameInvalid, e.what()};
-    } catch (const IoError& e) {
-      throw Failure{kExitFrameMissing, e.what()};
-    }
+  // A frame that cannot be read refuses the mount with its own exit status.
+  const bool store = detect_store(frame_path).has_value();
+  if (!store) open_frame(frame_path);
+  check_mountpoint(mountpoint);
+  VolumeOptions vo;
+  vo.access = AccessOverrides{o.uid, o.gid, o.umask};
+  vo.more_stats = io_uring_stats;
+  vo.cache_budget = cache_budget;
+  vo.preferred_chunksize = o.create.chunksize;
+  vo.new_array_chunkshape = o.create.chunkshape;
+  vo.new_array_blockshape = o.create.blockshape;
+  OpenedDataset opened;
+  try {
+    opened = open_local_dataset(frame_path, o.read_only != true, vo, kMaxOpenLeaves);
+  } catch (const FormatError& e) {
+    throw Failure{kExitFrameInvalid, e.what()};
+  } catch (const IoError& e) {
+    throw Failure{kExitFrameMissing, e.what()};
   }
+  // Said when writing was asked for; of a .b2z or .b2e only when asked for with -o rw.
+  if (!opened.read_only_because.empty() && (o.read_only == false || !(opened.store && opened.unchanging)))
+    spdlog::warn("{}: {}: mounting read-only", frame_path.string(), opened.read_only_because);
   ServedTree served;
   served.name = frame_path.string();
-  served.writable = writable;
-  // A .b2z or .b2e is never edited in place (docs/stores.md): its tree never changes.
-  served.unchanging = store && store->store().format() != StoreFormat::b2d;
-  served.volume = std::move(volume);
-  served.store = std::move(store);
+  served.writable = opened.writable;
+  served.unchanging = opened.unchanging;
+  served.counted = opened.store ? "keys" : "chunks";
+  served.names_may_block = opened.store;
+  served.tree = std::move(opened.tree);
   return served;
 }
 
@@ -575,12 +523,8 @@ UringChoice choose_io_uring(const Options& o) {
 
 int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std::vector<PluginLogLine>& plugin_log) {
   const fs::path mountpoint = fs::absolute(o.mountpoint);
-  std::unique_ptr<Volume>& volume = served.volume;
-  std::unique_ptr<StoreTree>& store = served.store;
   const bool writable = served.writable;
-  MountTree& tree = volume ? static_cast<MountTree&>(*volume)
-                   : store ? static_cast<MountTree&>(*store)
-                           : static_cast<MountTree&>(*served.collection);
+  MountTree& tree = *served.tree;
   KernelNotifier notifier;
   // The canonical path: it is what /proc/self/mountinfo shows once mounted.
   ReadAheadSetter read_ahead(fs::weakly_canonical(mountpoint), o.read_ahead.value_or(kDefaultReadAhead) >> 10);
@@ -603,7 +547,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
   // Requests that may decode, fetch or commit are answered by pools (offload.h),
   // whose threads start with the first such request, after fuse_daemonize.
   Offload offload;
-  offload.names_may_block = !volume;  // a store's or a collection's names open datasets
+  offload.names_may_block = served.names_may_block;
   offload.fetches = is_remote_url(o.frame.string());
   offload.io_uring = o.io_uring;
   offload.session = session.get();
@@ -621,7 +565,7 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
   set_missing_plugin_reporter([](const std::string& line) { spdlog::warn("{}", line); });
   for (const PluginLogLine& line : plugin_log) spdlog::log(line.level, "{}", line.text);
   spdlog::info("mounted {} on {}{}: {} {}, cache budget {} bytes, {}", served.name, mountpoint.string(),
-               writable ? "" : " read-only", tree.nchunks(), volume ? "chunks" : served.collection ? "entries listed" : "keys", cache_budget,
+               writable ? "" : " read-only", tree.nchunks(), served.counted, cache_budget,
                o.single_threaded ? "single-threaded" : "multi-threaded");
   notify_systemd(("READY=1\nSTATUS=serving " + served.name + " on " + mountpoint.string()).c_str());
 
@@ -640,16 +584,9 @@ int serve(const Options& o, ServedTree& served, uint64_t cache_budget, const std
   pools.reset();
   notify_systemd("STOPPING=1");
   notifier.stop();
-  if (volume) {
-    volume->shutdown();  // what is still written and not committed, and a compaction when due
-    spdlog::info("unmounting {}: cache {}", mountpoint.string(), volume->cache_stats().text());
-  } else if (store) {
-    store->shutdown();  // what open leaves still hold
-    spdlog::info("unmounting {}", mountpoint.string());
-  } else {
-    served.collection->shutdown();  // what open datasets still hold
-    spdlog::info("unmounting {}", mountpoint.string());
-  }
+  tree.shutdown();  // what is still written and not committed, and a compaction when due
+  const std::string summary = tree.summary();
+  spdlog::info("unmounting {}{}{}", mountpoint.string(), summary.empty() ? "" : ": ", summary);
   if (ret == -ECONNABORTED) {
     // The kernel tore the connection down (an unmount, a lazy detach's last
     // close, an abort) just as a worker had taken a request off the queue:

@@ -98,6 +98,10 @@ class MountTree {
   virtual void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                       unsigned flags, KernelNotes& notes) = 0;
   virtual void maybe_refresh(KernelNotes& notes) = 0;
+  // Unmount: commits whatever is still held (open datasets', open leaves'); logs failures.
+  virtual void shutdown() = 0;
+  // What the unmount's log line adds (a frame's cache statistics); empty for none.
+  virtual std::string summary() const { return {}; }
 };
 
 }  // namespace blosc2fs

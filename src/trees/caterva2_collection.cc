@@ -81,8 +81,7 @@ class Caterva2Collection final : public CollectionSource {
       directory = open_caterva2_directory(session_, path);
     else
       object = session_->open(path);
-    return {open_remote_dataset(kind, object, directory, name() + "/" + path, std::move(vo), max_open, counters_),
-            false};
+    return open_listed_remote_dataset(object, directory, name() + "/" + path, std::move(vo), max_open, counters_);
   }
 
   Json describe() const override {

@@ -85,33 +85,10 @@ class LocalCollection final : public CollectionSource {
                              bool writable) const override {
     const fs::path full = root_ / path;
     check_no_link_on_the_way(path, kind == DatasetKind::sparse_frame || kind == DatasetKind::store_directory);
-    OpenedDataset opened;
-    // As a mount of the dataset alone opens it (mount.cc): a store, else a frame.
-    if (std::optional<StoreFormat> format = detect_store(full)) {
-      std::unique_ptr<Store> store = Store::open(full);
-      opened.writable = writable && *format == StoreFormat::b2d && ::access(full.c_str(), W_OK) == 0;
-      opened.tree = std::make_shared<StoreTree>(std::move(store), vo, max_open, opened.writable);
-      return opened;
-    }
-    if (kind == DatasetKind::store || kind == DatasetKind::store_directory)
+    if ((kind == DatasetKind::store || kind == DatasetKind::store_directory) && !detect_store(full))
       throw FormatError(full.string() + ": not a python-blosc2 store");
-    bool may = writable;
-    if (may) {
-      const FrameLayout layout = Frame::open(full)->layout();
-      // An older layout c-blosc2 3.x cannot open, or a file this user may not write: read-only.
-      may = layout == FrameLayout::current && may_write_frame(full);
-    }
-    vo.writable = may;
-    try {
-      opened.tree = std::make_shared<Volume>(full, vo);
-    } catch (const IoError& e) {
-      if (!vo.writable) throw;
-      spdlog::warn("{} cannot be opened for writing ({}): read-only", full.string(), e.what());
-      vo.writable = may = false;
-      opened.tree = std::make_shared<Volume>(full, vo);
-    }
-    opened.writable = may;
-    return opened;
+    // As a mount of the dataset alone opens it.
+    return open_local_dataset(full, writable, std::move(vo), max_open);
   }
 
   std::string version(const std::string& dir) const override {
@@ -227,9 +204,8 @@ class RemoteCollection final : public CollectionSource {
     std::shared_ptr<const SourceDirectory> directory;
     if (kind == DatasetKind::sparse_frame || kind == DatasetKind::store_directory) directory = place_->subdirectory(path);
     else object = place_->open(path);
-    vo.writable = false;
-    return {open_remote_dataset(kind, object, directory, join(place_->name(), path), std::move(vo), max_open, counters_),
-            false};
+    return open_listed_remote_dataset(object, directory, join(place_->name(), path), std::move(vo), max_open,
+                                      counters_);
   }
 
  private:
@@ -240,10 +216,9 @@ class RemoteCollection final : public CollectionSource {
 
 }  // namespace
 
-std::shared_ptr<MountTree> open_remote_dataset(DatasetKind kind, std::shared_ptr<const ByteSource> object,
-                                               std::shared_ptr<const SourceDirectory> directory, const std::string& shown,
-                                               VolumeOptions vo, size_t max_open, const std::function<Json()>& counters) {
-  vo.writable = false;
+OpenedDataset open_listed_remote_dataset(std::shared_ptr<const ByteSource> object,
+                                         std::shared_ptr<const SourceDirectory> directory, const std::string& shown,
+                                         VolumeOptions vo, size_t max_open, const std::function<Json()>& counters) {
   if (directory) {
     vo.live_json_fields = source_fields(
         shown, [] { return std::string("a directory: each object pinned when opened"); }, counters);
@@ -252,14 +227,7 @@ std::shared_ptr<MountTree> open_remote_dataset(DatasetKind kind, std::shared_ptr
     vo.live_json_fields = source_fields(
         shown, [remote] { return remote ? remote->identity().text() : std::string(); }, counters);
   }
-  const StoreSource source{object, directory};
-  // A .b2e is a frame: what it holds says whether it is a store (as a mount of it alone decides).
-  if (kind == DatasetKind::store || kind == DatasetKind::store_directory ||
-      (kind == DatasetKind::frame && object && detect_store(source)))
-    return std::make_shared<StoreTree>(Store::open(source), vo, max_open, false);
-  std::shared_ptr<const Frame> frame = directory ? Frame::open_sparse(directory) : Frame::open(object);
-  vo.frame_source = [frame] { return frame; };
-  return std::make_shared<Volume>(fs::path(shown), vo);
+  return open_remote_dataset(StoreSource{std::move(object), std::move(directory)}, shown, std::move(vo), max_open);
 }
 
 std::shared_ptr<CollectionSource> local_collection(const fs::path& root) {

@@ -17,6 +17,7 @@
 
 #include "byte_source.h"
 #include "dataset_kind.h"
+#include "dataset_opener.h"
 #include "frame_json.h"
 #include "volume.h"
 
@@ -31,11 +32,6 @@ struct CollectionEntry {
   std::string link_target;                // a symlink's, unchanged
 };
 
-// What opening a dataset gives: its tree, and whether it takes writes.
-struct OpenedDataset {
-  std::shared_ptr<MountTree> tree;
-  bool writable = false;
-};
 
 class CollectionSource {
  public:
@@ -91,13 +87,12 @@ std::shared_ptr<CollectionSource> local_collection(const std::filesystem::path& 
 std::shared_ptr<CollectionSource> remote_collection(std::shared_ptr<const SourceDirectory> place, const char* type,
                                                     std::function<Json()> counters);
 
-// A remote dataset as its mount shows it: a frame over `object`, a sparse
-// frame or .b2d over `directory`, a store (.b2z, .b2e) over `object`.
-// Read-only; frame.json's "source" says `shown`, the object's identity and
-// `counters`. Throws IoError, FormatError.
-std::shared_ptr<MountTree> open_remote_dataset(DatasetKind kind, std::shared_ptr<const ByteSource> object,
-                                               std::shared_ptr<const SourceDirectory> directory, const std::string& shown,
-                                               VolumeOptions options, size_t max_open,
-                                               const std::function<Json()>& counters);
+// A remote dataset of a place as its mount shows it (open_remote_dataset of
+// dataset_opener.h: a frame or a store over `object`, a sparse frame or .b2d
+// over `directory`), frame.json's "source" saying `shown`, the object's
+// identity and `counters`. Throws IoError, FormatError.
+OpenedDataset open_listed_remote_dataset(std::shared_ptr<const ByteSource> object,
+                                         std::shared_ptr<const SourceDirectory> directory, const std::string& shown,
+                                         VolumeOptions options, size_t max_open, const std::function<Json()>& counters);
 
 }  // namespace blosc2fs

@@ -133,9 +133,7 @@ std::shared_ptr<MountTree> CollectionTree::child(size_t slot) {
       return d.tree;
     }
   }
-  VolumeOptions vo = settings_.leaf_options;
-  const bool store = d.is_store();
-  if (store) vo.cache_budget = std::max<uint64_t>(vo.cache_budget / settings_.max_open, 1);
+  VolumeOptions vo = settings_.leaf_options;  // a store's leaves share it (dataset_opener.h)
   {
     std::lock_guard lock(mutex_);
     if (d.inodes) vo.inodes = std::move(*d.inodes);

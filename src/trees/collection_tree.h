@@ -63,7 +63,7 @@ class CollectionTree : public MountTree {
   ~CollectionTree() override;
 
   // Unmount: every open dataset commits what it still holds.
-  void shutdown();
+  void shutdown() override;
   // The description file as it would read now (lists every directory not listed yet).
   std::string description();
   const CollectionSource& source() const { return *source_; }

@@ -48,7 +48,7 @@ class StoreTree : public MountTree {
 
   bool writable() const override { return writable_; }
   // Unmount: every open leaf commits what it still holds.
-  void shutdown();
+  void shutdown() override;
   int64_t nchunks() const override { return int64_t(leaves_.size()); }
   bool underlying_statfs(struct statvfs& out) const override;
   std::optional<Node> node(uint64_t ino) const override;

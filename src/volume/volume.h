@@ -163,7 +163,8 @@ class Volume : public MountTree {
   // change of the frame's owner, group or permissions at once.
   void maybe_refresh(KernelNotes& notes);
   // Unmount: commits everything still held, then compacts when due. Logs failures.
-  void shutdown();
+  void shutdown() override;
+  std::string summary() const override { return "cache " + cache_.stats().text(); }
 
   // Whether the Volume holds nothing but the committed frame and its inode
   // numbers (no written and uncommitted bytes, no scratch files, no renamed
