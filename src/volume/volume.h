@@ -112,56 +112,56 @@ class Volume : public MountTree {
   Volume(const Volume&) = delete;
   Volume& operator=(const Volume&) = delete;
 
-  bool writable() const { return options_.writable; }
-  int64_t nchunks() const;
+  bool writable() const override { return options_.writable; }
+  int64_t nchunks() const override;
   ChunkCacheStats cache_stats() const { return cache_.stats(); }
   // statvfs of the file system holding the frame (the space commits use).
-  bool underlying_statfs(struct statvfs& out) const;
+  bool underlying_statfs(struct statvfs& out) const override;
 
   // --- names ---
-  std::optional<Node> node(uint64_t ino) const;
-  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name);
+  std::optional<Node> node(uint64_t ino) const override;
+  std::optional<uint64_t> lookup(uint64_t parent, std::string_view name) override;
   // The first entry at cookie `cookie` or later ("." and ".." excluded).
-  std::optional<DirEntry> entry(uint64_t dir, int64_t cookie);
-  struct stat attributes(uint64_t ino);
-  std::string path_of(uint64_t ino) const;  // "chunks/00000003", for log lines
+  std::optional<DirEntry> entry(uint64_t dir, int64_t cookie) override;
+  struct stat attributes(uint64_t ino) override;
+  std::string path_of(uint64_t ino) const override;  // "chunks/00000003", for log lines
   // The kernel's references to inodes (entry replies and forget), so that
   // invalidations go only to inodes it knows.
-  void remember(uint64_t ino);
-  void forget(uint64_t ino, uint64_t count);
+  void remember(uint64_t ino) override;
+  void forget(uint64_t ino, uint64_t count) override;
 
   // --- files ---
   // `keep_cache`: the kernel may keep its cached pages (unchanged since the
   // last open); `direct_io`: generated on every read (.blosc2fs-cache), or a
   // file still open on the content before another program's change (the new
   // content must not enter the page cache that file reads through).
-  std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io, KernelNotes& notes);
+  std::unique_ptr<OpenFile> open(uint64_t ino, int flags, bool& keep_cache, bool& direct_io, KernelNotes& notes) override;
   // Whether the kernel's cached pages (or readdir listing) of `ino` are still
   // right since it was last opened; records this open.
-  bool cache_still_valid(uint64_t ino);
+  bool cache_still_valid(uint64_t ino) override;
   // The bytes shown now (a file opened for this read alone).
   size_t read(uint64_t ino, int64_t offset, MutableByteSpan out);
   // The bytes of an open file of `ino`, appended to `out`: chunk bytes as views of the
   // chunk cache (no copy), everything else copied. EIO when another program's
   // change was loaded since the file was opened (see OpenFile::version).
-  void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out);
-  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);
+  void read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, size_t size, ReadPieces& out) override;
+  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) override;
   // close()/fsync(): commits what the file holds; throws FsError when it cannot.
-  void flush(OpenFile& file, KernelNotes& notes, bool fsync = false);
-  void release(std::unique_ptr<OpenFile> file, KernelNotes& notes);
+  void flush(OpenFile& file, KernelNotes& notes, bool fsync = false) override;
+  void release(std::unique_ptr<OpenFile> file, KernelNotes& notes) override;
   // chmod/chown/utimens are accepted and ignored; a size change is an edit,
   // committed at once when no open file will commit it later.
-  struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes);
+  struct stat setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) override;
   std::pair<uint64_t, std::unique_ptr<OpenFile>> create(uint64_t parent, std::string_view name, int flags,
-                                                        KernelNotes& notes);
-  void unlink(uint64_t parent, std::string_view name, KernelNotes& notes);
+                                                        KernelNotes& notes) override;
+  void unlink(uint64_t parent, std::string_view name, KernelNotes& notes) override;
   void rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
-              unsigned flags, KernelNotes& notes);
+              unsigned flags, KernelNotes& notes) override;
 
   // Reloads when another program changed the frame (at most once per
   // refresh_interval, and only when nothing written is waiting); follows a
   // change of the frame's owner, group or permissions at once.
-  void maybe_refresh(KernelNotes& notes);
+  void maybe_refresh(KernelNotes& notes) override;
   // Unmount: commits everything still held, then compacts when due. Logs failures.
   void shutdown() override;
   std::string summary() const override { return "cache " + cache_.stats().text(); }

@@ -293,7 +293,9 @@ def op_rename_exchange(e):
 
 
 def op_rename_whiteout(e):
-    _check(_libc.renameat2(AT_FDCWD, e.path.encode(), AT_FDCWD, os.path.join(e.directory, "renamed").encode(),
+    """To a name no operation makes (a rename onto the name itself is the kernel's no-op:
+    model seed 3850 renamed attrs/renamed to renamed)."""
+    _check(_libc.renameat2(AT_FDCWD, e.path.encode(), AT_FDCWD, os.path.join(e.directory, "whiteout").encode(),
                            RENAME_WHITEOUT))
 
 
