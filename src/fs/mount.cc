@@ -155,7 +155,8 @@ int run_remote_info(const Options& o) {
         return status;
       }
     }
-    const std::string text = open_remote_content(origin).description(origin.source_json());
+    const DatasetContent content = open_remote_content(origin);
+    const std::string text = content.description(origin.source_json());
     origin.shutdown();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
