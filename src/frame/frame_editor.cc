@@ -1,6 +1,6 @@
-// FrameEditor: staging edits against a loaded Frame, checking them against the
-// format's rules when they are staged, and committing them under c-blosc2's
-// .b2lock protocol with the crash-safe plans of frame_commit.cc / sparse_commit.cc.
+// FrameEditor: a loaded Frame and its staged edits (edit_staging.*), committed
+// under c-blosc2's .b2lock protocol with the crash-safe plans of frame_commit.cc /
+// sparse_commit.cc, compacted, or replaced whole.
 #include "frame_editor.h"
 
 #include <fcntl.h>
@@ -9,70 +9,18 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 
-#include "b2nd.h"
-#include "codec_registry.h"
-#include "dynamic_plugins.h"
+#include "edit_staging.h"
 #include "error.h"
 #include "frame_editor_internal.h"
 #include "frame_lock.h"
-#include "frame_nd.h"
 #include "frame_writer.h"
-#include "parallel_encode.h"
 #include "unique_fd.h"
 
 namespace blosc2fs {
 
-using editor::StagedChunk;
-using editor::VlmetaOp;
-
-namespace {
-
-
-bool all_zero(ByteSpan data) {
-  return std::all_of(data.begin(), data.end(), [](uint8_t b) { return b == 0; });
-}
-
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what, int err) {
-  throw IoError(path.string() + ": " + what, err);
-}
-
-// python-blosc2 opens an N-d array only when it has exactly the chunks its
-// shape needs, each of the array's chunk size: a commit to an array that has
-// them (read from the metalayer as the commit would leave it) keeps them.
-void check_array_chunks(const Frame& frame, const editor::StagedEdits& staged, const std::filesystem::path& path) {
-  const Metalayer* nd = frame_nd_metalayer(frame);
-  if (!nd) return;
-  const FrameHeader& h = frame.header();
-  NdMeta meta;
-  try {
-    meta = frame_nd_meta(frame, *nd);
-    (void)NdLayout(meta, h.typesize, frame.nchunks(), h.chunksize);
-  } catch (const FormatError&) {
-    return;  // not an array python-blosc2 opens now: nothing to keep
-  }
-  const auto rewritten = staged.metalayer_writes.find(nd->name);
-  if (!staged.chunks_dirty && rewritten == staged.metalayer_writes.end()) return;
-  const std::string why = "an N-d array keeps the chunks its shape needs (python-blosc2 opens it only then): ";
-  try {
-    if (rewritten != staged.metalayer_writes.end()) {
-      std::optional<std::string> dtype = meta.dtype;
-      meta = parse_nd_meta(rewritten->second, nd->name == "caterva");
-      if (!meta.dtype) meta.dtype = dtype;
-    }
-    const NdLayout after(meta, h.typesize, staged.nchunks, h.chunksize);
-    for (const auto& [n, chunk] : staged.chunks)
-      if (chunk.nbytes != after.chunk_bytes())
-        fail(path, why + "chunk " + std::to_string(n) + " would hold " + std::to_string(chunk.nbytes) +
-                       " bytes, not " + std::to_string(after.chunk_bytes()), EINVAL);
-  } catch (const FormatError& e) {
-    fail(path, why + e.what(), EINVAL);
-  }
-}
-
-}  // namespace
+using editor::fail;
 
 struct FrameEditor::Impl {
   std::filesystem::path path;
@@ -84,9 +32,7 @@ struct FrameEditor::Impl {
   FrameStamp stamp;
   LockSidecar sidecar;
   std::optional<uint64_t> seen_counter;  // the sidecar counter our loaded state corresponds to
-  editor::StagedEdits staged;
-  int64_t staged_base_nchunks = 0;
-  int32_t staged_base_chunksize = 0;
+  editor::EditStaging staging{path, frame};
   mutable std::optional<int64_t> unused_cache;
   uint64_t compaction_nonce = editor::random_nonce();
   mutable std::optional<int> exchange_error;  // sparse: probe_directory_exchange's answer, once asked
@@ -131,15 +77,7 @@ struct FrameEditor::Impl {
     unused_cache.reset();
   }
 
-  void reset_staged() {
-    staged = {};
-    staged.nchunks = frame->nchunks();
-    staged.chunksize = frame->header().chunksize;
-    staged.vlblocks = base_vlblocks;
-    staged.temp_nonce = editor::random_nonce();
-    staged_base_nchunks = staged.nchunks;
-    staged_base_chunksize = staged.chunksize;
-  }
+  void reset_staged() { staging.reset(base_vlblocks); }
 
   // Opens the sidecar when one exists (or should be created); c-blosc2 may
   // create it at any time, so this is retried before each locked operation.
@@ -152,237 +90,12 @@ struct FrameEditor::Impl {
     return read_frame_stamp(header_path(), sparse ? 0 : offset) != stamp;
   }
 
-  // ---- staging ----
-
-  std::vector<Vlmetalayer> staged_vlmetalayers() const {
-    return editor::apply_vlmeta_ops(frame->vlmetalayers(), staged.vlmeta_ops);
-  }
-  bool has_staged_vlmeta(const std::string& name) const {
-    auto layers = staged_vlmetalayers();
-    return std::any_of(layers.begin(), layers.end(), [&](const Vlmetalayer& l) { return l.name == name; });
-  }
-  void check_vlmeta_name(const std::string& name) const {
-    if (name.empty()) fail(path, "vlmetalayer name is empty", EINVAL);
-    if (name.size() > size_t(kMaxMetalayerNameLen))
-      fail(path, "vlmetalayer name '" + name + "' is longer than 31 bytes", ENAMETOOLONG);
-  }
-
-  int32_t staged_chunk_nbytes(int64_t n) const {
-    auto it = staged.chunks.find(n);
-    return it != staged.chunks.end() ? it->second.nbytes : frame->chunk_nbytes(n);
-  }
-
-  CompressParams frame_compress_params() const {
-    const FrameHeader& h = frame->header();
-    const CodecInfo* codec = frame_codec(h);
-    if (codec && codec->runtime_plugin && !codec->encodable()) {
-      report_missing_plugin(*codec);
-      fail(path, "the frame's codec " + frame_codec_name(h) + " is loaded at run time and no plugin is loaded (" +
-                     plugin_install_hint(*codec) + "), so chunks cannot be rewritten (metadata edits still work)",
-           EOPNOTSUPP);
-    }
-    if (!codec || !codec->encodable())
-      fail(path, "the frame's codec " + frame_codec_name(h) +
-                     " cannot be encoded here, so chunks cannot be rewritten (metadata edits still work)",
-           EOPNOTSUPP);
-    CompressParams p;
-    p.codec = Codec(codec->id);
-    p.geometry = frame->decode_rules().geometry;
-    p.clevel = h.clevel();
-    p.typesize = h.typesize;
-    p.blocksize = h.blocksize;
-    p.filters = h.filters;
-    p.filters_meta = h.filters_meta;
-    p.splitmode = h.splitmode();
-    p.compcode_meta = h.compcode_meta;
-    return p;
-  }
-
-  // Checks the size rules of format-notes §3.1 for putting a chunk of `nbytes`
-  // at logical position n (n == staged.nchunks: append) and returns the
-  // chunksize the frame has afterwards.
-  int32_t check_chunk_size(int64_t n, int64_t nbytes) const {
-    const int64_t count = staged.nchunks;
-    const int32_t cs = staged.chunksize;
-    const bool append = n == count;
-    if (n < 0 || n > count)
-      fail(path, "chunk " + std::to_string(n) + " does not exist (" + std::to_string(count) + " chunks)", EINVAL);
-    if (nbytes <= 0 || nbytes > int64_t(INT32_MAX) - 64)
-      fail(path, "chunk " + std::to_string(n) + ": size " + std::to_string(nbytes) + " is not allowed", EINVAL);
-    if (cs == 0) return 0;
-    if (cs < 0) {
-      if (count > 0) fail(path, "chunksize is unset but the frame has chunks", EINVAL);
-      return int32_t(nbytes);
-    }
-    if (nbytes > cs)
-      fail(path, "chunk " + std::to_string(n) + ": " + std::to_string(nbytes) + " bytes exceed the chunksize " +
-                     std::to_string(cs), EINVAL);
-    const bool last = n == count - 1 || append;
-    // The frame's one short chunk keeps any size up to chunksize wherever it
-    // sits (c-blosc2's reorder and insert move it from the end).
-    if (!last && nbytes != cs && n != frame->short_chunk())
-      fail(path, "chunk " + std::to_string(n) + ": only the last chunk (or the one chunk already shorter) may be "
-                     "shorter than the chunksize " + std::to_string(cs), EINVAL);
-    if (append && count > 0 && staged_chunk_nbytes(count - 1) != cs)
-      fail(path, "cannot append: the last chunk is shorter than the chunksize " + std::to_string(cs), EINVAL);
-    return cs;
-  }
-
-  // After each chunk edit: how many chunks end up shorter than the fixed
-  // chunksize, given that the committed chunks are all full but the frame's
-  // short chunk. One: the frame keeps its chunksize, wherever that chunk sits.
-  // Two (a truncation or an append behind a short chunk that is not the last):
-  // the frame becomes variable, as c-blosc2's insert and update make it.
-  void settle_short_chunks() {
-    staged.becomes_variable = false;
-    staged.short_chunk = -1;
-    const int32_t cs = staged.chunksize;
-    if (cs <= 0) return;
-    int64_t shorts = 0, first_short = -1;
-    const int64_t committed_short = frame->header().chunksize == cs ? frame->short_chunk() : -1;
-    if (committed_short >= 0 && committed_short < staged.nchunks && !staged.chunks.count(committed_short)) {
-      shorts = 1;
-      first_short = committed_short;
-    }
-    for (const auto& [n, chunk] : staged.chunks) {
-      if (chunk.nbytes >= cs) continue;
-      ++shorts;
-      if (first_short < 0 || n < first_short) first_short = n;
-    }
-    if (shorts >= 2) staged.becomes_variable = true;
-    else staged.short_chunk = first_short;
-  }
-
-  // Stores zeros/NaN/uninit chunks the way c-blosc2 reads back everywhere:
-  // special index entries with a fixed chunksize, repeat-value chunks with a
-  // variable one (never a physical zeros/nan/uninit chunk, bug B3). Zeros that
-  // are not a whole number of the frame's items become an ordinary chunk:
-  // c-blosc2 3.3.5 cannot open a frame whose first chunk is a special entry
-  // or a repeat-value chunk of such a size, nor decode one elsewhere
-  // (python-blosc2's own `append_data(bytes(122))` at typesize 4 leaves a
-  // frame it cannot open; the model test found the mount doing the same).
-  StagedChunk finalize(Bytes stored, int32_t nbytes, int32_t chunksize_after) const {
-    StagedChunk c;
-    c.nbytes = nbytes;
-    ChunkHeader h = parse_chunk_header(stored);
-    Special kind = h.special();
-    if (kind == Special::none || kind == Special::value) {
-      c.stored = std::move(stored);
-      return c;
-    }
-    const int32_t ts = frame->header().typesize;
-    const bool whole_items = ts > 0 && nbytes % ts == 0;
-    if (!whole_items && kind != Special::nan) {
-      CompressParams params = frame_compress_params();
-      params.detect_specials = false;
-      c.stored = encode_chunk(Bytes(size_t(nbytes), 0), params);
-      return c;
-    }
-    if (chunksize_after > 0 && (kind != Special::nan || (h.typesize == ts && (ts == 4 || ts == 8)))) {
-      c.entry_special = kind;
-      return c;
-    }
-    try {
-      c.stored = editor::repeat_value_chunk(kind, nbytes, kind == Special::nan ? h.typesize : ts);
-    } catch (const FormatError&) {
-      fail(path, "NaN chunk with an unusable typesize", EINVAL);
-    }
-    return c;
-  }
-
-  // Whether logical chunks other than n exist after putting one at n.
-  bool has_other_chunks(int64_t n) const {
-    return n == staged.nchunks ? staged.nchunks > 0 : staged.nchunks > 1;
-  }
-
-  void stage_chunk(int64_t n, StagedChunk chunk, int32_t chunksize_after, bool vlblocks) {
-    if (!has_other_chunks(n)) staged.vlblocks = vlblocks;  // the only chunk decides the frame's kind
-    if (n == staged.nchunks) ++staged.nchunks;
-    staged.chunksize = chunksize_after;
-    staged.chunks[n] = std::move(chunk);
-    staged.chunks_dirty = true;
-  }
-
-  // Compresses the chunks on every core, then stages them in order, each
-  // checked as a single put would be (n < 0: append).
-  void put_data(std::span<const FrameEditor::ChunkPut> puts) {
-    std::vector<ByteSpan> inputs;
-    for (const FrameEditor::ChunkPut& p : puts) inputs.push_back(p.data);
-    std::exception_ptr params_error;
-    CompressParams params;
-    try {
-      params = frame_compress_params();
-    } catch (...) {
-      params_error = std::current_exception();
-    }
-    const int32_t typesize = std::max(1, frame->header().typesize);
-    std::vector<EncodedChunk> encoded = encode_in_parallel(inputs, [&](ByteSpan data) {
-      if (all_zero(data)) return make_special_chunk(Special::zeros, int32_t(data.size()), typesize);
-      if (params_error) std::rethrow_exception(params_error);
-      return encode_chunk(data, params);
-    });
-    struct Settle {  // also when a put fails: those before it stay staged
-      Impl& impl;
-      ~Settle() { impl.settle_short_chunks(); }
-    } settle{*this};
-    for (size_t i = 0; i < puts.size(); ++i) {
-      const int64_t n = puts[i].n < 0 ? staged.nchunks : puts[i].n;
-      if (puts[i].n >= staged.nchunks) fail(path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
-      const int32_t cs_after = check_chunk_size(n, int64_t(inputs[i].size()));
-      if (has_other_chunks(n) && staged.vlblocks)
-        fail(path, "chunk " + std::to_string(n) + ": VL-block chunks cannot be compressed here; write raw chunks",
-             EOPNOTSUPP);
-      if (encoded[i].error) {
-        try {
-          std::rethrow_exception(encoded[i].error);
-        } catch (const UnsupportedError& e) {
-          fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EOPNOTSUPP);
-        } catch (const FormatError& e) {
-          fail(path, std::string("chunk ") + std::to_string(n) + ": " + e.what(), EINVAL);
-        }
-      }
-      const int32_t nbytes = int32_t(inputs[i].size());
-      stage_chunk(n, finalize(std::move(encoded[i].stored), nbytes, cs_after), cs_after, false);
-    }
-  }
-
-  void put_raw(int64_t n, ByteSpan chunk) {
-    ChunkHeader h;
-    int32_t cs_after = 0;
-    try {
-      h = parse_chunk_header(chunk);
-      if (int64_t(h.cbytes) != int64_t(chunk.size()))
-        fail(path, "raw chunk " + std::to_string(n) + ": cbytes " + std::to_string(h.cbytes) + " but " +
-                       std::to_string(chunk.size()) + " bytes were given", EINVAL);
-      if (h.lazy()) fail(path, "raw chunk " + std::to_string(n) + " is a lazy chunk", EINVAL);
-      // Before decoding: a 32-byte chunk can claim 2 GB that the frame would refuse anyway.
-      cs_after = check_chunk_size(n, h.nbytes);
-      (void)ChunkView(chunk, frame->decode_rules()).decode();
-    } catch (const FormatError& e) {
-      fail(path, "raw chunk " + std::to_string(n) + " does not decode: " + e.what(), EINVAL);
-    }
-    if (has_other_chunks(n) && h.vlblocks() != staged.vlblocks)
-      fail(path, std::string("raw chunk ") + std::to_string(n) +
-                     (h.vlblocks() ? " has VL blocks but the frame's chunks do not" : " lacks the frame's VL blocks"),
-           EINVAL);
-    stage_chunk(n, finalize(Bytes(chunk.begin(), chunk.end()), h.nbytes, cs_after), cs_after, h.vlblocks());
-    settle_short_chunks();
-  }
-
   // After another writer changed the frame: reload and keep the staged edits
   // when they still apply (same chunk count and chunksize).
   void rebase(std::optional<uint64_t> counter) {
     load_frame();
     seen_counter = counter;
-    if (staged.chunks_dirty &&
-        (frame->nchunks() != staged_base_nchunks || frame->header().chunksize != staged_base_chunksize))
-      fail(path, "changed by another writer since the chunk edits were staged", ESTALE);
-    if (staged.chunks_dirty) settle_short_chunks();  // the short chunk may have moved
-    if (!staged.chunks_dirty) {
-      staged.nchunks = frame->nchunks();
-      staged.chunksize = frame->header().chunksize;
-      staged.vlblocks = base_vlblocks;
-    }
+    staging.rebase(base_vlblocks);
   }
 
   void check_writable() const {
@@ -391,11 +104,11 @@ struct FrameEditor::Impl {
   }
 
   editor::PlannedCommit plan() const {
-    std::vector<Vlmetalayer> layers = staged_vlmetalayers();
+    std::vector<Vlmetalayer> layers = staging.vlmetalayers();
     if (layers.size() > size_t(kMaxMetalayers) && layers.size() > frame->vlmetalayers().size())
       fail(path, "more than 16 vlmetalayers", ENOSPC);
-    return sparse ? editor::plan_sparse_commit(*frame, staged, options.sync)
-                  : editor::plan_contiguous_commit(*frame, staged, options.sync);
+    return sparse ? editor::plan_sparse_commit(*frame, staging.edits(), options.sync)
+                  : editor::plan_contiguous_commit(*frame, staging.edits(), options.sync);
   }
 };
 
@@ -415,7 +128,7 @@ const Frame& FrameEditor::frame() const { return *impl_->frame; }
 
 bool FrameEditor::refresh() {
   Impl& m = *impl_;
-  if (!m.staged.empty()) fail(m.path, "cannot refresh with staged edits", EBUSY);
+  if (!m.staging.empty()) fail(m.path, "cannot refresh with staged edits", EBUSY);
   m.open_sidecar(false);
   SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::shared);
   if (!m.changed_on_disk(guard.counter())) {
@@ -429,82 +142,38 @@ bool FrameEditor::refresh() {
 }
 
 void FrameEditor::set_vlmetalayer(const std::string& name, ByteSpan content) {
-  Impl& m = *impl_;
-  m.check_vlmeta_name(name);
-  if (!m.has_staged_vlmeta(name) && m.staged_vlmetalayers().size() >= size_t(kMaxMetalayers))
-    fail(m.path, "cannot add vlmetalayer '" + name + "': the frame already has 16", ENOSPC);
-  Bytes stored;
-  try {
-    stored = encode_vlmeta_chunk(content);
-  } catch (const FormatError& e) {
-    fail(m.path, "vlmetalayer '" + name + "': " + e.what(), EINVAL);
-  }
-  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::set, name, {}, std::move(stored)});
+  impl_->staging.set_vlmetalayer(name, content);
 }
 
-void FrameEditor::remove_vlmetalayer(const std::string& name) {
-  Impl& m = *impl_;
-  if (!m.has_staged_vlmeta(name)) fail(m.path, "no vlmetalayer '" + name + "'", ENOENT);
-  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::remove, name, {}, {}});
-}
+void FrameEditor::remove_vlmetalayer(const std::string& name) { impl_->staging.remove_vlmetalayer(name); }
 
 void FrameEditor::rename_vlmetalayer(const std::string& from, const std::string& to) {
-  Impl& m = *impl_;
-  m.check_vlmeta_name(to);
-  if (!m.has_staged_vlmeta(from)) fail(m.path, "no vlmetalayer '" + from + "'", ENOENT);
-  m.staged.vlmeta_ops.push_back({VlmetaOp::Kind::rename, from, to, {}});
+  impl_->staging.rename_vlmetalayer(from, to);
 }
 
 void FrameEditor::set_metalayer(const std::string& name, ByteSpan content) {
-  Impl& m = *impl_;
-  const Metalayer* layer = m.frame->find_metalayer(name);
-  if (!layer) fail(m.path, "no metalayer '" + name + "'", ENOENT);
-  if (layer->content.size() != content.size())
-    fail(m.path, "metalayer '" + name + "' is " + std::to_string(layer->content.size()) +
-                     " bytes; it can only be overwritten with as many (" + std::to_string(content.size()) +
-                     " given)", EINVAL);
-  if (name == "b2nd" || name == "caterva") {
-    try {
-      (void)parse_nd_meta(content, name == "caterva");
-    } catch (const FormatError& e) {
-      fail(m.path, "metalayer '" + name + "' would no longer decode: " + e.what(), EINVAL);
-    }
-  }
-  m.staged.metalayer_writes[name] = Bytes(content.begin(), content.end());
+  impl_->staging.set_metalayer(name, content);
 }
 
 void FrameEditor::replace_chunk(int64_t n, ByteSpan data) {
   const ChunkPut put{n, data};
-  impl_->put_data({&put, 1});
+  impl_->staging.put_chunks({&put, 1});
 }
 
-void FrameEditor::put_chunks(std::span<const ChunkPut> puts) { impl_->put_data(puts); }
+void FrameEditor::put_chunks(std::span<const ChunkPut> puts) { impl_->staging.put_chunks(puts); }
 
-void FrameEditor::replace_raw_chunk(int64_t n, ByteSpan chunk) {
-  if (n >= impl_->staged.nchunks) fail(impl_->path, "chunk " + std::to_string(n) + " does not exist", EINVAL);
-  impl_->put_raw(n, chunk);
-}
+void FrameEditor::replace_raw_chunk(int64_t n, ByteSpan chunk) { impl_->staging.replace_raw_chunk(n, chunk); }
 
 void FrameEditor::append_chunk(ByteSpan data) {
   const ChunkPut put{-1, data};
-  impl_->put_data({&put, 1});
+  impl_->staging.put_chunks({&put, 1});
 }
 
-void FrameEditor::append_raw_chunk(ByteSpan chunk) { impl_->put_raw(impl_->staged.nchunks, chunk); }
+void FrameEditor::append_raw_chunk(ByteSpan chunk) { impl_->staging.append_raw_chunk(chunk); }
 
-void FrameEditor::truncate_chunks(int64_t nchunks) {
-  Impl& m = *impl_;
-  if (nchunks < 0 || nchunks > m.staged.nchunks)
-    fail(m.path, "cannot truncate to " + std::to_string(nchunks) + " chunks (has " +
-                     std::to_string(m.staged.nchunks) + ")", EINVAL);
-  if (nchunks == m.staged.nchunks) return;
-  m.staged.chunks.erase(m.staged.chunks.lower_bound(nchunks), m.staged.chunks.end());
-  m.staged.nchunks = nchunks;
-  m.staged.chunks_dirty = true;
-  m.settle_short_chunks();
-}
+void FrameEditor::truncate_chunks(int64_t nchunks) { impl_->staging.truncate_chunks(nchunks); }
 
-bool FrameEditor::has_staged_edits() const { return !impl_->staged.empty(); }
+bool FrameEditor::has_staged_edits() const { return !impl_->staging.empty(); }
 
 void FrameEditor::discard_staged_edits() { impl_->reset_staged(); }
 
@@ -520,7 +189,7 @@ void FrameEditor::commit() {
   m.open_sidecar(true);
   SidecarLockGuard guard(m.sidecar, SidecarLockGuard::Mode::exclusive);
   if (m.changed_on_disk(guard.counter())) m.rebase(guard.counter());
-  check_array_chunks(*m.frame, m.staged, m.path);
+  m.staging.check_array_chunks();
   editor::PlannedCommit planned = m.plan();
   size_t done = 0;
   try {
@@ -552,15 +221,12 @@ void FrameEditor::commit() {
           ::unlink(step.path.c_str());
       }
     }
-    m.staged.temp_nonce = editor::random_nonce();
+    m.staging.renew_temp_nonce();
     try {
       m.load_frame();
       if (guard.counter()) m.seen_counter = *guard.counter() + 1;
-      if (switched) {
-        auto metalayers = std::move(m.staged.metalayer_writes);
-        m.reset_staged();
-        if (!metalayers_done) m.staged.metalayer_writes = std::move(metalayers);
-      }
+      if (switched && metalayers_done) m.reset_staged();
+      else if (switched) m.staging.reset_keeping_metalayer_writes(m.base_vlblocks);
     } catch (...) {
     }
     throw;
@@ -613,7 +279,7 @@ void FrameEditor::compact() {
   if (guard.counter()) m.seen_counter = *guard.counter() + 1;
 }
 
-CompressParams FrameEditor::compress_params() const { return impl_->frame_compress_params(); }
+CompressParams FrameEditor::compress_params() const { return impl_->staging.compress_params(); }
 
 std::filesystem::path FrameEditor::rewrite_temp_path() const {
   const Impl& m = *impl_;

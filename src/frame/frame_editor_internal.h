@@ -12,10 +12,16 @@
 #include <vector>
 
 #include "bytes.h"
+#include "error.h"
 #include "frame.h"
 #include "frame_editor.h"
 
 namespace blosc2fs::editor {
+
+// An edit or commit refused: IoError with `err`, naming the frame.
+[[noreturn]] inline void fail(const std::filesystem::path& path, const std::string& what, int err) {
+  throw IoError(path.string() + ": " + what, err);
+}
 
 // A chunk as a commit will store it.
 struct StagedChunk {
@@ -41,7 +47,7 @@ struct StagedEdits {
   bool chunks_dirty = false;
   int64_t nchunks = 0;     // logical chunk count after the edits
   int32_t chunksize = 0;   // the fixed chunksize the edits keep to (0 variable, -1 unset)
-  // Set by the editor after each chunk edit (FrameEditor::Impl::settle_short_chunks):
+  // Set by the editor after each chunk edit (EditStaging::settle_short_chunks):
   // two chunks end up shorter than a fixed chunksize, so the header says 0
   // (variable), as c-blosc2's own insert and update do, and every special index
   // entry is stored as a repeat-value chunk instead (bug B2).

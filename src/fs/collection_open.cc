@@ -9,11 +9,11 @@
 
 #include "caterva2.h"
 #include "caterva2_collection.h"
+#include "dataset_opener.h"
 #include "exit_status.h"
 #include "offload.h"
 #include "remote_object.h"
 #include "remote_url.h"
-#include "store.h"
 
 namespace blosc2fs {
 
@@ -127,7 +127,7 @@ bool is_local_collection(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return false;
   if (fs::exists(path / std::string(kSparseFrameMarker), ec)) return false;
-  return !detect_store(path);
+  return !is_local_store(path);
 }
 
 std::unique_ptr<CollectionTree> open_local_collection(const Options& o, const fs::path& path, uint64_t cache_budget) {

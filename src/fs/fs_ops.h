@@ -1,4 +1,4 @@
-// The FUSE low-level operations over a Volume. Every operation runs inside one
+// The FUSE low-level operations over a MountTree. Every operation runs inside one
 // wrapper that turns exceptions into errno replies (the only place that does):
 //   FsError -> its errno (the answer to the request, no log line)
 //   FormatError / UnsupportedError -> EIO, with one log line naming the file
@@ -12,7 +12,7 @@
 
 #include "notifier.h"
 #include "read_ahead.h"
-#include "volume.h"
+#include "mount_tree.h"
 
 namespace blosc2fs {
 

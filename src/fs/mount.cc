@@ -22,18 +22,14 @@
 #include "collection_open.h"
 #include "dynamic_plugins.h"
 #include "exit_status.h"
-#include "frame.h"
 #include "notifier.h"
 #include "remote_origin.h"
-#include "frame_json.h"
-#include "frame_writer.h"
 #include "fs_ops.h"
 #include "log.h"
 #include "offload.h"
 #include "request_pool.h"
 #include "sd_notify.h"
 #include "dataset_opener.h"
-#include "store.h"
 #include "thread_name.h"
 #include "thumbnail.h"
 #include "uring_support.h"
@@ -55,9 +51,9 @@ struct Failure {
 };
 
 // Opens FRAME; missing or unreadable -> 2, not a frame / corrupt -> 3.
-std::shared_ptr<const Frame> open_frame(const fs::path& path) {
+DatasetContent open_frame(const fs::path& path) {
   try {
-    return Frame::open(path);
+    return DatasetContent::open_local_frame(path);
   } catch (const IoError& e) {
     std::error_code ec;
     if (e.error_number() == ENOENT && fs::is_directory(path, ec))
@@ -69,13 +65,8 @@ std::shared_ptr<const Frame> open_frame(const fs::path& path) {
 }
 
 void create_empty_frame(const Options& o, const fs::path& path) {
-  FrameParams params;
-  params.cparams = o.create.cparams;
-  params.chunksize = o.create.chunksize;
-  params.sparse = o.create.sparse;
   try {
-    FrameWriter writer(path, params);
-    writer.close();
+    blosc2fs::create_empty_frame(path, o.create.cparams, o.create.chunksize, o.create.sparse);
   } catch (const IoError& e) {
     throw Failure{kExitFrameMissing, std::string("cannot create it: ") + e.what()};
   } catch (const FormatError& e) {
@@ -83,12 +74,6 @@ void create_empty_frame(const Options& o, const fs::path& path) {
   }
   spdlog::info("created {} as an empty {} frame", path.string(), o.create.sparse ? "sparse" : "contiguous");
 }
-
-// What a URL holds: a frame, or a python-blosc2 store.
-struct RemoteContent {
-  std::shared_ptr<const Frame> frame;
-  std::unique_ptr<Store> store;
-};
 
 RemoteOrigin open_origin(const Options& o) {
   try {
@@ -137,22 +122,15 @@ int print_description(CollectionTree& tree) {
   return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
 }
 
-RemoteContent open_remote_content(const RemoteOrigin& origin) {
+// What a URL holds: a frame, or a python-blosc2 store.
+DatasetContent open_remote_content(const RemoteOrigin& origin) {
   try {
-    if (detect_store(origin.source)) return {nullptr, Store::open(origin.source)};
-    if (origin.source.directory) return {Frame::open_sparse(origin.source.directory), nullptr};
-    return {Frame::open(origin.source.file), nullptr};
+    return DatasetContent::open_remote(origin.source);
   } catch (const FormatError& e) {
     throw Failure{kExitFrameInvalid, std::string("not a usable Blosc2 frame nor a python-blosc2 store: ") + e.what()};
   } catch (const IoError& e) {
     throw Failure{kExitFrameMissing, e.what()};
   }
-}
-
-// `fields` added to a JSON text.
-std::string with_fields(Json j, const Json& fields) {
-  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = *it;
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 int run_remote_info(const Options& o) {
@@ -177,9 +155,8 @@ int run_remote_info(const Options& o) {
         return status;
       }
     }
-    RemoteContent content = open_remote_content(origin);
-    const std::string text = content.store ? with_fields(content.store->to_json(), origin.source_json())
-                                           : with_fields(frame_to_json(*content.frame), origin.source_json());
+    const DatasetContent content = open_remote_content(origin);
+    const std::string text = content.description(origin.source_json());
     origin.shutdown();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
@@ -303,8 +280,7 @@ class FuseArgs {
 // A python-blosc2 store: store.json; exit status 3 when it cannot be read.
 int run_store_info(const Options& o, const fs::path& path) {
   try {
-    std::unique_ptr<Store> store = Store::open(path);
-    std::string text = store_json_text(*store);
+    std::string text = DatasetContent::open_local_store(path).description();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
   } catch (const IoError& e) {
@@ -367,10 +343,9 @@ int run_info(const Options& o) {
       return f.status;
     }
   }
-  if (detect_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
+  if (is_local_store(fs::absolute(o.frame))) return run_store_info(o, fs::absolute(o.frame));
   try {
-    std::shared_ptr<const Frame> frame = open_frame(fs::absolute(o.frame));
-    std::string text = frame_json_text(*frame);
+    std::string text = open_frame(fs::absolute(o.frame)).description();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitInternal;
   } catch (const Failure& f) {
@@ -475,7 +450,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
     return served;
   }
   // A frame that cannot be read refuses the mount with its own exit status.
-  const bool store = detect_store(frame_path).has_value();
+  const bool store = is_local_store(frame_path);
   if (!store) open_frame(frame_path);
   check_mountpoint(mountpoint);
   VolumeOptions vo;

@@ -19,7 +19,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "volume.h"
+#include "mount_tree.h"
 
 namespace blosc2fs {
 

@@ -19,19 +19,12 @@
 #include <string>
 #include <thread>
 
-#include "b2nd.h"
 #include "caterva2.h"
-#include "chunk_cache.h"
 #include "collection_open.h"
+#include "dataset_picture.h"
 #include "error.h"
 #include "exit_status.h"
-#include "frame.h"
-#include "frame_files.h"
-#include "frame_nd.h"
-#include "kind.h"
-#include "preview.h"
 #include "remote_origin.h"
-#include "store.h"
 #include "thread_name.h"
 
 namespace blosc2fs {
@@ -94,100 +87,25 @@ void limit_address_space() {
   ::setrlimit(RLIMIT_AS, &limit);
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-// What a thumbnail draws: one array frame, planned.
-struct Drawable {
-  std::shared_ptr<const Frame> frame;
-  std::shared_ptr<const ProxyState> proxy;
-  PreviewPlan plan;
-  std::optional<NdLayout> layout;
-};
-
-// The frame's array planned at `size`, or why there is no picture of it
-// (preview.png's rules: numeric N-d arrays with elements).
-std::optional<Drawable> drawable(std::shared_ptr<const Frame> frame, int64_t size, std::string& why) {
-  const FrameKind kind = detect_frame_kind(*frame);
-  if (kind.no_array || kind.tensor) {
-    why = "a " + kind.name + " holds no N-d array a picture is drawn of";
-    return std::nullopt;
-  }
-  const Metalayer* meta = frame_nd_metalayer(*frame);
-  if (!meta) {
-    why = "not an N-d array (no b2nd metalayer): a " + kind.name + " has no picture";
-    return std::nullopt;
-  }
-  const FrameHeader& h = frame->header();
-  Drawable d;
-  NdMeta nd = frame_nd_meta(*frame, *meta);
-  d.layout.emplace(nd, h.typesize, frame->nchunks(), h.chunksize);
-  std::optional<PreviewPlan> plan =
-      plan_preview(nd.shape, nd.dtype ? preview_dtype(*nd.dtype, h.typesize) : std::nullopt, size);
-  if (!plan) {
-    const std::string dtype = nd.dtype.value_or("none");
-    bool empty = nd.shape.empty();
-    for (int64_t s : nd.shape) empty = empty || s == 0;
-    why = nd.shape.empty() ? "a 0-d array has no picture"
-          : empty          ? "an array without elements (shape " + shape_text(nd.shape) + ") has no picture"
-                           : "an array of dtype " + dtype + " has no picture (only bool, integers and floats)";
-    return std::nullopt;
-  }
-  d.plan = std::move(*plan);
-  d.frame = std::move(frame);
-  if (kind.proxy) d.proxy = std::make_shared<const ProxyState>(*kind.proxy);
-  return d;
-}
-
-// A store's first array leaf in key order (store.json's order), among its first
-// kThumbnailMaxLeaves keys.
-Drawable first_array_leaf(const Store& store, int64_t size) {
-  size_t looked = 0;
-  for (const StoreLeaf& leaf : store.leaves()) {
-    if (looked++ == kThumbnailMaxLeaves) break;
-    try {
-      std::string why;
-      if (std::optional<Drawable> d = drawable(store.open_leaf(leaf), size, why)) return std::move(*d);
-    } catch (const FormatError&) {  // UnsupportedError too: a remote reference, a leaf that is no frame
-    } catch (const IoError&) {
-    }
-  }
-  if (store.leaves().empty()) throw ThumbnailFailure{kExitFrameInvalid, "a store without keys has no picture"};
-  throw ThumbnailFailure{kExitFrameInvalid, looked > kThumbnailMaxLeaves
-                                                ? "none of the store's first " + std::to_string(kThumbnailMaxLeaves) +
-                                                      " keys is a numeric N-d array"
-                                                : "none of the store's keys is a numeric N-d array"};
-}
-
-Drawable drawable_or_fail(std::shared_ptr<const Frame> frame, int64_t size) {
-  std::string why;
-  std::optional<Drawable> d = drawable(std::move(frame), size, why);
-  if (!d) throw ThumbnailFailure{kExitFrameInvalid, why};
-  return std::move(*d);
-}
-
 // The local FRAME as a mount opens it: a store, else a (sparse) frame.
-Drawable open_local(const fs::path& path, int64_t size) {
+DatasetPicture open_local(const fs::path& path, int64_t size) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw ThumbnailFailure{kExitFrameMissing, ec ? ec.message() : "no such file or directory"};
   if (is_local_collection(path))
     throw ThumbnailFailure{kExitFrameInvalid, "a folder of datasets has no single picture"};
   try {
-    if (detect_store(path)) return first_array_leaf(*Store::open(path), size);
+    if (is_local_store(path)) return DatasetPicture(DatasetContent::open_local_store(path), size, kThumbnailMaxLeaves);
     // A file manager inside a sparse frame's folder shows its index file
     // (application/x-blosc2-sparse-frame): its picture is the folder's array.
     if (path.filename() == "chunks.b2frame" && fs::is_regular_file(path, ec)) {
-      std::shared_ptr<const Frame> sparse;
+      std::optional<DatasetContent> sparse;
       try {
-        sparse = Frame::open(path.parent_path());
+        sparse = DatasetContent::open_local_frame(path.parent_path());
       } catch (const std::runtime_error&) {  // not a sparse frame after all: the file as it is
       }
-      if (sparse) return drawable_or_fail(std::move(sparse), size);
+      if (sparse) return DatasetPicture(*sparse, size, kThumbnailMaxLeaves);
     }
-    return drawable_or_fail(Frame::open(path), size);
+    return DatasetPicture(DatasetContent::open_local_frame(path), size, kThumbnailMaxLeaves);
   } catch (const IoError& e) {
     throw ThumbnailFailure{kExitFrameMissing, e.what()};
   } catch (const FormatError& e) {
@@ -196,7 +114,7 @@ Drawable open_local(const fs::path& path, int64_t size) {
 }
 
 // A URL as a mount opens it; `shutdown` ends its transport.
-Drawable open_remote(const Options& o, int64_t size, std::function<void()>& shutdown) {
+DatasetPicture open_remote(const Options& o, int64_t size, std::function<void()>& shutdown) {
   RemoteOrigin origin;
   try {
     if (is_caterva2_url(o.frame.string())) {
@@ -214,9 +132,7 @@ Drawable open_remote(const Options& o, int64_t size, std::function<void()>& shut
   }
   shutdown = origin.shutdown;
   try {
-    if (detect_store(origin.source)) return first_array_leaf(*Store::open(origin.source), size);
-    if (origin.source.directory) return drawable_or_fail(Frame::open_sparse(origin.source.directory), size);
-    return drawable_or_fail(Frame::open(origin.source.file), size);
+    return DatasetPicture(DatasetContent::open_remote(origin.source), size, kThumbnailMaxLeaves);
   } catch (const IoError& e) {
     throw ThumbnailFailure{kExitFrameMissing, e.what()};
   } catch (const FormatError& e) {
@@ -224,18 +140,10 @@ Drawable open_remote(const Options& o, int64_t size, std::function<void()>& shut
   }
 }
 
-// preview.png's drawing through a chunk cache of its own: each chunk leaves
-// the cache once its last needed block is drawn.
-Bytes draw(const Drawable& d) {
-  FrameChunkLoader loader;
-  loader.set_frame(d.frame, d.proxy);
-  ChunkCache cache(loader, kThumbnailCacheBudget);
-  auto view = [&](int64_t n, int64_t offset, int64_t length, std::shared_ptr<const void>& keep) {
-    return cache.view(n, offset, size_t(length), keep);
-  };
-  auto chunk_done = [&](int64_t n) { cache.release(n); };
+// preview.png's drawing through a chunk cache of its own.
+Bytes draw(const DatasetPicture& picture) {
   try {
-    return encode_png(render_preview(d.plan, *d.layout, view, chunk_done));
+    return picture.draw_png(kThumbnailCacheBudget);
   } catch (const FormatError& e) {
     throw ThumbnailFailure{kExitFrameInvalid, std::string("the array cannot be read: ") + e.what()};
   } catch (const IoError& e) {
@@ -286,14 +194,17 @@ int run_thumbnail(const Options& o) {
   std::function<void()>& shutdown = transport.call;
   try {
     Deadline deadline(finish, shown);
-    const Drawable d = is_remote_url(o.frame.string()) ? open_remote(o, o.thumbnail_size, shutdown)
-                                                       : open_local(fs::absolute(o.frame), o.thumbnail_size);
-    const Bytes png = draw(d);
+    const DatasetPicture picture = is_remote_url(o.frame.string()) ? open_remote(o, o.thumbnail_size, shutdown)
+                                                                   : open_local(fs::absolute(o.frame), o.thumbnail_size);
+    const Bytes png = draw(picture);
     write_png(o.thumbnail_output, png, finish);
     return kExitOk;
   } catch (const ThumbnailFailure& f) {
     std::fprintf(stderr, "blosc2fs: cannot draw a thumbnail of %s: %s\n", shown.c_str(), f.why.c_str());
     return f.status;
+  } catch (const NoPicture& e) {
+    std::fprintf(stderr, "blosc2fs: cannot draw a thumbnail of %s: %s\n", shown.c_str(), e.what());
+    return kExitFrameInvalid;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "blosc2fs: cannot draw a thumbnail of %s: it needs more memory than the 1 GiB a thumbnail may use\n",

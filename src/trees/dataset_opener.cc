@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "frame.h"
+#include "frame_writer.h"
 #include "store_tree.h"
 #include "tree_access.h"
 
@@ -75,17 +76,55 @@ OpenedDataset open_remote_dataset(const StoreSource& source, const std::string& 
   OpenedDataset opened;
   opened.unchanging = true;
   options.writable = false;
-  // A .b2e is a frame: what it holds says whether it is a store.
-  if (source.directory ? bool(detect_store(source)) : source.file && detect_store(source)) {
+  DatasetContent content = DatasetContent::open_remote(source);
+  if (content.store()) {
     opened.store = true;
     options.cache_budget = leaf_budget(options.cache_budget, max_open_leaves);
-    opened.tree = std::make_shared<StoreTree>(Store::open(source), options, max_open_leaves, false);
+    opened.tree = std::make_shared<StoreTree>(content.take_store(), options, max_open_leaves, false);
     return opened;
   }
-  std::shared_ptr<const Frame> frame = source.directory ? Frame::open_sparse(source.directory) : Frame::open(source.file);
+  std::shared_ptr<const Frame> frame = content.frame();
   options.frame_source = [frame] { return frame; };
   opened.tree = std::make_shared<Volume>(fs::path(shown), options);
   return opened;
+}
+
+bool is_local_store(const fs::path& path) { return detect_store(path).has_value(); }
+
+DatasetContent DatasetContent::open_local_store(const fs::path& path) {
+  DatasetContent content;
+  content.store_ = Store::open(path);
+  return content;
+}
+
+DatasetContent DatasetContent::open_local_frame(const fs::path& path) {
+  DatasetContent content;
+  content.frame_ = Frame::open(path);
+  return content;
+}
+
+DatasetContent DatasetContent::open_remote(const StoreSource& source) {
+  DatasetContent content;
+  // A .b2e is a frame: what it holds says whether it is a store.
+  if (detect_store(source)) content.store_ = Store::open(source);
+  else if (source.directory) content.frame_ = Frame::open_sparse(source.directory);
+  else content.frame_ = Frame::open(source.file);
+  return content;
+}
+
+std::string DatasetContent::description(const Json& fields) const {
+  Json j = store_ ? store_->to_json() : frame_to_json(*frame_);
+  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = *it;
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+void create_empty_frame(const fs::path& path, const CompressParams& cparams, int32_t chunksize, bool sparse) {
+  FrameParams params;
+  params.cparams = cparams;
+  params.chunksize = chunksize;
+  params.sparse = sparse;
+  FrameWriter writer(path, params);
+  writer.close();
 }
 
 }  // namespace blosc2fs

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <set>
 
@@ -136,11 +135,13 @@ void FrameFiles::load_array() {
                    h.typesize, descr);
     npy_header_ = npy_header(descr, nd.shape);
     zarr_ = ZarrFiles::make(frame_, nd, vlmetas_);
-    preview_plan_ = plan_preview(nd.shape, nd.dtype ? preview_dtype(*nd.dtype, h.typesize) : std::nullopt);
+    if (std::optional<PreviewPlan> plan =
+            plan_preview(nd.shape, nd.dtype ? preview_dtype(*nd.dtype, h.typesize) : std::nullopt))
+      preview_ = std::make_unique<PreviewFile>(std::move(*plan), *layout_, cache_);
   } catch (const FormatError& e) {
+    preview_.reset();
     layout_.reset();
     zarr_.reset();
-    preview_plan_.reset();
     spdlog::warn("array.npy left out: the {} metalayer does not describe this frame: {}", meta->name, e.what());
   }
 }
@@ -163,14 +164,14 @@ std::string FrameFiles::render_frame_json() {
 }
 
 std::shared_ptr<const std::string> FrameFiles::frame_json() {
-  std::lock_guard lock(text_mutex_);
+  MutexLock lock(text_mutex_);
   if (!frame_json_) frame_json_ = std::make_shared<const std::string>(render_frame_json());
   return frame_json_;
 }
 
 void FrameFiles::renew_frame_json() {
   if (!live_fields_) return;
-  std::lock_guard lock(text_mutex_);
+  MutexLock lock(text_mutex_);
   frame_json_ = std::make_shared<const std::string>(render_frame_json());
 }
 
@@ -215,63 +216,18 @@ int64_t FrameFiles::array_size() const {
   return layout_ ? int64_t(npy_header_.size()) + layout_->array_bytes() : 0;
 }
 
-int64_t FrameFiles::preview_size() const {
-  if (!preview_plan_) return 0;
-  {
-    std::lock_guard lock(preview_mutex_);
-    if (preview_png_) return int64_t(preview_png_->size());
-  }
-  return preview_png_size_bound(*preview_plan_);
-}
+int64_t FrameFiles::preview_size() const { return preview_ ? preview_->size() : 0; }
 
 std::shared_ptr<const Bytes> FrameFiles::preview(bool* drawn) {
   if (drawn) *drawn = false;
-  if (!preview_plan_ || !layout_) return nullptr;
-  std::lock_guard draw(preview_draw_mutex_);
-  {
-    std::lock_guard lock(preview_mutex_);
-    if (preview_png_) return preview_png_;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const ChunkCacheStats before = cache_.stats();
-  // Chunks the drawing brings into the cache leave it when their last block
-  // is drawn: a preview of a big image must not fill the cache with partly
-  // decoded chunks, nor evict what other readers use.
-  int64_t current = -1;
-  bool brought = false;
-  auto view = [&](int64_t n, int64_t offset, int64_t length, std::shared_ptr<const void>& keep) {
-    if (n != current) {
-      current = n;
-      brought = !cache_.holds(n);
-    }
-    return cache_.view(n, offset, size_t(length), keep);
-  };
-  auto chunk_done = [&](int64_t n) {
-    if (n == current && brought) cache_.release(n);
-  };
-  auto png = std::make_shared<const Bytes>(encode_png(render_preview(*preview_plan_, *layout_, view, chunk_done)));
-  const ChunkCacheStats after = cache_.stats();
-  spdlog::debug("preview.png: {} x {} drawn in {} ms, {} bytes; chunk cache misses {}, blocks decoded {}",
-                preview_plan_->width, preview_plan_->height,
-                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count(),
-                png->size(), after.misses - before.misses, after.decoded_blocks - before.decoded_blocks);
-  std::lock_guard lock(preview_mutex_);
-  preview_png_ = std::move(png);
-  if (drawn) *drawn = true;
-  return preview_png_;
+  return preview_ ? preview_->png(drawn) : nullptr;
 }
 
 void FrameFiles::keep_preview_of(const FrameFiles& before) {
-  if (!preview_plan_ || !before.preview_plan_ || before.metas_.size() != metas_.size()) return;
+  if (!preview_ || !before.preview_ || before.metas_.size() != metas_.size()) return;
   for (size_t i = 0; i < metas_.size(); ++i)
     if (metas_[i].name != before.metas_[i].name || metas_[i].content != before.metas_[i].content) return;
-  std::shared_ptr<const Bytes> png;
-  {
-    std::lock_guard lock(before.preview_mutex_);
-    png = before.preview_png_;
-  }
-  std::lock_guard lock(preview_mutex_);
-  if (!preview_png_) preview_png_ = std::move(png);
+  preview_->keep_drawing_of(*before.preview_);
 }
 
 int64_t FrameFiles::chunk_offset(int64_t n) const {

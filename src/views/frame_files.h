@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +20,8 @@
 #include "kind.h"
 #include "node.h"
 #include "paged_text.h"
-#include "preview.h"
+#include "preview_file.h"
+#include "thread_safety.h"
 #include "zarr_files.h"
 
 namespace blosc2fs {
@@ -82,9 +82,9 @@ class FrameFiles : public ChunkSource {
   size_t read_raw(int64_t n, int64_t offset, MutableByteSpan out) { return cache_.read_stored(n, offset, out); }
 
   // Throw FormatError when the frame cannot be described.
-  std::shared_ptr<const std::string> frame_json();
+  std::shared_ptr<const std::string> frame_json() EXCLUDES(text_mutex_);
   // Makes frame.json anew when it has live fields.
-  void renew_frame_json();
+  void renew_frame_json() EXCLUDES(text_mutex_);
   bool frame_json_is_live() const { return bool(live_fields_); }
   IndexTsvFile& index_tsv() { return index_tsv_; }
   // items.jsonl of an ObjectArray, BatchArray or ListArray stored with msgpack.
@@ -94,7 +94,7 @@ class FrameFiles : public ChunkSource {
   // preview.png (src/preview/): planned from the metadata when the frame is
   // built; drawn on first use through the chunk cache and kept with this
   // state of the frame (a commit builds new FrameFiles, drawn anew).
-  bool has_preview() const { return preview_plan_.has_value(); }
+  bool has_preview() const { return preview_ != nullptr; }
   // The PNG's size once drawn; before, the largest it can be: stat never draws.
   int64_t preview_size() const;
   // The PNG (nullptr without a preview), drawn now when it was not yet;
@@ -134,18 +134,15 @@ class FrameFiles : public ChunkSource {
   bool tensor_ = false;  // array.npy is npy_header_ + the data of a pack_tensor SChunk
   std::string npy_header_;
 
-  std::mutex text_mutex_;
-  std::shared_ptr<const std::string> frame_json_;
+  Mutex text_mutex_;
+  std::shared_ptr<const std::string> frame_json_ GUARDED_BY(text_mutex_);
   const Json frame_json_fields_;
   const std::function<Json()> live_fields_;
   std::string render_frame_json();
   IndexTsvFile index_tsv_;
   std::optional<PagedText> items_;
 
-  std::optional<PreviewPlan> preview_plan_;
-  std::mutex preview_draw_mutex_;        // held while drawing: one drawing at a time
-  mutable std::mutex preview_mutex_;     // guards preview_png_ (never held while drawing)
-  std::shared_ptr<const Bytes> preview_png_;
+  std::unique_ptr<PreviewFile> preview_;  // planned with layout_, which it reads
 };
 
 }  // namespace blosc2fs
