@@ -68,7 +68,7 @@ std::string CollectionTree::description() {
             case CollectionEntry::Type::dataset:
               e["kind"] = dataset_kind_name(item.entry.kind, path);
               ++counts[item.is_store() ? "stores" : "frames"];
-              e["open"] = bool(datasets_.if_open(c.index));
+              e["open"] = datasets_.is_open(c.index);
               if (!item.failure.empty()) {
                 e["error"] = item.failure;
                 failed.push_back(Json{{"path", path}, {"why", item.failure}});

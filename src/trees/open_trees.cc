@@ -77,6 +77,11 @@ std::shared_ptr<MountTree> OpenTrees::if_open(size_t slot) const {
   return slot < slots_.size() ? slots_[slot].tree : nullptr;
 }
 
+bool OpenTrees::is_open(size_t slot) const {
+  MutexLock lock(mutex_);
+  return slot < slots_.size() && slots_[slot].tree;
+}
+
 size_t OpenTrees::open_count() const {
   MutexLock lock(mutex_);
   return lru_.size() + staying_.size();

@@ -46,6 +46,8 @@ class OpenTrees {
   // used closable Volumes beyond max_open. What `open` throws goes through.
   std::shared_ptr<MountTree> get(size_t slot, const Opener& open) EXCLUDES(mutex_);
   std::shared_ptr<MountTree> if_open(size_t slot) const EXCLUDES(mutex_);
+  // Whether it is open, without a copy of its pointer (which would keep it open a moment).
+  bool is_open(size_t slot) const EXCLUDES(mutex_);
   size_t open_count() const EXCLUDES(mutex_);
   // Every open tree: the Volumes, most recently used first, then those that stay open.
   std::vector<std::pair<size_t, std::shared_ptr<MountTree>>> open_trees() const EXCLUDES(mutex_);
