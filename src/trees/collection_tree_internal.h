@@ -1,4 +1,4 @@
-// What the files of CollectionTree share (collection_tree.cc, collection_listing.cc).
+// What the files of a collection share (collection_tree.cc, collection_description.cc, listed_place.cc).
 #pragma once
 
 #include <string>

@@ -2,31 +2,23 @@
 // numbers translated (the rest of the place takes none: EPERM, or EROFS).
 #include "collection_tree.h"
 
-#include <fcntl.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstring>
-#include <ctime>
-#include <set>
-
-#include <spdlog/spdlog.h>
-
 #include "fs_error.h"
-#include "read_pieces.h"
-#include "store_tree.h"
-#include "tree_access.h"
-#include "zarr_meta.h"
 
 namespace blosc2fs {
+
+namespace {
+
+// What a change to the place's own names gets.
+int refusal(bool writable) { return writable ? EPERM : EROFS; }
+
+}  // namespace
 
 // Turns an open file's number into its dataset tree's own for one call, and
 // back (and the call's kernel notes into the mount's numbers) when it ends.
 class CollectionTree::ChildCall {
  public:
-  ChildCall(CollectionTree& tree, size_t slot, uint64_t local, OpenFile* file, KernelNotes& notes)
-      : tree_(tree), slot_(slot), file_(file), notes_(notes) {
+  ChildCall(DatasetNumbers& numbers, size_t slot, uint64_t local, OpenFile* file, KernelNotes& notes)
+      : numbers_(numbers), slot_(slot), file_(file), notes_(notes) {
     if (file_) {
       mount_ino_ = file_->ino;
       file_->ino = local;
@@ -34,13 +26,13 @@ class CollectionTree::ChildCall {
   }
   ~ChildCall() {
     if (file_) file_->ino = mount_ino_;
-    tree_.translate(slot_, notes_);
+    numbers_.translate(slot_, notes_);
   }
   ChildCall(const ChildCall&) = delete;
   ChildCall& operator=(const ChildCall&) = delete;
 
  private:
-  CollectionTree& tree_;
+  DatasetNumbers& numbers_;
   size_t slot_;
   OpenFile* file_;
   KernelNotes& notes_;
@@ -48,24 +40,24 @@ class CollectionTree::ChildCall {
 };
 
 void CollectionTree::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped(file.ino);
-  if (!m) throw FsError{refusal()};
+  std::optional<Mapped> m = numbers_.find(file.ino);
+  if (!m) throw FsError{refusal(settings_.writable)};
   std::shared_ptr<MountTree> tree = child(m->slot);
-  ChildCall call(*this, m->slot, m->local, &file, notes);
+  ChildCall call(numbers_, m->slot, m->local, &file, notes);
   tree->write(file, offset, data, notes);
 }
 
 void CollectionTree::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
-  std::optional<Mapped> m = mapped(file.ino);
+  std::optional<Mapped> m = numbers_.find(file.ino);
   if (!m) return;
-  std::shared_ptr<MountTree> tree = child_if_open(m->slot);
+  std::shared_ptr<MountTree> tree = datasets_.if_open(m->slot);
   if (!tree) return;
-  ChildCall call(*this, m->slot, m->local, &file, notes);
+  ChildCall call(numbers_, m->slot, m->local, &file, notes);
   tree->flush(file, notes, fsync);
 }
 
 void CollectionTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
-  std::optional<Mapped> m = mapped_below_dataset(file->ino);
+  std::optional<Mapped> m = numbers_.find_below_dataset(file->ino);
   if (!m) {
     std::optional<size_t> slot;
     try {
@@ -73,29 +65,25 @@ void CollectionTree::release(std::unique_ptr<OpenFile> file, KernelNotes& notes)
     } catch (const FsError&) {
     }
     if (!slot) return;
-    std::lock_guard lock(mutex_);
-    Item& f = *items_[*slot];
+    MutexLock lock(mutex_);
+    ListedPlace::Item& f = listed_.item(*slot);
     if (f.open_files && --f.open_files == 0 && !source_->remote()) f.bytes.reset();  // a local file: its descriptor
     return;
   }
-  std::shared_ptr<MountTree> tree = child_if_open(m->slot);
+  std::shared_ptr<MountTree> tree = datasets_.if_open(m->slot);
   if (!tree) return;
-  {
-    std::lock_guard lock(mutex_);
-    Item& d = *items_[m->slot];
-    if (d.open_files) --d.open_files;
-  }
+  datasets_.file_released(m->slot);
   file->ino = m->local;
-  ChildCall call(*this, m->slot, m->local, nullptr, notes);
+  ChildCall call(numbers_, m->slot, m->local, nullptr, notes);
   tree->release(std::move(file), notes);
 }
 
 struct stat CollectionTree::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t> size, KernelNotes& notes) {
-  if (std::optional<Mapped> m = mapped(ino)) {
+  if (std::optional<Mapped> m = numbers_.find(ino)) {
     std::shared_ptr<MountTree> tree = child(m->slot);
     struct stat st;
     {
-      ChildCall call(*this, m->slot, m->local, file, notes);
+      ChildCall call(numbers_, m->slot, m->local, file, notes);
       st = tree->setattr(m->local, file, size, notes);
     }
     st.st_ino = ino;
@@ -108,29 +96,26 @@ struct stat CollectionTree::setattr(uint64_t ino, OpenFile* file, std::optional<
 std::pair<uint64_t, std::unique_ptr<OpenFile>> CollectionTree::create(uint64_t parent, std::string_view name,
                                                                       int flags, KernelNotes& notes) {
   const std::optional<Mapped> at = inside_dataset(parent);
-  if (!at) throw FsError{refusal()};
+  if (!at) throw FsError{refusal(settings_.writable)};
   const size_t s = at->slot;
   const uint64_t local = at->local;
   std::shared_ptr<MountTree> tree = child(s);
   std::pair<uint64_t, std::unique_ptr<OpenFile>> made;
   {
-    ChildCall call(*this, s, local, nullptr, notes);
+    ChildCall call(numbers_, s, local, nullptr, notes);
     made = tree->create(local, name, flags, notes);
   }
-  const uint64_t ino = to_mount(s, made.first);
+  const uint64_t ino = numbers_.to_mount(s, made.first);
   made.second->ino = ino;
-  {
-    std::lock_guard lock(mutex_);
-    ++items_[s]->open_files;
-  }
+  datasets_.file_opened(s);
   return {ino, std::move(made.second)};
 }
 
 void CollectionTree::unlink(uint64_t parent, std::string_view name, KernelNotes& notes) {
   const std::optional<Mapped> at = inside_dataset(parent);
-  if (!at) throw FsError{refusal()};
+  if (!at) throw FsError{refusal(settings_.writable)};
   std::shared_ptr<MountTree> tree = child(at->slot);
-  ChildCall call(*this, at->slot, at->local, nullptr, notes);
+  ChildCall call(numbers_, at->slot, at->local, nullptr, notes);
   tree->unlink(at->local, name, notes);
 }
 
@@ -140,7 +125,7 @@ bool CollectionTree::read_only_at(uint64_t ino) {
 }
 
 std::optional<CollectionTree::Mapped> CollectionTree::inside_dataset(uint64_t ino) const {
-  if (std::optional<Mapped> m = mapped(ino)) return m;
+  if (std::optional<Mapped> m = numbers_.find(ino)) return m;
   if (std::optional<size_t> slot = item_of(ino); slot && item(*slot).is_dataset()) return Mapped{*slot, kRootIno};
   return std::nullopt;
 }
@@ -148,10 +133,10 @@ std::optional<CollectionTree::Mapped> CollectionTree::inside_dataset(uint64_t in
 void CollectionTree::rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
                             unsigned flags, KernelNotes& notes) {
   const std::optional<Mapped> from = inside_dataset(parent), to = inside_dataset(new_parent);
-  if (!from || !to) throw FsError{refusal()};
+  if (!from || !to) throw FsError{refusal(settings_.writable)};
   if (from->slot != to->slot) throw FsError{EXDEV};
   std::shared_ptr<MountTree> tree = child(from->slot);
-  ChildCall call(*this, from->slot, from->local, nullptr, notes);
+  ChildCall call(numbers_, from->slot, from->local, nullptr, notes);
   tree->rename(from->local, name, to->local, new_name, flags, notes);
 }
 
