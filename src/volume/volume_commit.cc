@@ -1,5 +1,7 @@
-// Volume: committing through the FrameEditor and showing the result; other
-// writers; compaction; unmount.
+// CommitPipeline: committing through the FrameEditor and showing the result;
+// compaction; unmount.
+#include "volume_commit.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +17,6 @@
 #include "frame_lock.h"
 #include "fs_error.h"
 #include "msgpack.h"
-#include "volume_commit.h"
 
 namespace blosc2fs {
 
@@ -381,8 +382,6 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
   }
   install(changes, notes, [&] { state_.overlay.committed(batch, state_.files->nchunks()); });
 }
-
-// --- other writers ---
 
 // --- compaction and unmount ---
 

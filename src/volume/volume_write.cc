@@ -1,5 +1,5 @@
-// Volume: opening, writing, truncating, creating and removing files. Commits
-// themselves are in volume_commit.cc, renames in volume_rename.cc.
+// Volume: opening, writing, closing, truncating, creating, removing and
+// renaming files, handed to FileEdits, ArrayNpy, ZarrView and CommitPipeline.
 #include <fcntl.h>
 #include <linux/fs.h>
 
@@ -29,8 +29,6 @@ bool chunk_file(NodeKind kind) {
 }
 
 }  // namespace
-
-// --- helpers (state lock held as volume.h says) ---
 
 // --- open, read-write ---
 

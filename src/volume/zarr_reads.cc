@@ -1,5 +1,5 @@
-// The Volume's part of the Zarr view (zarr_files.h): the names under c/ and
-// zarr2/, their listings, sizes and bytes.
+// The Zarr view's names under c/ and zarr2/, their listings, sizes and paths
+// (ZarrNames), and the bytes of their files (ZarrView::gather).
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
