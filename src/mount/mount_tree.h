@@ -44,7 +44,7 @@ struct CommitOutcome {
 
 struct OpenFile {
   uint64_t ino = 0;
-  // The content of the frame the file was opened on (Volume::version_): once
+  // The content of the frame the file was opened on (VolumeState::version): once
   // another program's change is loaded, the file reads EIO rather than go on
   // with bytes of the new version (our own commits keep the version).
   uint64_t version = 0;

@@ -108,7 +108,7 @@ inline bool is_directory(NodeKind kind) {
 inline bool is_writable_file(NodeKind kind) {
   switch (kind) {
     case NodeKind::data:
-    case NodeKind::array_npy:  // of a b2nd/caterva array (volume_npy.cc refuses the others)
+    case NodeKind::array_npy:  // of a b2nd/caterva array (array_npy.cc refuses the others)
     case NodeKind::chunk:
     case NodeKind::raw_chunk:
     case NodeKind::meta:

@@ -71,7 +71,7 @@ class FrameFiles : public ChunkSource {
   int64_t array_size() const;
   size_t read_array(int64_t offset, MutableByteSpan out);
   // array.npy of a b2nd/caterva array (not of a tensor): its layout and header,
-  // for writes through it (volume_npy.cc); nullptr / empty otherwise.
+  // for writes through it (array_npy.cc); nullptr / empty otherwise.
   const NdLayout* array_layout() const { return layout_ ? &*layout_ : nullptr; }
   const std::string& npy_header_text() const { return npy_header_; }
 

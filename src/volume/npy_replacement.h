@@ -11,7 +11,8 @@
 
 #include "file.h"
 #include "npy_stream.h"
-#include "volume.h"
+#include "frame.h"
+#include "mount_tree.h"
 
 namespace blosc2fs {
 

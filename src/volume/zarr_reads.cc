@@ -1,5 +1,5 @@
-// The Volume's part of the Zarr view (zarr_files.h): the names under c/ and
-// zarr2/, their listings, sizes and bytes.
+// The Zarr view's names under c/ and zarr2/, their listings, sizes and paths
+// (ZarrNames), and the bytes of their files (ZarrView::gather).
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -10,7 +10,7 @@
 #include "frame_files.h"
 #include "fs_error.h"
 #include "read_pieces.h"
-#include "volume.h"
+#include "zarr_view.h"
 #include "zarr_files.h"
 
 namespace blosc2fs {
@@ -27,7 +27,7 @@ std::optional<int64_t> parse_coordinate(std::string_view s) {
 
 }  // namespace
 
-bool Volume::is_zarr_kind(NodeKind kind) {
+bool ZarrNames::is_kind(NodeKind kind) {
   switch (kind) {
     case NodeKind::zarr_json:
     case NodeKind::zarr_dir:
@@ -42,8 +42,8 @@ bool Volume::is_zarr_kind(NodeKind kind) {
   }
 }
 
-bool Volume::zarr_exists(const Node& node) const {
-  const ZarrFiles* z = files_->zarr();
+bool ZarrNames::exists(const Node& node) const {
+  const ZarrFiles* z = zarr_;
   if (!z) return false;
   switch (node.kind) {
     case NodeKind::zarr_dir:
@@ -57,8 +57,8 @@ bool Volume::zarr_exists(const Node& node) const {
   }
 }
 
-std::optional<Node> Volume::zarr_lookup(const Node& dir, std::string_view name) const {
-  const ZarrFiles* z = files_->zarr();
+std::optional<Node> ZarrNames::lookup(const Node& dir, std::string_view name) const {
+  const ZarrFiles* z = zarr_;
   if (!z) return std::nullopt;
   if (dir.kind == NodeKind::root) {  // only "c" of a 0-d array: a file, its one chunk
     if (name == "c" && z->zero_d()) return Node{NodeKind::zarr_chunk, 0};
@@ -82,7 +82,7 @@ std::optional<Node> Volume::zarr_lookup(const Node& dir, std::string_view name) 
     if (!n) return std::nullopt;
     return Node{NodeKind::zarr2_chunk, *n};
   }
-  if (dir.kind != NodeKind::zarr_dir || !zarr_exists(dir)) return std::nullopt;
+  if (dir.kind != NodeKind::zarr_dir || !exists(dir)) return std::nullopt;
   std::optional<int64_t> i = parse_coordinate(name);
   if (!i || *i >= z->plan().grid[size_t(dir.level)]) return std::nullopt;
   const int64_t index = dir.index * z->plan().grid[size_t(dir.level)] + *i;
@@ -92,9 +92,9 @@ std::optional<Node> Volume::zarr_lookup(const Node& dir, std::string_view name) 
   return child;
 }
 
-std::optional<DirEntry> Volume::zarr_entry(const Node& dir, int64_t cookie) const {
-  const ZarrFiles* z = files_->zarr();
-  if (!z || cookie < 0 || !zarr_exists(dir)) return std::nullopt;
+std::optional<DirEntry> ZarrNames::entry(const Node& dir, int64_t cookie) const {
+  const ZarrFiles* z = zarr_;
+  if (!z || cookie < 0 || !exists(dir)) return std::nullopt;
   // Made from the cookie alone: a listing of a grid of a billion chunks holds
   // nothing, and each page costs what it shows.
   if (dir.kind == NodeKind::zarr2_dir) {
@@ -114,8 +114,8 @@ std::optional<DirEntry> Volume::zarr_entry(const Node& dir, int64_t cookie) cons
   return DirEntry{std::to_string(cookie), *computed_inode(child), child.kind == NodeKind::zarr_dir, cookie + 1};
 }
 
-int64_t Volume::zarr_size(const Node& node) const {
-  const ZarrFiles* z = files_->zarr();
+int64_t ZarrNames::size(const Node& node) const {
+  const ZarrFiles* z = zarr_;
   if (!z) return 0;
   switch (node.kind) {
     case NodeKind::zarr_json: return int64_t(z->array_json().size());
@@ -127,16 +127,13 @@ int64_t Volume::zarr_size(const Node& node) const {
   }
 }
 
-bool Volume::zarr_read_exactly(const Node& node) const {
-  if (node.kind != NodeKind::zarr_chunk) return false;
-  std::shared_lock lock(state_mutex_);
-  const ZarrFiles* z = files_->zarr();
-  return z && z->plan().sharded;
+bool ZarrNames::read_exactly(const Node& node) const {
+  return node.kind == NodeKind::zarr_chunk && zarr_ && zarr_->plan().sharded;
 }
 
-blksize_t Volume::zarr_io_size(const Node& node) const {
+blksize_t ZarrNames::io_size(const Node& node) const {
   constexpr int64_t kMost = 1 << 20;
-  const ZarrFiles* z = files_->zarr();
+  const ZarrFiles* z = zarr_;
   if (node.kind != NodeKind::zarr_chunk || !z || !z->plan().sharded) return blksize_t(kMost);
   // The kernel rounds st_blksize down to a power of two, and Python's
   // buffered read of n bytes reads whole buffers directly, then fills one more
@@ -147,8 +144,8 @@ blksize_t Volume::zarr_io_size(const Node& node) const {
   return blksize_t(std::min(dividing, kMost));
 }
 
-std::string Volume::zarr_path(const Node& node) const {
-  const ZarrFiles* z = files_->zarr();
+std::string ZarrNames::path(const Node& node) const {
+  const ZarrFiles* z = zarr_;
   switch (node.kind) {
     case NodeKind::zarray:
     case NodeKind::zattrs: return "zarr2/" + std::string(fixed_file(node.kind)->name);
@@ -171,8 +168,8 @@ std::string Volume::zarr_path(const Node& node) const {
   }
 }
 
-void Volume::zarr_gather(const Node& node, int64_t offset, size_t size, ReadPieces& out) {
-  const ZarrFiles* z = files_->zarr();
+void ZarrView::gather(const Node& node, int64_t offset, size_t size, ReadPieces& out) {
+  const ZarrFiles* z = state_.files->zarr();
   if (!z) throw FsError{ENOENT};
   auto copy_text = [&](const std::string& text) {
     if (offset >= int64_t(text.size())) return;
@@ -189,22 +186,22 @@ void Volume::zarr_gather(const Node& node, int64_t offset, size_t size, ReadPiec
   }
   const ZarrArrayPlan& plan = z->plan();
   const int64_t n = node.index;
-  const int64_t file_size = zarr_size(node);
+  const int64_t file_size = zarr_names().size(node);
   if (offset >= file_size || size == 0) return;
   size = size_t(std::min<int64_t>(int64_t(size), file_size - offset));
-  const int64_t decoded_size = overlay_.chunk_size(*files_, n);
+  const int64_t decoded_size = state_.overlay.chunk_size(*state_.files, n);
   if (decoded_size != z->decoded_chunk_bytes())
-    throw FormatError(zarr_path(node) + ": chunk " + std::to_string(n) + " holds " + std::to_string(decoded_size) +
+    throw FormatError(zarr_names().path(node) + ": chunk " + std::to_string(n) + " holds " + std::to_string(decoded_size) +
                       " bytes, the array's chunks " + std::to_string(z->decoded_chunk_bytes()));
   // A shard: the decoded chunk as it is (only the blocks asked for are
   // decoded), then its index.
   if (node.kind == NodeKind::zarr_chunk && plan.sharded) {
-    const bool fill = !overlay_.holds(n) && z->reads_as_fill(n);
+    const bool fill = !state_.overlay.holds(n) && z->reads_as_fill(n);
     const int64_t data_bytes = plan.shard_data_bytes();
     if (offset < data_bytes) {
       const size_t len = size_t(std::min<int64_t>(int64_t(size), data_bytes - offset));
       if (fill) std::memset(out.add_copy(len).data(), 0, len);
-      else overlay_.gather_chunk(*files_, n, offset, len, out);
+      else state_.overlay.gather_chunk(*state_.files, n, offset, len, out);
       offset += int64_t(len);
       size -= len;
     }
@@ -214,25 +211,25 @@ void Volume::zarr_gather(const Node& node, int64_t offset, size_t size, ReadPiec
   // A plain chunk: zeros for a chunk stored as zeros (nothing decoded), the
   // decoded chunk when it is in C order already, else its blocks re-laid out
   // (NdLayout::read) from the decoded chunk.
-  if (!overlay_.holds(n) && z->reads_as_fill(n)) {
+  if (!state_.overlay.holds(n) && z->reads_as_fill(n)) {
     std::memset(out.add_copy(size).data(), 0, size);
     return;
   }
-  if (plan.chunk_in_c_order) return overlay_.gather_chunk(*files_, n, offset, size, out);
+  if (plan.chunk_in_c_order) return state_.overlay.gather_chunk(*state_.files, n, offset, size, out);
   MutableByteSpan copy = out.add_copy(size);
-  if (overlay_.holds(n)) {
+  if (state_.overlay.holds(n)) {
     Bytes whole(static_cast<size_t>(decoded_size));
-    overlay_.read_chunk(*files_, n, 0, whole);
+    state_.overlay.read_chunk(*state_.files, n, 0, whole);
     z->relayout(whole, offset, copy);
     return;
   }
-  std::shared_ptr<const CachedChunk> chunk = files_->cache().get(n);
+  std::shared_ptr<const CachedChunk> chunk = state_.files->cache().get(n);
   z->relayout(chunk->data(), offset, copy);
   // Read to its end, the file is in the page cache now: its decoded chunk
   // goes back to the buffer pool, so that the next chunk is decoded into
   // memory already touched rather than fresh pages (a quarter of the daemon's
   // time in a cold read of small chunks).
-  if (offset + int64_t(size) >= file_size) files_->cache().invalidate(n);
+  if (offset + int64_t(size) >= file_size) state_.files->cache().invalidate(n);
 }
 
 }  // namespace blosc2fs

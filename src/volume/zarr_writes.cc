@@ -22,7 +22,7 @@
 #include "frame_files.h"
 #include "fs_error.h"
 #include "msgpack.h"
-#include "volume.h"
+#include "zarr_view.h"
 #include "zarr_files.h"
 
 namespace blosc2fs {
@@ -68,18 +68,23 @@ std::optional<Bytes> ZarrFiles::decoded_chunk_of(ByteSpan written, std::string* 
 
 // --- the Volume's part ---
 
-bool Volume::is_zarr_scratch_name(std::string_view name) {
+ZarrView::ZarrView(VolumeState& state, CommitPipeline& commits, FileEdits& edits)
+    : state_(state), commits_(commits), edits_(edits) {}
+
+ZarrNames ZarrView::zarr_names() const { return ZarrNames(state_.files->zarr()); }
+
+bool ZarrView::is_scratch_name(std::string_view name) {
   constexpr std::string_view kSuffix = ".partial";
   return name.size() > kSuffix.size() && name.ends_with(kSuffix);
 }
 
-std::string Volume::zarr_scratch_key(const Node& dir, std::string_view name) const {
-  return zarr_path(dir) + "/" + std::string(name);
+std::string ZarrView::scratch_key(const Node& dir, std::string_view name) const {
+  return zarr_names().path(dir) + "/" + std::string(name);
 }
 
-std::optional<uint64_t> Volume::zarr_scratch(const Node& dir, std::string_view name) const {
+std::optional<uint64_t> ZarrView::scratch(const Node& dir, std::string_view name) const {
   if (dir.kind != NodeKind::zarr_dir) return std::nullopt;
-  return names_.scratch_named(NodeKind::zarr_dir, zarr_scratch_key(dir, name));
+  return state_.names.scratch_named(NodeKind::zarr_dir, scratch_key(dir, name));
 }
 
 namespace {
@@ -91,106 +96,106 @@ namespace {
 
 }  // namespace
 
-uint64_t Volume::zarr_create(const Node& dir, const std::string& name, int flags) {
+uint64_t ZarrView::create(const Node& dir, const std::string& name, int flags) {
   if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(name);
-  if (std::optional<uint64_t> ino = zarr_scratch(dir, name)) {
+  if (std::optional<uint64_t> ino = scratch(dir, name)) {
     if (flags & O_EXCL) throw FsError{EEXIST};
-    if (flags & O_TRUNC) names_.scratch(*ino)->content.clear();
+    if (flags & O_TRUNC) state_.names.scratch(*ino)->content.clear();
     return *ino;
   }
-  if (zarr_lookup(dir, name)) throw FsError{EACCES};  // a chunk file: written by renaming onto it
-  if (!files_->zarr() || !zarr_exists(dir) || !is_zarr_scratch_name(name)) {
+  if (zarr_names().lookup(dir, name)) throw FsError{EACCES};  // a chunk file: written by renaming onto it
+  if (!state_.files->zarr() || !zarr_names().exists(dir) || !is_scratch_name(name)) {
     spdlog::warn("{}/{}: cannot create: the Zarr view takes only a writer's temporary files (*.partial)",
-                 zarr_path(dir), name);
+                 zarr_names().path(dir), name);
     throw FsError{EPERM};
   }
-  return names_.add_scratch(NodeKind::zarr_dir, zarr_scratch_key(dir, name), {}, std::nullopt);
+  return state_.names.add_scratch(NodeKind::zarr_dir, scratch_key(dir, name), {}, std::nullopt);
 }
 
-bool Volume::zarr_owns(const Node& dir, std::string_view name) const {
+bool ZarrView::owns(const Node& dir, std::string_view name) const {
   if (dir.kind == NodeKind::zarr_dir || dir.kind == NodeKind::zarr2_dir) return true;
-  const ZarrFiles* z = files_->zarr();
+  const ZarrFiles* z = state_.files->zarr();
   return dir.kind == NodeKind::root && z && (name == "zarr.json" || (name == "c" && z->zero_d()));
 }
 
-void Volume::zarr_rename(const Node& dir, const std::string& from, const std::string& to, unsigned flags,
+void ZarrView::rename(const Node& dir, const std::string& from, const std::string& to, unsigned flags,
                          KernelNotes& notes) {
   if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(from);
   std::optional<uint64_t> source;
   std::optional<Node> target;
   {
-    std::shared_lock lock(state_mutex_);
+    std::shared_lock lock(state_.mutex);
     if (dir.kind == NodeKind::zarr_dir) {
-      source = zarr_scratch(dir, from);
-    } else if (std::optional<Node> s = lookup_node(NodeKind::root, from); s && s->kind == NodeKind::scratch) {
-      source = names_.known_ino(*s);
+      source = scratch(dir, from);
+    } else if (std::optional<Node> s = state_.lookup_node(NodeKind::root, from); s && s->kind == NodeKind::scratch) {
+      source = state_.names.known_ino(*s);
     }
     if (to == "zarr.json" && dir.kind == NodeKind::root) target = Node{NodeKind::zarr_json};
-    else target = zarr_lookup(dir, to);
+    else target = zarr_names().lookup(dir, to);
     if (!source) {
-      if (dir.kind == NodeKind::zarr_dir && !zarr_lookup(dir, from)) throw FsError{ENOENT};
+      if (dir.kind == NodeKind::zarr_dir && !zarr_names().lookup(dir, from)) throw FsError{ENOENT};
       spdlog::warn("{}: cannot rename to {}: only a writer's temporary file can be renamed onto the Zarr view's files",
-                   dir.kind == NodeKind::zarr_dir ? zarr_path(dir) + "/" + from : from, to);
+                   dir.kind == NodeKind::zarr_dir ? zarr_names().path(dir) + "/" + from : from, to);
       throw FsError{EPERM};
     }
   }
   if (target && (flags & RENAME_NOREPLACE)) throw FsError{EEXIST};
   if (!target) {
     // One temporary name onto another (in c/ only: the root's go the usual way).
-    if (dir.kind != NodeKind::zarr_dir || !is_zarr_scratch_name(to)) {
-      spdlog::warn("{}/{}: cannot rename to {}: not a chunk of the array", zarr_path(dir), from, to);
+    if (dir.kind != NodeKind::zarr_dir || !is_scratch_name(to)) {
+      spdlog::warn("{}/{}: cannot rename to {}: not a chunk of the array", zarr_names().path(dir), from, to);
       throw FsError{EPERM};
     }
-    std::unique_lock lock(state_mutex_);
-    if (std::optional<uint64_t> old = zarr_scratch(dir, to)) names_.drop(NodeKind::zarr_dir, zarr_scratch_key(dir, to));
-    names_.move_scratch(*source, NodeKind::zarr_dir, zarr_scratch_key(dir, to));
+    std::unique_lock lock(state_.mutex);
+    if (std::optional<uint64_t> old = scratch(dir, to)) state_.names.drop(NodeKind::zarr_dir, scratch_key(dir, to));
+    state_.names.move_scratch(*source, NodeKind::zarr_dir, scratch_key(dir, to));
     return;
   }
-  if (target->kind == NodeKind::zarr_json) return zarr_commit_attributes(*source, notes);
+  if (target->kind == NodeKind::zarr_json) return commit_attributes(*source, notes);
   if (target->kind != NodeKind::zarr_chunk) throw FsError{EISDIR};
-  zarr_commit_chunk(*source, dir, target->index, to, notes);
+  commit_chunk(*source, dir, target->index, to, notes);
 }
 
-void Volume::zarr_commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, const std::string& to,
+void ZarrView::commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, const std::string& to,
                                KernelNotes& notes) {
   std::string what;
   {
-    std::unique_lock lock(state_mutex_);
-    const ZarrFiles* z = files_->zarr();
+    std::unique_lock lock(state_.mutex);
+    const ZarrFiles* z = state_.files->zarr();
     if (!z) throw FsError{ENOENT};
-    what = zarr_path(Node{NodeKind::zarr_chunk, n});
+    what = zarr_names().path(Node{NodeKind::zarr_chunk, n});
     std::string why;
-    std::optional<Bytes> decoded = z->decoded_chunk_of(names_.scratch(scratch_ino)->content, &why);
+    std::optional<Bytes> decoded = z->decoded_chunk_of(state_.names.scratch(scratch_ino)->content, &why);
     if (!decoded) {
       spdlog::warn("{}: write refused: {}; the chunk is unchanged", what, why);
       throw FsError{EINVAL};
     }
-    if (n >= overlay_.count()) throw FsError{ENOENT};
-    overlay_.set_chunk(n, std::move(*decoded));
+    if (n >= state_.overlay.count()) throw FsError{ENOENT};
+    state_.overlay.set_chunk(n, std::move(*decoded));
   }
-  commit_chunks(std::nullopt, what, notes);
-  std::unique_lock lock(state_mutex_);
-  const std::string key = names_.scratch(scratch_ino)->node.name;
-  names_.unbind(NodeKind::zarr_dir, key);
-  names_.erase_scratch(scratch_ino);
-  names_.set_named(scratch_ino, Node{NodeKind::zarr_chunk, n});  // the renamed inode keeps working for open files
+  commits_.commit_chunks(std::nullopt, what, notes);
+  std::unique_lock lock(state_.mutex);
+  const std::string key = state_.names.scratch(scratch_ino)->node.name;
+  state_.names.unbind(NodeKind::zarr_dir, key);
+  state_.names.erase_scratch(scratch_ino);
+  state_.names.set_named(scratch_ino, Node{NodeKind::zarr_chunk, n});  // the renamed inode keeps working for open files
   if (auto dir_ino = computed_inode(dir)) notes.entries.emplace_back(*dir_ino, to);
-  else if (dir.kind == NodeKind::root) note_entry(notes, NodeKind::root, to);
-  note_inode(notes, kZarrChunkBase + uint64_t(n));
-  note_inode(notes, kZarr2ChunkBase + uint64_t(n));
+  else if (dir.kind == NodeKind::root) state_.note_entry(notes, NodeKind::root, to);
+  state_.note_inode(notes, kZarrChunkBase + uint64_t(n));
+  state_.note_inode(notes, kZarr2ChunkBase + uint64_t(n));
 }
 
-void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
+void ZarrView::commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
   const std::string what = "zarr.json";
   Json attributes;
   std::vector<std::pair<std::string, Bytes>> sets;
   std::vector<std::string> removals;
   std::string scratch_name;
   {
-    std::shared_lock lock(state_mutex_);
-    const ZarrFiles* z = files_->zarr();
+    std::shared_lock lock(state_.mutex);
+    const ZarrFiles* z = state_.files->zarr();
     if (!z) throw FsError{ENOENT};
-    const Scratch& s = *names_.scratch(scratch_ino);
+    const Scratch& s = *state_.names.scratch(scratch_ino);
     scratch_name = s.node.name;
     std::string why;
     std::optional<Json> changed = zarr_attributes_only_change(z->array_json(), std::string_view(reinterpret_cast<const char*>(s.content.data()), s.content.size()), &why);
@@ -199,57 +204,57 @@ void Volume::zarr_commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
       throw FsError{EPERM};
     }
     attributes = std::move(*changed);
-    for (const LayerFile& layer : files_->vlmetas()) {
+    for (const LayerFile& layer : state_.files->vlmetas()) {
       if (!layer.attrs_text) continue;  // not shown as an attribute: left as it is
       if (!attributes.contains(layer.name)) removals.push_back(layer.name);
     }
     for (const auto& [name, value] : attributes.items()) {
-      const LayerFile* layer = files_->find_vlmeta(name);
+      const LayerFile* layer = state_.files->find_vlmeta(name);
       if (layer && layer->attrs_text && Json::parse(*layer->attrs_text) == value) continue;
       if (layer && !layer->attrs_text) {
         spdlog::warn("{}: write refused: attribute {} names a vlmetalayer that is not JSON; the array is unchanged",
                      what, name);
         throw FsError{EPERM};
       }
-      if (!layer) check_new_layer(NodeKind::attrs_dir, name);
-      sets.emplace_back(name, attrs_to_msgpack(what + " attribute " + name, as_bytes(value.dump())));
+      if (!layer) state_.check_new_layer(NodeKind::attrs_dir, name);
+      sets.emplace_back(name, commits_.attrs_to_msgpack(what + " attribute " + name, as_bytes(value.dump())));
     }
   }
   if (!sets.empty() || !removals.empty()) {
-    run_commit(what, [&](FrameEditor& editor) {
+    commits_.run_commit(what, [&](FrameEditor& editor) {
       for (const std::string& name : removals) editor.remove_vlmetalayer(name);
       for (const auto& [name, bytes] : sets) editor.set_vlmetalayer(name, bytes);
     });
   }
-  install({}, notes, [&] {
-    names_.drop(NodeKind::root, scratch_name);
+  commits_.install({}, notes, [&] {
+    state_.names.drop(NodeKind::root, scratch_name);
     // The kernel holds the renamed inode under the name zarr.json until it
     // drops the entry: it goes on answering as zarr.json meanwhile.
-    names_.set_named(scratch_ino, Node{NodeKind::zarr_json});
-    note_entry(notes, NodeKind::root, what);
+    state_.names.set_named(scratch_ino, Node{NodeKind::zarr_json});
+    state_.note_entry(notes, NodeKind::root, what);
   });
-  note_inode(notes, fixed_file(NodeKind::zarr_json)->ino);
-  note_inode(notes, fixed_file(NodeKind::zattrs)->ino);
-  note_inode(notes, fixed_file(NodeKind::attrs_dir)->ino);
-  maybe_compact(notes, false);
+  state_.note_inode(notes, fixed_file(NodeKind::zarr_json)->ino);
+  state_.note_inode(notes, fixed_file(NodeKind::zattrs)->ino);
+  state_.note_inode(notes, fixed_file(NodeKind::attrs_dir)->ino);
+  commits_.maybe_compact(notes, false);
 }
 
-void Volume::zarr_unlink(const Node& dir, const std::string& name, KernelNotes& notes) {
+void ZarrView::unlink(const Node& dir, const std::string& name, KernelNotes& notes) {
   if (dir.kind == NodeKind::zarr2_dir) {
-    std::shared_lock lock(state_mutex_);
-    if (!zarr_lookup(dir, name)) throw FsError{ENOENT};
+    std::shared_lock lock(state_.mutex);
+    if (!zarr_names().lookup(dir, name)) throw FsError{ENOENT};
     lock.unlock();
     refuse_v2_view(name);
   }
-  std::optional<uint64_t> scratch;
+  std::optional<uint64_t> scratch_ino;
   std::optional<Node> target;
   {
-    std::shared_lock lock(state_mutex_);
-    scratch = zarr_scratch(dir, name);
-    if (!scratch) target = dir.kind == NodeKind::root && name == "zarr.json" ? Node{NodeKind::zarr_json}
-                                                                             : zarr_lookup(dir, name);
+    std::shared_lock lock(state_.mutex);
+    scratch_ino = scratch(dir, name);
+    if (!scratch_ino) target = dir.kind == NodeKind::root && name == "zarr.json" ? Node{NodeKind::zarr_json}
+                                                                             : zarr_names().lookup(dir, name);
   }
-  if (scratch) return unlink_scratch(*scratch, notes);
+  if (scratch_ino) return edits_.unlink_scratch(*scratch_ino, notes);
   if (!target) throw FsError{ENOENT};
   if (target->kind == NodeKind::zarr_dir) throw FsError{EISDIR};
   if (target->kind != NodeKind::zarr_chunk) {
@@ -260,15 +265,15 @@ void Volume::zarr_unlink(const Node& dir, const std::string& name, KernelNotes& 
   const int64_t n = target->index;
   std::string what;
   {
-    std::unique_lock lock(state_mutex_);
-    const ZarrFiles* z = files_->zarr();
-    if (!z || n >= overlay_.count()) throw FsError{ENOENT};
-    what = zarr_path(*target);
-    overlay_.set_chunk(n, Bytes(size_t(z->decoded_chunk_bytes()), 0));
+    std::unique_lock lock(state_.mutex);
+    const ZarrFiles* z = state_.files->zarr();
+    if (!z || n >= state_.overlay.count()) throw FsError{ENOENT};
+    what = zarr_names().path(*target);
+    state_.overlay.set_chunk(n, Bytes(size_t(z->decoded_chunk_bytes()), 0));
   }
-  commit_chunks(std::nullopt, what, notes);
-  note_inode(notes, kZarrChunkBase + uint64_t(n));
-  note_inode(notes, kZarr2ChunkBase + uint64_t(n));
+  commits_.commit_chunks(std::nullopt, what, notes);
+  state_.note_inode(notes, kZarrChunkBase + uint64_t(n));
+  state_.note_inode(notes, kZarr2ChunkBase + uint64_t(n));
 }
 
 }  // namespace blosc2fs

@@ -1,4 +1,4 @@
-// Volume: array.npy written as an array (docs/writing.md, "array.npy"). A byte
+// ArrayNpy: array.npy written as an array (docs/writing.md, "array.npy"). A byte
 // past the .npy header is a byte of an item in C order; NdLayout maps it to its
 // chunk and its place there, and the chunk is staged in the one ChunkOverlay that
 // chunks/N and data share, so it commits as they do: at close, fsync and unmount
@@ -19,7 +19,7 @@
 #include "fs_error.h"
 #include "npy_replacement.h"
 #include "npy_stream.h"
-#include "volume.h"
+#include "array_npy.h"
 
 namespace blosc2fs {
 
@@ -190,40 +190,20 @@ void add_range(std::map<int64_t, int64_t>& ranges, int64_t from, int64_t to) {
 
 }  // namespace
 
-bool Volume::replacing_array() const { return npy_replacement_ != nullptr; }
+ArrayNpy::ArrayNpy(VolumeState& state, CommitPipeline& commits) : state_(state), commits_(commits) {}
 
-// A frame that holds nothing yet (-o create's empty frame) becomes an array
-// when a .npy is copied to array.npy.
-bool Volume::array_creatable() const {
-  if (!editor_ || files_->array_layout()) return false;
-  const Frame& frame = *files_->frame_ptr();
-  return frame.nchunks() == 0 && frame.metalayers().empty() && overlay_.clean() && overlay_.count() == 0;
-}
-
-int64_t Volume::array_npy_size() const {
-  return npy_replacement_ ? npy_replacement_->size : files_->array_size();
-}
-
-bool Volume::overlay_batch_due() const {
-  const uint64_t held = overlay_.materialized_bytes();
-  const uint64_t limit =
-      std::min(options_.batch_bytes, std::max(options_.cache_budget / 2, options_.batch_min_bytes));
-  return (overlay_.materialized_chunks() > options_.batch_chunks && held >= options_.batch_min_bytes) ||
-         held >= limit;
-}
-
-void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
-  std::lock_guard commit(commit_mutex_);
+void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
+  std::lock_guard commit(commits_.mutex());
   std::optional<int64_t> filling;
   bool batch_due;
   {
-    std::unique_lock lock(state_mutex_);
-    if (npy_replacement_) {  // a whole new file: made into the new frame as it arrives, or held until close
-      NpyReplacement& r = *npy_replacement_;
+    std::unique_lock lock(state_.mutex);
+    if (state_.npy_replacement) {  // a whole new file: made into the new frame as it arrives, or held until close
+      NpyReplacement& r = *state_.npy_replacement;
       file.outcome = r.outcome;
       const int64_t end = offset + int64_t(data.size());
       // Behind what the stream took, the header included (the stream was made for that header).
-      if (r.stream && offset < r.header_len + r.stream->received()) unstream_array(r);
+      if (r.stream && offset < r.header_len + r.stream->received()) unstream(r);
       // In order: straight into the new frame. Bytes past the array's end (the
       // close refuses such a file) are held, as bytes out of order are.
       const int64_t array_end = r.stream ? r.header_len + r.stream->array_bytes() : 0;
@@ -240,7 +220,7 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
         add_range(r.spooled, offset + int64_t(taken), end);
       }
       r.size = std::max(r.size, end);
-      if (!r.stream && !r.stream_decided) start_array_stream(r);
+      if (!r.stream && !r.stream_decided) start_stream(r);
       if (!r.stream) return;
       // The stream is the commit mutex's (held): readers, who take only the state
       // lock, need not wait while rows are compressed.
@@ -249,12 +229,12 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
       take_spooled(r);
       return;
     }
-    const NdLayout* layout = files_->array_layout();
+    const NdLayout* layout = state_.files->array_layout();
     if (!layout) {
       spdlog::warn("{}: write refused: only the array.npy of a b2nd or caterva array takes writes", kArrayNpy);
       throw FsError{EACCES};
     }
-    const std::string& header = files_->npy_header_text();
+    const std::string& header = state_.files->npy_header_text();
     const int64_t header_len = int64_t(header.size());
     const int64_t total = header_len + layout->array_bytes();
     const int64_t end = offset + int64_t(data.size());
@@ -273,7 +253,7 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
         throw FsError{EINVAL};
       }
     }
-    file.outcome = overlay_outcome_;
+    file.outcome = state_.overlay_outcome;
     if (end > header_len) {
       const int64_t from = std::max(offset, header_len);
       const ByteSpan body = data.subspan(size_t(from - offset));
@@ -285,8 +265,8 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
         layout->write(from - header_len, body, [&](int64_t n) -> MutableByteSpan {
           filling = n;
           bool zeros = false;
-          if (overlay_.held_bytes(n, &zeros)) {
-            MutableByteSpan chunk = overlay_.chunk_for_write(*files_, n);
+          if (state_.overlay.held_bytes(n, &zeros)) {
+            MutableByteSpan chunk = state_.overlay.chunk_for_write(*state_.files, n);
             if (int64_t(chunk.size()) != layout->chunk_bytes()) {
               spdlog::warn("{}: write refused: chunk {} holds {} bytes (changed through data or chunks/), the "
                            "array needs {}",
@@ -295,7 +275,7 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
             }
             return chunk;
           }
-          std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
+          std::shared_ptr<const CachedChunk> chunk = state_.cache.get(n);
           if (int64_t(chunk->data().size()) != layout->chunk_bytes()) {
             spdlog::warn("{}: write refused: chunk {} holds {} bytes, the array needs {}", kArrayNpy, n,
                          chunk->data().size(), layout->chunk_bytes());
@@ -311,15 +291,15 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
       }
       for (auto& [n, changed] : copies) {
         auto& [copy, original] = changed;
-        if (!std::equal(copy.begin(), copy.end(), original->data().begin())) overlay_.set_chunk(n, std::move(copy));
+        if (!std::equal(copy.begin(), copy.end(), original->data().begin())) state_.overlay.set_chunk(n, std::move(copy));
       }
     }
-    batch_due = overlay_batch_due();
+    batch_due = state_.overlay_batch_due();
   }
   // A long write commits what it has finished, so memory stays bounded.
   if (batch_due) {
-    commit_chunks(filling, kArrayNpy, notes);
-    maybe_compact(notes, false);
+    commits_.commit_chunks(filling, kArrayNpy, notes);
+    commits_.maybe_compact(notes, false);
   }
 }
 
@@ -328,23 +308,23 @@ void Volume::write_array(OpenFile& file, int64_t offset, ByteSpan data, KernelNo
 // directory can be swapped for a new one. Anything else (another byte order, a
 // header the close will refuse, a sparse frame that cannot be swapped) stays
 // in the spool, as every byte did before.
-void Volume::start_array_stream(NpyReplacement& r) {
+void ArrayNpy::start_stream(NpyReplacement& r) {
   bool complete = false;
   std::string why;
   std::optional<NpyFileHeader> in = read_npy_head(r.spool, r.size, &complete, &why);
   if (!complete) return;  // more header to come
   r.stream_decided = true;
-  const std::shared_ptr<const Frame> frame = files_->frame_ptr();
-  if (!in || !editor_) return;
+  const std::shared_ptr<const Frame> frame = state_.files->frame_ptr();
+  if (!in || !commits_.editor()) return;
   try {
-    const CompressParams codec = editor_->compress_params();
-    ReplacementPlan plan = plan_replacement(*in, *frame, options_, codec);
+    const CompressParams codec = commits_.editor()->compress_params();
+    ReplacementPlan plan = plan_replacement(*in, *frame, state_.options, codec);
     if (plan.swap) return;
     const FrameParams params = rewrite_params(plan, *frame, codec);
-    r.stream = std::make_unique<NpyRowStream>(*plan.layout, editor_->rewrite_temp_path(), params);
+    r.stream = std::make_unique<NpyRowStream>(*plan.layout, commits_.editor()->rewrite_temp_path(), params);
     r.stream_metalayers = params.metalayers;
     r.header_len = in->header_len;
-    array_streaming_ = true;
+    streaming_ = true;
   } catch (const NpyRefusal&) {
     // The close refuses it and says why.
   } catch (const std::exception& e) {
@@ -354,7 +334,7 @@ void Volume::start_array_stream(NpyReplacement& r) {
 }
 
 // Spooled bytes the stream has reached are fed to it from the spool.
-void Volume::take_spooled(NpyReplacement& r) {
+void ArrayNpy::take_spooled(NpyReplacement& r) {
   Bytes piece;
   while (!r.spooled.empty()) {
     const int64_t at = r.header_len + r.stream->received();
@@ -374,9 +354,9 @@ void Volume::take_spooled(NpyReplacement& r) {
 
 // A write behind what the stream took, a read of it or a truncation into it:
 // those bytes go back to the spool, which holds the new content from now on.
-void Volume::unstream_array(NpyReplacement& r) {
+void ArrayNpy::unstream(NpyReplacement& r) {
   std::unique_ptr<NpyRowStream> stream = std::move(r.stream);
-  array_streaming_ = false;
+  streaming_ = false;
   try {
     stream->recover([&](int64_t at, ByteSpan bytes) { r.spool.write_at(r.header_len + at, bytes); });
   } catch (const std::exception& e) {
@@ -386,29 +366,29 @@ void Volume::unstream_array(NpyReplacement& r) {
   add_range(r.spooled, r.header_len, r.header_len + stream->received());
 }
 
-std::unique_lock<std::mutex> Volume::settle_array_read(int64_t offset, size_t size) {
-  if (!array_streaming_) return {};
-  std::unique_lock commit(commit_mutex_);
-  std::unique_lock lock(state_mutex_);
-  if (!npy_replacement_ || !npy_replacement_->stream) return {};
-  NpyReplacement& r = *npy_replacement_;
-  if (offset < r.header_len + r.stream->received() && offset + int64_t(size) > r.header_len) unstream_array(r);
+std::unique_lock<std::mutex> ArrayNpy::settle_read(int64_t offset, size_t size) {
+  if (!streaming_) return {};
+  std::unique_lock commit(commits_.mutex());
+  std::unique_lock lock(state_.mutex);
+  if (!state_.npy_replacement || !state_.npy_replacement->stream) return {};
+  NpyReplacement& r = *state_.npy_replacement;
+  if (offset < r.header_len + r.stream->received() && offset + int64_t(size) > r.header_len) unstream(r);
   return commit;
 }
 
 // Reads of array.npy see the staged chunks (read your writes); the other views
 // (data, chunks/N) already do.
-size_t Volume::read_array_locked(int64_t offset, MutableByteSpan out) {
-  if (npy_replacement_) {
-    if (offset >= npy_replacement_->size) return 0;
-    const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), npy_replacement_->size - offset));
-    const size_t got = npy_replacement_->spool.read_at(offset, out.first(want));
+size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
+  if (state_.npy_replacement) {
+    if (offset >= state_.npy_replacement->size) return 0;
+    const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), state_.npy_replacement->size - offset));
+    const size_t got = state_.npy_replacement->spool.read_at(offset, out.first(want));
     std::memset(out.data() + got, 0, want - got);  // a hole left by a write past the end
     return want;
   }
-  const NdLayout* layout = files_->array_layout();
-  if (!layout || overlay_.clean()) return files_->read_array(offset, out);
-  const std::string& header = files_->npy_header_text();
+  const NdLayout* layout = state_.files->array_layout();
+  if (!layout || state_.overlay.clean()) return state_.files->read_array(offset, out);
+  const std::string& header = state_.files->npy_header_text();
   const int64_t header_len = int64_t(header.size());
   const int64_t total = header_len + layout->array_bytes();
   if (offset < 0 || offset >= total) return 0;
@@ -423,26 +403,26 @@ size_t Volume::read_array_locked(int64_t offset, MutableByteSpan out) {
   Bytes zeros;
   layout->read(offset + int64_t(done) - header_len, out.subspan(done, want - done), [&](int64_t n) -> ByteSpan {
     bool held_zeros = false;
-    if (std::optional<ByteSpan> held = overlay_.held_bytes(n, &held_zeros)) {
+    if (std::optional<ByteSpan> held = state_.overlay.held_bytes(n, &held_zeros)) {
       if (!held_zeros) return *held;
       zeros.assign(size_t(layout->chunk_bytes()), 0);
       return zeros;
     }
-    std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
+    std::shared_ptr<const CachedChunk> chunk = state_.cache.get(n);
     pinned.push_back(chunk);
     return chunk->data();
   });
   return want;
 }
 
-void Volume::truncate_array(int64_t size) {
-  if (npy_replacement_) {
-    if (size < 0 || size > npy_replacement_->size) {  // cp and np.save never grow a file by truncation
+void ArrayNpy::truncate(int64_t size) {
+  if (state_.npy_replacement) {
+    if (size < 0 || size > state_.npy_replacement->size) {  // cp and np.save never grow a file by truncation
       spdlog::warn("{}: truncate to {} bytes refused while a new array.npy is written", kArrayNpy, size);
       throw FsError{EINVAL};
     }
-    NpyReplacement& r = *npy_replacement_;
-    if (r.stream && size < r.header_len + r.stream->received()) unstream_array(r);
+    NpyReplacement& r = *state_.npy_replacement;
+    if (r.stream && size < r.header_len + r.stream->received()) unstream(r);
     r.spool.truncate(size);
     r.size = size;
     for (auto it = r.spooled.lower_bound(size); it != r.spooled.end();) it = r.spooled.erase(it);
@@ -451,11 +431,11 @@ void Volume::truncate_array(int64_t size) {
     return;
   }
   if (size == 0) {
-    if (!files_->array_layout() && !array_creatable()) {
+    if (!state_.files->array_layout() && !state_.array_creatable()) {
       spdlog::warn("{}: cannot be replaced: only the array.npy of a b2nd or caterva array takes writes", kArrayNpy);
       throw FsError{EACCES};
     }
-    if (!overlay_.clean()) {
+    if (!state_.overlay.clean()) {
       spdlog::warn("{}: cannot be replaced while writes to data, chunks/ or array.npy wait for their commit",
                    kArrayNpy);
       throw FsError{EBUSY};
@@ -463,13 +443,13 @@ void Volume::truncate_array(int64_t size) {
     auto r = std::make_unique<NpyReplacement>();
     // Beside the frame, where its commits write too (a sparse frame: its own directory).
     std::error_code ec;
-    const std::filesystem::path dir = std::filesystem::is_directory(path_, ec) ? path_
-                                      : path_.parent_path().empty()           ? "."
-                                                                              : path_.parent_path();
+    const std::filesystem::path dir = std::filesystem::is_directory(state_.path, ec) ? state_.path
+                                      : state_.path.parent_path().empty()           ? "."
+                                                                              : state_.path.parent_path();
     std::mt19937_64 rng(std::random_device{}());
     for (int attempt = 0; !r->spool.is_open(); ++attempt) {
       const std::filesystem::path name =
-          dir / ("." + path_.filename().string() + ".npy-" + std::to_string(rng() % 1000000000));
+          dir / ("." + state_.path.filename().string() + ".npy-" + std::to_string(rng() % 1000000000));
       try {
         r->spool = File::create_new(name, true);
         ::unlink(name.c_str());
@@ -480,54 +460,54 @@ void Volume::truncate_array(int64_t size) {
         throw FsError{e.error_number() ? e.error_number() : EIO};
       }
     }
-    npy_replacement_ = std::move(r);
+    state_.npy_replacement = std::move(r);
     return;
   }
-  const int64_t current = files_->array_size();
-  if (size == current && files_->array_layout()) return;  // nothing changes
+  const int64_t current = state_.files->array_size();
+  if (size == current && state_.files->array_layout()) return;  // nothing changes
   spdlog::warn("{}: truncate to {} bytes refused: an array keeps its size in place (0 starts a replacement)",
                kArrayNpy, size);
   throw FsError{EINVAL};
 }
 
-void Volume::finish_array_replacement(KernelNotes& notes, bool when_whole) {
+void ArrayNpy::finish_replacement(KernelNotes& notes, bool when_whole) {
   std::unique_ptr<NpyReplacement> r;
   std::shared_ptr<const Frame> frame;
   {
-    std::unique_lock lock(state_mutex_);
-    if (when_whole && npy_replacement_ && !npy_file_whole(*npy_replacement_)) return;
-    r = std::move(npy_replacement_);
-    array_streaming_ = false;
-    frame = files_->frame_ptr();
-    note_inode(notes, fixed_file(NodeKind::array_npy)->ino);  // back to the frame's array, old or new
+    std::unique_lock lock(state_.mutex);
+    if (when_whole && state_.npy_replacement && !npy_file_whole(*state_.npy_replacement)) return;
+    r = std::move(state_.npy_replacement);
+    streaming_ = false;
+    frame = state_.files->frame_ptr();
+    state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);  // back to the frame's array, old or new
   }
   if (!r) return;
   try {
-    RetiredTree old_tree = replace_array_from(*r, *frame, notes);
+    RetiredTree old_tree = replace_from(*r, *frame, notes);
     remove_when_released(std::move(frame), std::move(old_tree));
   } catch (const FsError& e) {
     r->outcome->error = e.error;
     throw;
   } catch (const std::exception& e) {
     r->outcome->error = EIO;
-    fail(kArrayNpy, EIO, std::string(e.what()) + "; the array is unchanged");
+    commits_.fail(kArrayNpy, EIO, std::string(e.what()) + "; the array is unchanged");
   }
 }
 
-void Volume::remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) {
+void ArrayNpy::remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) {
   std::weak_ptr<const Frame> reader = frame;
   frame.reset();
   if (!tree.empty()) {
-    std::lock_guard lock(retired_mutex_);
+    MutexLock lock(retired_mutex_);
     retired_trees_.emplace_back(std::move(reader), std::move(tree));
   }
   remove_released_trees();
 }
 
-void Volume::remove_released_trees() {
+void ArrayNpy::remove_released_trees() {
   std::vector<RetiredTree> released;
   {
-    std::lock_guard lock(retired_mutex_);
+    MutexLock lock(retired_mutex_);
     for (auto it = retired_trees_.begin(); it != retired_trees_.end();) {
       if (!it->first.expired()) {
         ++it;
@@ -540,11 +520,11 @@ void Volume::remove_released_trees() {
   // Removed here, out of the lock, as `released` goes.
 }
 
-RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes) {
+RetiredTree ArrayNpy::replace_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes) {
   const File& spool = replacement.spool;
   const int64_t size = replacement.size;
   const std::string what = kArrayNpy;
-  auto refuse = [&](const std::string& why) { fail(what, EINVAL, why + "; the array is unchanged"); };
+  auto refuse = [&](const std::string& why) { commits_.fail(what, EINVAL, why + "; the array is unchanged"); };
   std::string why;
   bool complete = false;
   std::optional<NpyFileHeader> in = read_npy_head(spool, size, &complete, &why);
@@ -552,12 +532,12 @@ RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame&
   ReplacementPlan plan;
   CompressParams codec;
   try {
-    if (editor_) codec = editor_->compress_params();
+    if (commits_.editor()) codec = commits_.editor()->compress_params();
   } catch (const std::exception&) {
     // The commit says why it cannot compress; the plan needs only a codec to size blocks.
   }
   try {
-    plan = plan_replacement(*in, frame, options_, codec);
+    plan = plan_replacement(*in, frame, state_.options, codec);
   } catch (const NpyRefusal& r) {
     refuse(r.why);
   }
@@ -599,7 +579,7 @@ RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame&
       spool.read_exact(at, piece, "the new array.npy");
       stream.feed(piece);
     }
-    run_commit(what, [&](FrameEditor& editor) {
+    commits_.run_commit(what, [&](FrameEditor& editor) {
       FrameWriter& writer = stream.finish();
       retired = editor.install_rewrite(stream.temp(), [&](const Frame& current) -> FrameWriter& {
         return complete_frame(writer, replacement.stream_metalayers, current);
@@ -640,7 +620,7 @@ RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame&
         take(chunks);
       }
     };
-    run_commit(what, [&](FrameEditor& editor) {
+    commits_.run_commit(what, [&](FrameEditor& editor) {
       std::filesystem::path temp;
       try {
         temp = editor.rewrite_temp_path();
@@ -678,7 +658,7 @@ RetiredTree Volume::replace_array_from(NpyReplacement& replacement, const Frame&
     });
   }
   replacement.stream.reset();
-  install(changes, notes);
+  commits_.install(changes, notes);
   spdlog::info("{}: {}: shape ({}){}", what, plan.new_array ? "a new array" : "replaced", [&] {
     std::string t;
     for (int64_t d : meta.shape) t += (t.empty() ? "" : ", ") + std::to_string(d);
