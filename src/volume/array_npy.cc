@@ -193,11 +193,11 @@ void add_range(std::map<int64_t, int64_t>& ranges, int64_t from, int64_t to) {
 ArrayNpy::ArrayNpy(VolumeState& state, CommitPipeline& commits) : state_(state), commits_(commits) {}
 
 void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes) {
-  std::lock_guard commit(commits_.mutex());
+  MutexLock commit(commits_.mutex());
   std::optional<int64_t> filling;
   bool batch_due;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (state_.npy_replacement) {  // a whole new file: made into the new frame as it arrives, or held until close
       NpyReplacement& r = *state_.npy_replacement;
       file.outcome = r.outcome;
@@ -262,7 +262,7 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
       // cover items nobody changed, and those chunks must keep their stored bytes.
       std::map<int64_t, std::pair<Bytes, std::shared_ptr<const CachedChunk>>> copies;
       try {
-        layout->write(from - header_len, body, [&](int64_t n) -> MutableByteSpan {
+        layout->write(from - header_len, body, [&](int64_t n) REQUIRES(state_.mutex) -> MutableByteSpan {
           filling = n;
           bool zeros = false;
           if (state_.overlay.held_bytes(n, &zeros)) {
@@ -366,10 +366,10 @@ void ArrayNpy::unstream(NpyReplacement& r) {
   add_range(r.spooled, r.header_len, r.header_len + stream->received());
 }
 
-std::unique_lock<std::mutex> ArrayNpy::settle_read(int64_t offset, size_t size) {
+UniqueMutexLock ArrayNpy::settle_read(int64_t offset, size_t size) {
   if (!streaming_) return {};
-  std::unique_lock commit(commits_.mutex());
-  std::unique_lock lock(state_.mutex);
+  UniqueMutexLock commit(commits_.mutex());
+  WriterLock lock(state_.mutex);
   if (!state_.npy_replacement || !state_.npy_replacement->stream) return {};
   NpyReplacement& r = *state_.npy_replacement;
   if (offset < r.header_len + r.stream->received() && offset + int64_t(size) > r.header_len) unstream(r);
@@ -379,6 +379,7 @@ std::unique_lock<std::mutex> ArrayNpy::settle_read(int64_t offset, size_t size) 
 // Reads of array.npy see the staged chunks (read your writes); the other views
 // (data, chunks/N) already do.
 size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
+  state_.mutex.assert_held_shared();
   if (state_.npy_replacement) {
     if (offset >= state_.npy_replacement->size) return 0;
     const size_t want = size_t(std::min<int64_t>(int64_t(out.size()), state_.npy_replacement->size - offset));
@@ -401,7 +402,7 @@ size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
   if (done == want) return done;
   std::vector<std::shared_ptr<const CachedChunk>> pinned;  // alive until read() has copied
   Bytes zeros;
-  layout->read(offset + int64_t(done) - header_len, out.subspan(done, want - done), [&](int64_t n) -> ByteSpan {
+  auto chunk_bytes = [&](int64_t n) REQUIRES_SHARED(state_.mutex) -> ByteSpan {
     bool held_zeros = false;
     if (std::optional<ByteSpan> held = state_.overlay.held_bytes(n, &held_zeros)) {
       if (!held_zeros) return *held;
@@ -411,11 +412,14 @@ size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
     std::shared_ptr<const CachedChunk> chunk = state_.cache.get(n);
     pinned.push_back(chunk);
     return chunk->data();
-  });
+  };
+  layout->read(offset + int64_t(done) - header_len, out.subspan(done, want - done), chunk_bytes);
   return want;
 }
 
 void ArrayNpy::truncate(int64_t size) {
+  state_.mutex.assert_held();
+  commits_.mutex().assert_held();
   if (state_.npy_replacement) {
     if (size < 0 || size > state_.npy_replacement->size) {  // cp and np.save never grow a file by truncation
       spdlog::warn("{}: truncate to {} bytes refused while a new array.npy is written", kArrayNpy, size);
@@ -471,10 +475,11 @@ void ArrayNpy::truncate(int64_t size) {
 }
 
 void ArrayNpy::finish_replacement(KernelNotes& notes, bool when_whole) {
+  commits_.mutex().assert_held();
   std::unique_ptr<NpyReplacement> r;
   std::shared_ptr<const Frame> frame;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (when_whole && state_.npy_replacement && !npy_file_whole(*state_.npy_replacement)) return;
     r = std::move(state_.npy_replacement);
     streaming_ = false;

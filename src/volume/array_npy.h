@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -21,35 +20,37 @@ class ArrayNpy {
  public:
   ArrayNpy(VolumeState& state, CommitPipeline& commits);
 
-  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes);  // takes the commit lock
-  size_t read_locked(int64_t offset, MutableByteSpan out);                         // state lock shared
+  void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes)
+      EXCLUDES(commits_.mutex(), state_.mutex);
+  size_t read_locked(int64_t offset, MutableByteSpan out);  // state lock shared
   // A read of array.npy while a replacement streams: hands the stream's bytes
   // back if the read wants them; the commit lock it returns (held only while a
   // stream runs) keeps writes from feeding the stream until the read is done.
-  std::unique_lock<std::mutex> settle_read(int64_t offset, size_t size);
+  UniqueMutexLock settle_read(int64_t offset, size_t size) EXCLUDES(commits_.mutex(), state_.mutex);
   void truncate(int64_t size);  // state lock exclusive + commit lock
   // A whole new array.npy written since truncate(0): checked and committed now,
   // or refused (EINVAL, one log line, the frame unchanged). `when_whole`
   // (fsync): only when the file is as long as its own header says, else it
   // goes on being written. Commit lock held.
-  void finish_replacement(KernelNotes& notes, bool when_whole = false);
+  void finish_replacement(KernelNotes& notes, bool when_whole = false) EXCLUDES(state_.mutex);
   // Removes the retired trees no reader holds any more (at every open and release).
   void remove_released_trees() EXCLUDES(retired_mutex_);
 
  private:
   // Returns the old tree of a sparse frame replaced whole (see RetiredTree).
-  RetiredTree replace_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes);
+  RetiredTree replace_from(NpyReplacement& replacement, const Frame& frame, KernelNotes& notes)
+      REQUIRES(commits_.mutex());
   // `tree` is removed once nothing holds `frame` (the frame that reads from it)
   // any more: readers that opened it before the replacement finish their reads.
   void remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) EXCLUDES(retired_mutex_);
-  void start_stream(NpyReplacement& r);  // commit and state (exclusive) locks held
-  void take_spooled(NpyReplacement& r);  // commit lock held
-  void unstream(NpyReplacement& r);      // commit and state (exclusive) locks held
+  void start_stream(NpyReplacement& r) REQUIRES(commits_.mutex(), state_.mutex);
+  void take_spooled(NpyReplacement& r) REQUIRES(commits_.mutex());
+  void unstream(NpyReplacement& r) REQUIRES(commits_.mutex(), state_.mutex);
 
   VolumeState& state_;
   CommitPipeline& commits_;
   std::atomic<bool> streaming_{false};  // a replacement's bytes go into a new frame as they arrive
-  Mutex retired_mutex_;
+  Mutex retired_mutex_ ACQUIRED_AFTER(state_.mutex);  // a leaf (volume_state.h)
   std::vector<std::pair<std::weak_ptr<const Frame>, RetiredTree>> retired_trees_ GUARDED_BY(retired_mutex_);
 };
 

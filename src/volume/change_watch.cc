@@ -22,15 +22,16 @@ bool ChangeWatch::due() {
 void ChangeWatch::maybe_refresh(KernelNotes& notes) {
   if (!due()) return;
   refresh_access(notes);
-  std::unique_lock<std::mutex> commit(commits_.mutex(), std::try_to_lock);
-  if (!commit.owns_lock()) return;  // a commit is running: it reloads anyway
+  UniqueMutexLock commit(commits_.mutex(), std::defer_lock);
+  if (!commit.try_lock()) return;  // a commit is running: it reloads anyway
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (!state_.overlay.clean() || state_.npy_replacement) return;  // written chunks sit on the loaded frame
   }
   bool changed;
   try {
-    changed = commits_.editor() ? commits_.editor()->refresh() : state_.read_disk_stamp() != state_.disk_stamp;
+    changed = commits_.editor() ? commits_.editor()->refresh()
+                                : state_.read_disk_stamp() != state_.installed_disk_stamp(commits_.mutex());
   } catch (const std::exception& e) {
     spdlog::debug("{}: cannot check for changes: {}", state_.path.string(), e.what());
     return;
@@ -57,11 +58,11 @@ void ChangeWatch::refresh_access(KernelNotes& notes) {
     return;
   }
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (now == state_.frame_access) return;
   }
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     state_.frame_access = now;
   }
   spdlog::info("{}: owner, group or permissions changed (uid {}, gid {}, mode {:o}): the tree follows",

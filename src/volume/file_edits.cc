@@ -55,6 +55,7 @@ Draft& FileEdits::draft_for(uint64_t ino, const Node& node) {
 }
 
 void FileEdits::write_draft(uint64_t ino, const Node& node, int64_t offset, ByteSpan data) {
+  state_.mutex.assert_held();
   Draft& d = draft_for(ino, node);
   const std::string path = state_.path_of_node(node);
   if (d.poisoned) throw FsError{EINVAL};
@@ -97,18 +98,23 @@ void FileEdits::write_draft(uint64_t ino, const Node& node, int64_t offset, Byte
 
 void FileEdits::write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes) {
   // Refused at the first write, before the old chunk is decoded (which needs the same plugin).
-  if (const CodecInfo* codec = frame_codec(state_.files->frame().header()); codec && codec->runtime_plugin &&
-                                                                      !codec->encodable()) {
+  // Under the state lock: a commit may replace state_.files meanwhile.
+  const CodecInfo* codec;
+  {
+    ReaderLock lock(state_.mutex);
+    codec = frame_codec(state_.files->frame().header());
+  }
+  if (codec && codec->runtime_plugin && !codec->encodable()) {
     report_missing_plugin(*codec);
     throw IoError("the frame's codec " + std::string(codec->name) + " is loaded at run time and no plugin is loaded (" +
                       plugin_install_hint(*codec) + "), so chunks cannot be rewritten (metadata edits still work)",
                   EOPNOTSUPP);
   }
-  std::lock_guard commit(commits_.mutex());
+  MutexLock commit(commits_.mutex());
   std::optional<int64_t> filling;
   bool batch_due;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (!state_.exists(node)) throw FsError{ENOENT};
     if (node.kind == NodeKind::chunk) {
       state_.overlay.write_chunk(*state_.files, node.index, offset, data);
@@ -128,6 +134,7 @@ void FileEdits::write_chunks(OpenFile& file, const Node& node, int64_t offset, B
 }
 
 void FileEdits::truncate_node(uint64_t ino, const Node& node, int64_t size) {
+  state_.mutex.assert_held();
   if (size < 0) throw FsError{EINVAL};
   switch (node.kind) {
     case NodeKind::scratch: {
@@ -173,7 +180,8 @@ void FileEdits::truncate_node(uint64_t ino, const Node& node, int64_t size) {
 }
 
 void FileEdits::refuse_partial_rewrite(const OpenFile& file, KernelNotes& notes) {
-  std::unique_lock lock(state_.mutex);
+  commits_.mutex().assert_held();
+  WriterLock lock(state_.mutex);
   const int64_t size = state_.overlay.data_size(*state_.files);
   if (file.rewrite_end >= size) return;
   spdlog::warn("data: an N-d array's data keeps its {} bytes: opened with O_TRUNC, it must be written whole from "
@@ -191,6 +199,8 @@ void FileEdits::refuse_partial_rewrite(const OpenFile& file, KernelNotes& notes)
 }
 
 uint64_t FileEdits::create_real(NodeKind dir, const std::string& name) {
+  state_.mutex.assert_held();
+  commits_.mutex().assert_held();
   switch (dir) {
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir: {
@@ -260,12 +270,13 @@ uint64_t FileEdits::create_real(NodeKind dir, const std::string& name) {
 }
 
 void FileEdits::unlink_scratch(uint64_t ino, KernelNotes& notes) {
+  commits_.mutex().assert_held();
   NodeKind dir;
   std::string name;
   std::optional<std::string> origin;
   bool layer_in_frame = false;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     const Scratch& s = *state_.names.scratch(ino);
     dir = s.node.dir;
     name = s.node.name;
@@ -273,7 +284,7 @@ void FileEdits::unlink_scratch(uint64_t ino, KernelNotes& notes) {
     layer_in_frame = origin && state_.files->find_vlmeta(*origin);
   }
   const bool remove_layer = layer_in_frame && (dir == NodeKind::vlmeta_dir || dir == NodeKind::attrs_dir);
-  auto forget_names = [&] {
+  auto forget_names = [&]() REQUIRES(state_.mutex) {
     state_.names.drop(dir, name);
     if (origin) {
       state_.names.unhide(dir, *origin);
@@ -281,7 +292,7 @@ void FileEdits::unlink_scratch(uint64_t ino, KernelNotes& notes) {
     }
   };
   if (!remove_layer) {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     forget_names();
     if (origin) state_.note_inode(notes, directory_inode(dir));
     return;
@@ -294,13 +305,14 @@ void FileEdits::unlink_scratch(uint64_t ino, KernelNotes& notes) {
 }
 
 void FileEdits::unlink_real(NodeKind dir, const std::string& name, KernelNotes& notes) {
+  commits_.mutex().assert_held();
   const std::string what = path_in(dir, name);
   switch (dir) {
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir: {
       bool committed_layer;
       {
-        std::unique_lock lock(state_.mutex);
+        WriterLock lock(state_.mutex);
         committed_layer = state_.files->find_vlmeta(name) != nullptr;
         if (!committed_layer) {  // created and not stored yet
           state_.names.drop(dir, name);
@@ -308,7 +320,7 @@ void FileEdits::unlink_real(NodeKind dir, const std::string& name, KernelNotes& 
         }
       }
       commits_.run_commit(what, [&](FrameEditor& editor) { editor.remove_vlmetalayer(name); });
-      commits_.install({}, notes, [&] { state_.names.drop(dir, name); });
+      commits_.install({}, notes, [&]() REQUIRES(state_.mutex) { state_.names.drop(dir, name); });
       commits_.maybe_compact(notes, false);
       return;
     }
@@ -318,7 +330,7 @@ void FileEdits::unlink_real(NodeKind dir, const std::string& name, KernelNotes& 
       std::optional<int64_t> n =
           dir == NodeKind::chunks_dir ? parse_chunk_file_name(name) : parse_raw_file_name(name);
       {
-        std::unique_lock lock(state_.mutex);
+        WriterLock lock(state_.mutex);
         if (state_.overlay.limits().fixed_count) {
           spdlog::warn("{}: cannot remove: an N-d array has the chunks its shape needs (resize it through array.npy)",
                        what);
@@ -344,7 +356,8 @@ void FileEdits::unlink_real(NodeKind dir, const std::string& name, KernelNotes& 
 
 void FileEdits::rename_real_onto_scratch(NodeKind dir, const std::string& from, const std::string& to,
                                       KernelNotes& notes) {
-  std::unique_lock lock(state_.mutex);
+  commits_.mutex().assert_held();
+  WriterLock lock(state_.mutex);
   std::optional<Node> source = state_.lookup_node(dir, from);
   if (!source) throw FsError{ENOENT};
   const std::optional<uint64_t> source_ino = state_.names.known_ino(*source);
@@ -364,11 +377,12 @@ void FileEdits::rename_real_onto_scratch(NodeKind dir, const std::string& from, 
 }
 
 void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::string& to, KernelNotes& notes) {
+  commits_.mutex().assert_held();
   Scratch scratch;
   std::optional<Node> target;
   bool origin_in_frame = false;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     scratch = *state_.names.scratch(ino);
     if (scratch.origin) origin_in_frame = state_.files->find_vlmeta(*scratch.origin) != nullptr;
   }
@@ -377,7 +391,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
 
   // What the names look like once the content is in: the scratch file is the
   // real file now.
-  auto rename_names = [&, ino] {
+  auto rename_names = [&, ino]() REQUIRES(state_.mutex) {
     state_.names.erase_scratch(ino);
     state_.names.unbind(dir, scratch.node.name);
     state_.names.cancel_removal(dir, to);
@@ -400,7 +414,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
     case NodeKind::vlmeta_dir:
     case NodeKind::attrs_dir: {
       {
-        std::shared_lock lock(state_.mutex);
+        ReaderLock lock(state_.mutex);
         if (!state_.files->find_vlmeta(to) || drop_origin) state_.check_new_layer(dir, to);
       }
       Bytes content =
@@ -414,7 +428,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
     }
     case NodeKind::meta_dir: {
       {
-        std::shared_lock lock(state_.mutex);
+        ReaderLock lock(state_.mutex);
         if (!state_.files->find_meta(to)) throw FsError{EPERM};
       }
       commits_.run_commit(what, [&](FrameEditor& editor) { editor.set_metalayer(to, scratch.content); });
@@ -425,7 +439,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
       std::optional<int64_t> n = parse_raw_file_name(to);
       bool append;
       {
-        std::shared_lock lock(state_.mutex);
+        ReaderLock lock(state_.mutex);
         if (!n || *n > state_.files->nchunks()) throw FsError{EPERM};
         append = *n == state_.files->nchunks();
         if (append && state_.overlay.limits().fixed_count) throw FsError{EPERM};
@@ -443,7 +457,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
     case NodeKind::chunks_dir:
     case NodeKind::root: {
       {
-        std::unique_lock lock(state_.mutex);
+        WriterLock lock(state_.mutex);
         if (dir == NodeKind::root) {
           if (to != "data") throw FsError{EPERM};
           // An array's data keeps its size: a new content of that size is written over it.
@@ -458,7 +472,7 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
         }
       }
       commits_.commit_chunks(std::nullopt, what, notes);
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       rename_names();
       break;
     }
@@ -469,11 +483,12 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
 }
 
 void FileEdits::rename_layer(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes) {
+  commits_.mutex().assert_held();
   const std::string base = std::string(fixed_file(dir)->name) + "/";
   std::optional<Bytes> pending;  // written and not committed: stored under the new name
   uint64_t ino = 0;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (to.size() > size_t(kMaxMetalayerNameLen)) {
       spdlog::warn("{}{}: cannot rename to {}: vlmetalayer names are at most {} bytes", base, from, to,
                    kMaxMetalayerNameLen);
@@ -500,7 +515,7 @@ void FileEdits::rename_layer(NodeKind dir, const std::string& from, const std::s
     if (pending) editor.set_vlmetalayer(from, *pending);
     editor.rename_vlmetalayer(from, to);
   });
-  commits_.install({}, notes, [&] {
+  commits_.install({}, notes, [&]() REQUIRES(state_.mutex) {
     state_.names.cancel_removal(dir, to);
     state_.names.drop(dir, to);
     if (const std::optional<uint64_t> moved = state_.names.find(dir, from)) {

@@ -15,13 +15,15 @@ namespace blosc2fs {
 
 // Locks, as each function says: "exclusive" = the state lock held exclusively;
 // "commit" = the commit lock held, which every change of the overlay needs.
+// Asserted inside (volume_state.h says why).
 class FileEdits {
  public:
   FileEdits(VolumeState& state, CommitPipeline& commits, ArrayNpy& npy);
 
   void write_draft(uint64_t ino, const Node& node, int64_t offset, ByteSpan data);  // exclusive
   // chunks/N and data; a long write commits in batches. Takes the commit lock.
-  void write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes);
+  void write_chunks(OpenFile& file, const Node& node, int64_t offset, ByteSpan data, KernelNotes& notes)
+      EXCLUDES(commits_.mutex(), state_.mutex);
   void truncate_node(uint64_t ino, const Node& node, int64_t size);  // exclusive (+ commit for chunks)
   // The data of an N-d array opened with O_TRUNC, closed before it was written
   // whole (OpenFile::rewrite_end): its staged chunks are dropped and the close
@@ -36,7 +38,7 @@ class FileEdits {
   void rename_layer(NodeKind dir, const std::string& from, const std::string& to, KernelNotes& notes);
 
  private:
-  Draft& draft_for(uint64_t ino, const Node& node);  // exclusive
+  Draft& draft_for(uint64_t ino, const Node& node) REQUIRES(state_.mutex);
 
   VolumeState& state_;
   CommitPipeline& commits_;

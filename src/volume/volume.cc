@@ -43,14 +43,14 @@ Volume::Volume(const std::filesystem::path& frame_path, VolumeOptions options)
 Volume::~Volume() = default;
 
 bool Volume::closable() const {
-  std::shared_lock lock(state_.mutex);
+  ReaderLock lock(state_.mutex);
   return state_.names.only_layer_names() && state_.overlay.clean() && !state_.npy_replacement;
 }
 
 InodeMemory Volume::inode_memory() const {
   InodeMemory memory;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     memory = state_.names.layers();
   }
   memory.lookups = state_.kernel.lookups();
@@ -62,14 +62,14 @@ bool Volume::underlying_statfs(struct statvfs& out) const {
 }
 
 int64_t Volume::nchunks() const {
-  std::shared_lock lock(state_.mutex);
+  ReaderLock lock(state_.mutex);
   return state_.overlay.count();
 }
 
 // --- names ---
 
 std::optional<Node> Volume::node(uint64_t ino) const {
-  std::shared_lock lock(state_.mutex);
+  ReaderLock lock(state_.mutex);
   if (std::optional<Node> node = computed_node(ino)) {
     if (state_.exists(*node)) return node;
     return std::nullopt;
@@ -87,7 +87,7 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
   if (!dir) throw FsError{ENOENT};
   if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     // The Zarr view's chunk coordinates name directories by their position, and
     // "c" is a file in a 0-d array: looked up apart from the other names.
     if (ZarrNames::is_kind(dir->kind) || (dir->kind == NodeKind::root && name == "c" && state_.files->zarr() &&
@@ -101,7 +101,7 @@ std::optional<uint64_t> Volume::lookup(uint64_t parent, std::string_view name) {
     if (!child) return std::nullopt;
     if (auto ino = state_.names.known_ino(*child)) return ino;
   }
-  std::unique_lock lock(state_.mutex);
+  WriterLock lock(state_.mutex);
   std::optional<Node> child = state_.lookup_node(dir->kind, name);
   if (!child) return std::nullopt;
   return state_.names.ino(*child);
@@ -114,63 +114,71 @@ std::optional<DirEntry> Volume::entry(uint64_t dir_ino, int64_t cookie) {
   if (cookie < 0) return std::nullopt;
   for (int pass = 0; pass < 2; ++pass) {
     // Names of layers may need an inode number: then once more, exclusively.
-    std::shared_lock shared(state_.mutex, std::defer_lock);
-    std::unique_lock exclusive(state_.mutex, std::defer_lock);
-    if (pass == 0) shared.lock();
-    else exclusive.lock();
-    auto make = [&](const std::string& name, const Node& node, int64_t next) -> std::optional<DirEntry> {
-      std::optional<uint64_t> ino = state_.names.known_ino(node);
-      if (!ino && pass == 0) return std::nullopt;
-      return DirEntry{name, ino ? *ino : state_.names.ino(node), is_directory(node.kind), next};
-    };
     bool need_exclusive = false;
-    std::optional<DirEntry> found;
-    if (cookie < kScratchCookieBase) {
-      switch (dir->kind) {
-        case NodeKind::root:
-          for (int64_t i = cookie; i < int64_t(std::size(kRootChildren)) && !found; ++i) {
-            const FixedFile& f = kRootChildren[i];
-            Node node{f.kind};
-            if (f.kind == NodeKind::zarr_dir && state_.files->zarr() && state_.files->zarr()->zero_d())
-              found = DirEntry{f.name, kZarrChunkBase, false, i + 1};  // a 0-d array's one chunk: the file c
-            else if (!state_.names.hidden(NodeKind::root, f.name) && state_.exists(node))
-              found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
+    auto find = [&]() REQUIRES_SHARED(state_.mutex) -> std::optional<DirEntry> {
+      auto make = [&](const std::string& name, const Node& node, int64_t next) REQUIRES_SHARED(state_.mutex)
+          -> std::optional<DirEntry> {
+        std::optional<uint64_t> ino = state_.names.known_ino(node);
+        if (!ino && pass == 0) return std::nullopt;
+        return DirEntry{name, ino ? *ino : state_.names.ino(node), is_directory(node.kind), next};
+      };
+      std::optional<DirEntry> found;
+      if (cookie < kScratchCookieBase) {
+        switch (dir->kind) {
+          case NodeKind::root:
+            for (int64_t i = cookie; i < int64_t(std::size(kRootChildren)) && !found; ++i) {
+              const FixedFile& f = kRootChildren[i];
+              Node node{f.kind};
+              if (f.kind == NodeKind::zarr_dir && state_.files->zarr() && state_.files->zarr()->zero_d())
+                found = DirEntry{f.name, kZarrChunkBase, false, i + 1};  // a 0-d array's one chunk: the file c
+              else if (!state_.names.hidden(NodeKind::root, f.name) && state_.exists(node))
+                found = DirEntry{f.name, f.ino, is_directory(f.kind), i + 1};
+            }
+            break;
+          case NodeKind::chunks_dir:
+          case NodeKind::raw_dir: {
+            const bool raw = dir->kind == NodeKind::raw_dir;
+            const int64_t count = raw ? state_.files->nchunks() : state_.overlay.count();
+            for (int64_t i = cookie; i < count && !found; ++i) {
+              Node node{raw ? NodeKind::raw_chunk : NodeKind::chunk, i};
+              const std::string name = file_name_of(node);
+              if (!state_.names.hidden(dir->kind, name)) found = DirEntry{name, *computed_inode(node), false, i + 1};
+            }
+            break;
           }
-          break;
-        case NodeKind::chunks_dir:
-        case NodeKind::raw_dir: {
-          const bool raw = dir->kind == NodeKind::raw_dir;
-          const int64_t count = raw ? state_.files->nchunks() : state_.overlay.count();
-          for (int64_t i = cookie; i < count && !found; ++i) {
-            Node node{raw ? NodeKind::raw_chunk : NodeKind::chunk, i};
-            const std::string name = file_name_of(node);
-            if (!state_.names.hidden(dir->kind, name)) found = DirEntry{name, *computed_inode(node), false, i + 1};
+          case NodeKind::zarr_dir:
+          case NodeKind::zarr2_dir:
+            return ZarrNames(state_.files->zarr()).entry(*dir, cookie);
+          default: {
+            auto names = state_.listing(dir->kind);
+            if (cookie < int64_t(names.size())) {
+              found = make(names[size_t(cookie)].first, names[size_t(cookie)].second, cookie + 1);
+              need_exclusive = !found;
+            }
+            break;
           }
-          break;
         }
-        case NodeKind::zarr_dir:
-        case NodeKind::zarr2_dir:
-          return ZarrNames(state_.files->zarr()).entry(*dir, cookie);
-        default: {
-          auto names = state_.listing(dir->kind);
-          if (cookie < int64_t(names.size())) {
-            found = make(names[size_t(cookie)].first, names[size_t(cookie)].second, cookie + 1);
-            need_exclusive = !found;
-          }
-          break;
-        }
+        if (found) return found;
+        if (need_exclusive) return std::nullopt;
       }
-      if (found) return found;
-      if (need_exclusive) continue;
+      // Scratch files, in name order.
+      int64_t k = 0;
+      for (const auto& [name, ino] : state_.names.names_in(dir->kind)) {
+        if (!state_.names.scratch(ino)) continue;
+        if (kScratchCookieBase + k >= cookie) return DirEntry{name, ino, false, kScratchCookieBase + k + 1};
+        ++k;
+      }
+      return std::nullopt;
+    };
+    std::optional<DirEntry> found;
+    if (pass == 0) {
+      ReaderLock lock(state_.mutex);
+      found = find();
+    } else {
+      WriterLock lock(state_.mutex);
+      found = find();
     }
-    // Scratch files, in name order.
-    int64_t k = 0;
-    for (const auto& [name, ino] : state_.names.names_in(dir->kind)) {
-      if (!state_.names.scratch(ino)) continue;
-      if (kScratchCookieBase + k >= cookie) return DirEntry{name, ino, false, kScratchCookieBase + k + 1};
-      ++k;
-    }
-    return std::nullopt;
+    if (!need_exclusive) return found;
   }
   return std::nullopt;
 }
@@ -179,7 +187,7 @@ std::string Volume::path_of(uint64_t ino) const {
   std::optional<Node> n = node(ino);
   if (!n) return "inode " + std::to_string(ino);
   if (ZarrNames::is_kind(n->kind)) {  // named from the array's grid, which a commit may replace
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     return state_.path_of_node(*n);
   }
   return state_.path_of_node(*n);
@@ -192,7 +200,7 @@ void Volume::forget(uint64_t ino, uint64_t count) {
   // A renamed file's inode kept answering as the file it was renamed over
   // (an alias in the name table); once the kernel lets go of it, nobody can ask again.
   if (ino < kNamedBase || ino >= kChunkBase) return;
-  std::unique_lock lock(state_.mutex);
+  WriterLock lock(state_.mutex);
   const Node* alias = state_.names.named(ino);
   if (alias && computed_inode(*alias)) state_.names.erase_named(ino);
 }
@@ -206,7 +214,7 @@ struct stat Volume::attributes(uint64_t ino) {
   st.st_ino = ino;
   NodeAccess access;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     access = node_access(n->kind, state_.frame_access, state_.options.writable, state_.options.access);
     // array.npy takes writes only as a b2nd/caterva array (not a tensor's).
     if (n->kind == NodeKind::array_npy && !state_.files->array_layout() && !state_.npy_replacement) access.mode &= mode_t(~0222);
@@ -222,21 +230,21 @@ struct stat Volume::attributes(uint64_t ino) {
     // its time allocating and freeing pages. Only chunk listings can use big ones.
     st.st_blksize = 4096;
     if (n->kind == NodeKind::chunks_dir || n->kind == NodeKind::raw_dir) {
-      std::shared_lock lock(state_.mutex);
+      ReaderLock lock(state_.mutex);
       const int64_t entries = n->kind == NodeKind::raw_dir ? state_.files->nchunks() : state_.overlay.count();
       const auto wanted = int64_t(std::bit_ceil(uint64_t(std::clamp<int64_t>(entries, 1, int64_t(1) << 32)))) * 256;
       st.st_blksize = blksize_t(std::clamp<int64_t>(wanted, 4096, kPreferredIoSize));
     }
   } else {
     st.st_nlink = 1;
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     st.st_size = state_.size_of(*n, ino);
     st.st_blksize = ZarrNames::is_kind(n->kind) ? ZarrNames(state_.files->zarr()).io_size(*n) : kPreferredIoSize;
   }
   st.st_blocks = (st.st_size + 511) / 512;
   int64_t mtime;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     mtime = state_.mtime_ns;
   }
   struct timespec t {};
@@ -276,16 +284,16 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
   if (!n) {
     // Gone with another program's change (array.npy of a frame that is no longer an array).
     if (file.version != state_.version) {
-      std::shared_lock lock(state_.mutex);
+      ReaderLock lock(state_.mutex);
       check_version(ino, file, std::nullopt);
     }
     throw FsError{ENOENT};
   }
   if (is_directory(n->kind)) throw FsError{EISDIR};
   if (offset < 0) throw FsError{EINVAL};
-  std::unique_lock<std::mutex> streaming;
+  UniqueMutexLock streaming(commits_.mutex(), std::defer_lock);
   if (n->kind == NodeKind::array_npy) streaming = npy_.settle_read(offset, size);
-  std::shared_lock lock(state_.mutex);
+  ReaderLock lock(state_.mutex);
   // Under the lock a reload takes exclusively: no change is installed between the check and the read.
   check_version(ino, file, n);
   const bool draft = state_.names.draft(ino) != nullptr;
@@ -320,7 +328,7 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
 }
 
 void Volume::prefetch_chunk(int64_t n) {
-  std::shared_lock lock(state_.mutex);  // a commit does not switch frames under it
+  ReaderLock lock(state_.mutex);  // a commit does not switch frames under it
   // The kernel's readahead may have asked for the chunk meanwhile: loading it
   // again after it was read and retired would only fill the cache.
   if (n >= state_.files->nchunks() || state_.overlay.holds(n) || state_.overlay.offset(*state_.files, n) < data_read_farthest_) return;

@@ -118,10 +118,12 @@ class Volume : public MountTree {
   InodeMemory inode_memory() const;
 
  private:
-  size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out);  // state lock shared
+  size_t read_locked(uint64_t ino, const Node& node, int64_t offset, MutableByteSpan out)
+      REQUIRES_SHARED(state_.mutex);
   // Throws EIO (after one log line per change) when `file` was opened on an
-  // earlier version of the frame's bytes than those shown now. State lock shared.
-  void check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const;
+  // earlier version of the frame's bytes than those shown now.
+  void check_version(uint64_t ino, const OpenFile& file, const std::optional<Node>& node) const
+      REQUIRES_SHARED(state_.mutex);
   void prefetch_chunk(int64_t n);  // on the prefetcher's thread
   // Records an open file and the version it opens on; whether a file of an
   // older version of that inode is still open.

@@ -80,7 +80,9 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
     }
   }
   // Layers: what changed, appeared or went.
-  auto known_ino = [&](NodeKind dir, const std::string& name) { return state_.names.find(dir, name); };
+  auto known_ino = [&](NodeKind dir, const std::string& name) REQUIRES(state_.mutex) {
+    return state_.names.find(dir, name);
+  };
   std::set<std::string> names;
   for (const LayerFile& f : before.metas()) names.insert(f.name);
   for (const LayerFile& f : after.metas()) names.insert(f.name);
@@ -151,7 +153,7 @@ void CommitPipeline::install(const ChunkChanges& changes, KernelNotes& notes, co
     spdlog::error("{}: cannot load the frame after a change: {}", state_.path.string(), e.what());
     throw FsError{EIO};
   }
-  std::unique_lock lock(state_.mutex);
+  WriterLock lock(state_.mutex);
   std::shared_ptr<FrameFiles> before = state_.files;
   state_.loader.set_frame(frame, files->proxy());
   state_.files = files;
@@ -254,7 +256,7 @@ Bytes CommitPipeline::attrs_to_msgpack(const std::string& what, ByteSpan text) c
 }
 
 void CommitPipeline::commit_draft(uint64_t ino, KernelNotes& notes) {
-  std::lock_guard commit(mutex_);
+  MutexLock commit(mutex_);
   Node node;
   Bytes content;
   uint64_t version = 0;
@@ -263,7 +265,7 @@ void CommitPipeline::commit_draft(uint64_t ino, KernelNotes& notes) {
   std::optional<Bytes> current;  // the stored content, to skip commits that change nothing
   std::optional<std::string> current_text;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     const Draft* draft = state_.names.draft(ino);
     if (!draft || !draft->dirty) return;
     if (std::optional<Node> computed = computed_node(ino)) node = *computed;
@@ -282,7 +284,7 @@ void CommitPipeline::commit_draft(uint64_t ino, KernelNotes& notes) {
     if (layer && node.kind == NodeKind::attrs) current_text = layer->attrs_text;
   }
   const std::string what = state_.path_of_node(node);
-  auto drop_draft = [&, ino](bool only_if_unchanged) {
+  auto drop_draft = [&, ino](bool only_if_unchanged) REQUIRES(state_.mutex) {
     const Draft* d = state_.names.draft(ino);
     if (d && (!only_if_unchanged || d->version == version)) state_.names.erase_draft(ino);
   };
@@ -297,7 +299,7 @@ void CommitPipeline::commit_draft(uint64_t ino, KernelNotes& notes) {
       }
     }
     if (current && *current == content && node.kind != NodeKind::raw_chunk) {
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       drop_draft(true);
       state_.note_inode(notes, ino);  // the page cache may hold another spelling of the same JSON
       return;
@@ -322,10 +324,10 @@ void CommitPipeline::commit_draft(uint64_t ino, KernelNotes& notes) {
     ChunkChanges changes;
     if (node.kind == NodeKind::raw_chunk) changes.chunks.push_back(node.index);
     (void)appended_raw;
-    install(changes, notes, [&] { drop_draft(true); });
+    install(changes, notes, [&]() REQUIRES(state_.mutex) { drop_draft(true); });
     state_.note_inode(notes, ino);
   } catch (const FsError& e) {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     outcome->error = e.error;
     drop_draft(false);
     state_.note_inode(notes, ino);
@@ -340,7 +342,7 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
   std::shared_ptr<CommitOutcome> outcome;
   int64_t zeros_needed = 0;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     batch = state_.overlay.batch(skip);
     outcome = state_.overlay_outcome;
   }
@@ -366,7 +368,7 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
       editor.put_chunks(puts);
     });
   } catch (const FsError& e) {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     outcome->error = e.error;
     state_.overlay_outcome = std::make_shared<CommitOutcome>();
     const int64_t count = state_.overlay.count();
@@ -380,7 +382,7 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
     if (count != state_.overlay.count()) state_.note_inode(notes, fixed_file(NodeKind::chunks_dir)->ino);
     throw;
   }
-  install(changes, notes, [&] { state_.overlay.committed(batch, state_.files->nchunks()); });
+  install(changes, notes, [&]() REQUIRES(state_.mutex) { state_.overlay.committed(batch, state_.files->nchunks()); });
 }
 
 // --- compaction and unmount ---
@@ -420,7 +422,7 @@ void CommitPipeline::shutdown() {
   KernelNotes notes;  // the kernel has let go already
   std::vector<uint64_t> dirty;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     for (const auto& [ino, d] : state_.names.drafts())
       if (d.dirty) dirty.push_back(ino);
   }
@@ -430,7 +432,7 @@ void CommitPipeline::shutdown() {
     } catch (const FsError&) {
     }
   }
-  std::lock_guard commit(mutex_);
+  MutexLock commit(mutex_);
   try {
     commit_chunks(std::nullopt, "data", notes);
   } catch (const FsError&) {
@@ -439,7 +441,7 @@ void CommitPipeline::shutdown() {
   // rename away from the name said.
   std::vector<std::pair<NodeKind, std::string>> removals;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     for (const auto& [ino, s] : state_.names.scratches())
       if (s.origin && (s.node.dir == NodeKind::vlmeta_dir || s.node.dir == NodeKind::attrs_dir) &&
           state_.files->find_vlmeta(*s.origin))

@@ -53,7 +53,9 @@ std::string VolumeState::path_of_node(const Node& node) const {
 }
 
 bool VolumeState::exists(const Node& node) const {
-  auto created_draft = [&](NodeKind dir, const std::string& name) { return names.created(dir, name); };
+  auto created_draft = [&](NodeKind dir, const std::string& name) REQUIRES_SHARED(mutex) {
+    return names.created(dir, name);
+  };
   if (ZarrNames::is_kind(node.kind)) return ZarrNames(files->zarr()).exists(node);
   switch (node.kind) {
     case NodeKind::array_npy: return files->has_array() || npy_replacement;
@@ -104,10 +106,10 @@ std::optional<Node> VolumeState::lookup_node(NodeKind dir, std::string_view name
 
 std::vector<std::pair<std::string, Node>> VolumeState::listing(NodeKind dir) const {
   std::vector<std::pair<std::string, Node>> out;
-  auto add = [&](const std::string& name, Node node) {
+  auto add = [&](const std::string& name, Node node) REQUIRES_SHARED(mutex) {
     if (!names.hidden(dir, name) && exists(node)) out.emplace_back(name, std::move(node));
   };
-  auto add_created = [&](NodeKind kind) {
+  auto add_created = [&](NodeKind kind) REQUIRES_SHARED(mutex) {
     for (const auto& [name, ino] : names.names_in(dir)) {
       const Draft* d = names.draft(ino);
       if (d && d->created) add(name, Node{kind, 0, name});
@@ -134,7 +136,7 @@ std::vector<std::pair<std::string, Node>> VolumeState::listing(NodeKind dir) con
 }
 
 int64_t VolumeState::size_of(const Node& node, uint64_t ino) const {
-  auto layer_draft = [&]() -> const Draft* { return names.draft(ino); };
+  auto layer_draft = [&]() REQUIRES_SHARED(mutex) -> const Draft* { return names.draft(ino); };
   if (ZarrNames::is_kind(node.kind)) return ZarrNames(files->zarr()).size(node);
   switch (node.kind) {
     case NodeKind::frame_json: return int64_t(files->frame_json()->size());

@@ -44,7 +44,7 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
     if (!state_.options.writable) throw FsError{EROFS};
     if (!is_writable_file(n->kind)) throw FsError{EACCES};
     if (n->kind == NodeKind::array_npy) {
-      std::shared_lock lock(state_.mutex);
+      ReaderLock lock(state_.mutex);
       if (!state_.files->array_layout()) throw FsError{EACCES};
     }
   }
@@ -52,27 +52,35 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   file->ino = ino;
   file->writable = write;
   if (truncate) {
-    std::unique_lock<std::mutex> commit(commits_.mutex(), std::defer_lock);
+    UniqueMutexLock commit(commits_.mutex(), std::defer_lock);
     if (chunk_file(n->kind)) commit.lock();
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     // An N-d array's data keeps its size (docs/operations.md): written anew whole.
     if (n->kind == NodeKind::data && state_.overlay.limits().fixed_count) file->rewrite_end = 0;
     else edits_.truncate_node(ino, *n, 0);
   }
   if (write) {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     state_.names.add_writer(ino);
   }
   // Texts made anew at open: the kernel must not keep pages of an older one.
-  const bool live_json = n->kind == NodeKind::frame_json && state_.files->frame_json_is_live();
-  if (live_json) state_.files->renew_frame_json();
+  bool live_json = false;
+  if (n->kind == NodeKind::frame_json) {
+    std::shared_ptr<FrameFiles> files;
+    {
+      ReaderLock lock(state_.mutex);  // a commit may replace state_.files meanwhile
+      files = state_.files;
+    }
+    live_json = files->frame_json_is_live();
+    if (live_json) files->renew_frame_json();
+  }
   // preview.png is drawn by its first open, not by stat: until then stat shows
   // the largest size the PNG can have. The open that draws it reads without the
   // page cache (the kernel's size is that bound) and has the kernel ask for the
   // attributes again, which then give the PNG's own size.
   bool drew_preview = false;
   if (n->kind == NodeKind::preview_png) {
-    std::shared_lock lock(state_.mutex);  // the chunk cache serves this frame while drawing
+    ReaderLock lock(state_.mutex);  // the chunk cache serves this frame while drawing
     state_.files->preview(&drew_preview);
   }
   if (drew_preview) notes.attributes.push_back(ino);
@@ -80,7 +88,7 @@ std::unique_ptr<OpenFile> Volume::open(uint64_t ino, int flags, bool& keep_cache
   const bool older_open = note_open(*file);
   bool zarr_exact = false;
   if (n->kind == NodeKind::zarr_chunk) {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     zarr_exact = ZarrNames(state_.files->zarr()).read_exactly(*n);
   }
   direct_io = n->kind == NodeKind::cache_stats || live_json || drew_preview || older_open || zarr_exact;
@@ -103,7 +111,7 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
   if (!n) throw FsError{ENOENT};
   switch (n->kind) {
     case NodeKind::scratch: {
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       Scratch* scratch = state_.names.scratch(file.ino);
       if (!scratch) throw FsError{ENOENT};
       Bytes& content = scratch->content;
@@ -117,7 +125,7 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
     case NodeKind::vlmeta:
     case NodeKind::attrs:
     case NodeKind::raw_chunk: {
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       try {
         edits_.write_draft(file.ino, *n, offset, data);
       } catch (const FsError&) {
@@ -148,7 +156,7 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   // since its last write found it not yet whole.
   bool replacing = false;
   if (n && n->kind == NodeKind::array_npy) {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     replacing = state_.npy_replacement && file.outcome == state_.npy_replacement->outcome;
   }
   const bool wrote = std::exchange(file.wrote, false) || fsync || replacing;
@@ -158,11 +166,13 @@ void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
     } else if (n && (is_layer(n->kind) || n->kind == NodeKind::raw_chunk)) {
       commits_.commit_draft(file.ino, notes);
     } else if (n && chunk_file(n->kind)) {
-      std::lock_guard commit(commits_.mutex());
+      MutexLock commit(commits_.mutex());
       if (file.rewrite_end >= 0 && !fsync) edits_.refuse_partial_rewrite(file, notes);
       // fsync of a new array.npy still being written waits for it to be whole.
-      if (n->kind == NodeKind::array_npy && state_.npy_replacement) npy_.finish_replacement(notes, fsync);
-      else commits_.commit_chunks(std::nullopt, state_.path_of_node(*n), notes);
+      if (n->kind == NodeKind::array_npy && state_.replacing_npy(commits_.mutex()))
+        npy_.finish_replacement(notes, fsync);
+      else
+        commits_.commit_chunks(std::nullopt, state_.path_of_node(*n), notes);
       commits_.maybe_compact(notes, false);
     }
   } catch (const FsError&) {
@@ -184,7 +194,7 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   std::optional<Node> n = node(file->ino);
   bool last = false, chunk_writers = false;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     last = state_.names.remove_writer(file->ino);
     for (uint64_t ino : state_.names.written()) {
       std::optional<Node> other = computed_node(ino);
@@ -198,14 +208,14 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
     if (is_layer(n->kind) || n->kind == NodeKind::raw_chunk) {
       commits_.commit_draft(file->ino, notes);
     } else if (chunk_file(n->kind)) {
-      std::lock_guard commit(commits_.mutex());
+      MutexLock commit(commits_.mutex());
       if (file->rewrite_end >= 0) edits_.refuse_partial_rewrite(*file, notes);
-      if (n->kind == NodeKind::array_npy && state_.npy_replacement) npy_.finish_replacement(notes);
+      if (n->kind == NodeKind::array_npy && state_.replacing_npy(commits_.mutex())) npy_.finish_replacement(notes);
       else if (!chunk_writers) commits_.commit_chunks(std::nullopt, state_.path_of_node(*n), notes);
     }
   } catch (const FsError&) {
   }
-  std::unique_lock lock(state_.mutex);
+  WriterLock lock(state_.mutex);
   if (const Draft* d = state_.names.draft(file->ino); d && !d->dirty && !state_.names.has_writers(file->ino))
     state_.names.erase_draft(file->ino);
 }
@@ -218,11 +228,11 @@ struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t>
     if (is_directory(n->kind)) throw FsError{EISDIR};
     if (!is_writable_file(n->kind)) throw FsError{EACCES};
     const bool chunky = chunk_file(n->kind);
-    std::unique_lock<std::mutex> commit(commits_.mutex(), std::defer_lock);
+    UniqueMutexLock commit(commits_.mutex(), std::defer_lock);
     if (chunky) commit.lock();
     bool commit_now;
     {
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       edits_.truncate_node(ino, *n, *size);
       if (file && file->writable) {
         file->wrote = true;
@@ -232,15 +242,16 @@ struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t>
       // truncate(2) without an open file: nothing else will commit it.
       commit_now = !file && !state_.names.has_writers(ino) && n->kind != NodeKind::scratch;
     }
-    if (commit_now) {
-      if (n->kind == NodeKind::array_npy && state_.npy_replacement) {
+    if (commit_now && chunky) {
+      commits_.mutex().assert_held();  // taken above, for chunk files (array.npy is one)
+      if (n->kind == NodeKind::array_npy && state_.replacing_npy(commits_.mutex())) {
         npy_.finish_replacement(notes);
-      } else if (chunky) {
+      } else {
         commits_.commit_chunks(std::nullopt, state_.path_of_node(*n), notes);
         commits_.maybe_compact(notes, false);
-      } else {
-        commits_.commit_draft(ino, notes);
       }
+    } else if (commit_now) {
+      commits_.commit_draft(ino, notes);
     }
   }
   return attributes(ino);
@@ -256,10 +267,10 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   const std::string name(name_view);
   if (!usable_file_name(name)) throw FsError{name.size() > 255 ? ENAMETOOLONG : EINVAL};
-  std::lock_guard commit(commits_.mutex());
+  MutexLock commit(commits_.mutex());
   uint64_t ino;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (dir->kind == NodeKind::zarr_dir || dir->kind == NodeKind::zarr2_dir) {
       ino = zarr_.create(*dir, name, flags);
     } else if (std::optional<Node> existing = state_.lookup_node(dir->kind, name)) {
@@ -279,7 +290,7 @@ std::pair<uint64_t, std::unique_ptr<OpenFile>> Volume::create(uint64_t parent, s
   file->writable = (flags & O_ACCMODE) != O_RDONLY;
   note_open(*file);
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (file->writable) state_.names.add_writer(ino);
     if (const Draft* d = state_.names.draft(ino)) file->outcome = d->outcome;
   }
@@ -294,11 +305,11 @@ void Volume::unlink(uint64_t parent, std::string_view name_view, KernelNotes& no
   if (!dir) throw FsError{ENOENT};
   if (!is_directory(dir->kind)) throw FsError{ENOTDIR};
   const std::string name(name_view);
-  std::lock_guard commit(commits_.mutex());
+  MutexLock commit(commits_.mutex());
   std::optional<Node> target;
   std::optional<uint64_t> ino;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (zarr_.owns(*dir, name)) {
       lock.unlock();
       return zarr_.unlink(*dir, name, notes);
@@ -325,11 +336,11 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
   }
   const std::string from(name_view), to(new_view);
   if (!usable_file_name(to)) throw FsError{to.size() > 255 ? ENAMETOOLONG : EINVAL};
-  std::lock_guard commit(commits_.mutex());
+  MutexLock commit(commits_.mutex());
   std::optional<Node> source, target;
   std::optional<uint64_t> source_ino, target_ino;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (zarr_.owns(*dir, to)) {
       lock.unlock();
       return zarr_.rename(*dir, from, to, flags, notes);
@@ -356,7 +367,7 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
   if (source->kind == NodeKind::scratch) {
     if (to_scratch) {
       if (target) edits_.unlink_scratch(*target_ino, notes);
-      std::unique_lock lock(state_.mutex);
+      WriterLock lock(state_.mutex);
       state_.names.move_scratch(*source_ino, dir->kind, to);
       return;
     }

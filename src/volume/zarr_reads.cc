@@ -169,6 +169,7 @@ std::string ZarrNames::path(const Node& node) const {
 }
 
 void ZarrView::gather(const Node& node, int64_t offset, size_t size, ReadPieces& out) {
+  state_.mutex.assert_held_shared();
   const ZarrFiles* z = state_.files->zarr();
   if (!z) throw FsError{ENOENT};
   auto copy_text = [&](const std::string& text) {

@@ -53,6 +53,8 @@ class ZarrView {
  public:
   ZarrView(VolumeState& state, CommitPipeline& commits, FileEdits& edits);
 
+  // The public calls need the locks their comments name, asserted inside
+  // (volume_state.h says why).
   void gather(const Node& node, int64_t offset, size_t size, ReadPieces& out);  // state lock shared
   static bool is_scratch_name(std::string_view name);
   std::optional<uint64_t> scratch(const Node& dir, std::string_view name) const;  // state lock
@@ -64,11 +66,11 @@ class ZarrView {
   void unlink(const Node& dir, const std::string& name, KernelNotes& notes);    // commit
 
  private:
-  ZarrNames zarr_names() const;  // state lock held
-  std::string scratch_key(const Node& dir, std::string_view name) const;  // state lock
-  void commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, const std::string& to,
-                    KernelNotes& notes);                                        // commit
-  void commit_attributes(uint64_t scratch_ino, KernelNotes& notes);             // commit
+  ZarrNames zarr_names() const REQUIRES_SHARED(state_.mutex);
+  std::string scratch_key(const Node& dir, std::string_view name) const REQUIRES_SHARED(state_.mutex);
+  void commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, const std::string& to, KernelNotes& notes)
+      REQUIRES(commits_.mutex());
+  void commit_attributes(uint64_t scratch_ino, KernelNotes& notes) REQUIRES(commits_.mutex());
 
   VolumeState& state_;
   CommitPipeline& commits_;

@@ -83,6 +83,7 @@ std::string ZarrView::scratch_key(const Node& dir, std::string_view name) const 
 }
 
 std::optional<uint64_t> ZarrView::scratch(const Node& dir, std::string_view name) const {
+  state_.mutex.assert_held_shared();
   if (dir.kind != NodeKind::zarr_dir) return std::nullopt;
   return state_.names.scratch_named(NodeKind::zarr_dir, scratch_key(dir, name));
 }
@@ -97,6 +98,8 @@ namespace {
 }  // namespace
 
 uint64_t ZarrView::create(const Node& dir, const std::string& name, int flags) {
+  state_.mutex.assert_held();
+  commits_.mutex().assert_held();
   if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(name);
   if (std::optional<uint64_t> ino = scratch(dir, name)) {
     if (flags & O_EXCL) throw FsError{EEXIST};
@@ -113,6 +116,7 @@ uint64_t ZarrView::create(const Node& dir, const std::string& name, int flags) {
 }
 
 bool ZarrView::owns(const Node& dir, std::string_view name) const {
+  state_.mutex.assert_held_shared();
   if (dir.kind == NodeKind::zarr_dir || dir.kind == NodeKind::zarr2_dir) return true;
   const ZarrFiles* z = state_.files->zarr();
   return dir.kind == NodeKind::root && z && (name == "zarr.json" || (name == "c" && z->zero_d()));
@@ -120,11 +124,13 @@ bool ZarrView::owns(const Node& dir, std::string_view name) const {
 
 void ZarrView::rename(const Node& dir, const std::string& from, const std::string& to, unsigned flags,
                          KernelNotes& notes) {
+  commits_.mutex().assert_held();
   if (dir.kind == NodeKind::zarr2_dir) refuse_v2_view(from);
   std::optional<uint64_t> source;
   std::optional<Node> target;
+  std::string dir_path;  // for a log line, made while the names are at hand
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (dir.kind == NodeKind::zarr_dir) {
       source = scratch(dir, from);
     } else if (std::optional<Node> s = state_.lookup_node(NodeKind::root, from); s && s->kind == NodeKind::scratch) {
@@ -132,6 +138,7 @@ void ZarrView::rename(const Node& dir, const std::string& from, const std::strin
     }
     if (to == "zarr.json" && dir.kind == NodeKind::root) target = Node{NodeKind::zarr_json};
     else target = zarr_names().lookup(dir, to);
+    if (!target) dir_path = zarr_names().path(dir);
     if (!source) {
       if (dir.kind == NodeKind::zarr_dir && !zarr_names().lookup(dir, from)) throw FsError{ENOENT};
       spdlog::warn("{}: cannot rename to {}: only a writer's temporary file can be renamed onto the Zarr view's files",
@@ -143,10 +150,10 @@ void ZarrView::rename(const Node& dir, const std::string& from, const std::strin
   if (!target) {
     // One temporary name onto another (in c/ only: the root's go the usual way).
     if (dir.kind != NodeKind::zarr_dir || !is_scratch_name(to)) {
-      spdlog::warn("{}/{}: cannot rename to {}: not a chunk of the array", zarr_names().path(dir), from, to);
+      spdlog::warn("{}/{}: cannot rename to {}: not a chunk of the array", dir_path, from, to);
       throw FsError{EPERM};
     }
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     if (std::optional<uint64_t> old = scratch(dir, to)) state_.names.drop(NodeKind::zarr_dir, scratch_key(dir, to));
     state_.names.move_scratch(*source, NodeKind::zarr_dir, scratch_key(dir, to));
     return;
@@ -160,7 +167,7 @@ void ZarrView::commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, co
                                KernelNotes& notes) {
   std::string what;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     const ZarrFiles* z = state_.files->zarr();
     if (!z) throw FsError{ENOENT};
     what = zarr_names().path(Node{NodeKind::zarr_chunk, n});
@@ -174,7 +181,7 @@ void ZarrView::commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, co
     state_.overlay.set_chunk(n, std::move(*decoded));
   }
   commits_.commit_chunks(std::nullopt, what, notes);
-  std::unique_lock lock(state_.mutex);
+  WriterLock lock(state_.mutex);
   const std::string key = state_.names.scratch(scratch_ino)->node.name;
   state_.names.unbind(NodeKind::zarr_dir, key);
   state_.names.erase_scratch(scratch_ino);
@@ -192,7 +199,7 @@ void ZarrView::commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
   std::vector<std::string> removals;
   std::string scratch_name;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     const ZarrFiles* z = state_.files->zarr();
     if (!z) throw FsError{ENOENT};
     const Scratch& s = *state_.names.scratch(scratch_ino);
@@ -226,7 +233,7 @@ void ZarrView::commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
       for (const auto& [name, bytes] : sets) editor.set_vlmetalayer(name, bytes);
     });
   }
-  commits_.install({}, notes, [&] {
+  commits_.install({}, notes, [&]() REQUIRES(state_.mutex) {
     state_.names.drop(NodeKind::root, scratch_name);
     // The kernel holds the renamed inode under the name zarr.json until it
     // drops the entry: it goes on answering as zarr.json meanwhile.
@@ -240,8 +247,9 @@ void ZarrView::commit_attributes(uint64_t scratch_ino, KernelNotes& notes) {
 }
 
 void ZarrView::unlink(const Node& dir, const std::string& name, KernelNotes& notes) {
+  commits_.mutex().assert_held();
   if (dir.kind == NodeKind::zarr2_dir) {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     if (!zarr_names().lookup(dir, name)) throw FsError{ENOENT};
     lock.unlock();
     refuse_v2_view(name);
@@ -249,7 +257,7 @@ void ZarrView::unlink(const Node& dir, const std::string& name, KernelNotes& not
   std::optional<uint64_t> scratch_ino;
   std::optional<Node> target;
   {
-    std::shared_lock lock(state_.mutex);
+    ReaderLock lock(state_.mutex);
     scratch_ino = scratch(dir, name);
     if (!scratch_ino) target = dir.kind == NodeKind::root && name == "zarr.json" ? Node{NodeKind::zarr_json}
                                                                              : zarr_names().lookup(dir, name);
@@ -265,7 +273,7 @@ void ZarrView::unlink(const Node& dir, const std::string& name, KernelNotes& not
   const int64_t n = target->index;
   std::string what;
   {
-    std::unique_lock lock(state_.mutex);
+    WriterLock lock(state_.mutex);
     const ZarrFiles* z = state_.files->zarr();
     if (!z || n >= state_.overlay.count()) throw FsError{ENOENT};
     what = zarr_names().path(*target);
