@@ -729,6 +729,63 @@ TEST_F(ZarrVolume, RemovingAKeyStoresTheFillValue) {
   EXPECT_EQ(body, want);
 }
 
+// A 0-d array: its one chunk is the file c at the top (and zarr2/0). A
+// writer's temporary file beside it, renamed onto c, replaces the value and
+// leaves no name behind: once the kernel lets go of the renamed inode, the
+// Volume holds nothing but the frame (a store leaf may be closed).
+TEST_F(ZarrVolume, AZeroDArraysChunkIsTheFileC) {
+  const auto path = dir_.path() / "scalar.b2nd";
+  auto value_bytes = [](double v) {
+    Bytes b(8);
+    std::memcpy(b.data(), &v, 8);
+    return b;
+  };
+  {
+    NdMeta meta;
+    meta.ndim = 0;
+    meta.dtype = "<f8";
+    FrameParams params;
+    params.cparams.typesize = 8;
+    params.chunksize = 8;
+    params.metalayers.push_back(Metalayer{"b2nd", serialize_b2nd_meta(meta)});
+    FrameWriter w(path, params);
+    w.append(value_bytes(2.5));
+    w.close();
+  }
+  {
+    OpenedFrame f(path);
+    ASSERT_NE(f.files->zarr(), nullptr);
+    EXPECT_TRUE(f.files->zarr()->zero_d());
+    const ZarrNames names(f.files->zarr());
+    EXPECT_EQ(names.lookup(Node{NodeKind::root}, "c"), (Node{NodeKind::zarr_chunk, 0}));
+    EXPECT_EQ(names.lookup(Node{NodeKind::zarr2_dir}, "0"), (Node{NodeKind::zarr2_chunk, 0}));
+    EXPECT_FALSE(names.lookup(Node{NodeKind::zarr2_dir}, "0.0").has_value());
+    EXPECT_EQ(names.path(Node{NodeKind::zarr_chunk, 0}), "c");
+    EXPECT_EQ(names.path(Node{NodeKind::zarr2_chunk, 0}), "zarr2/0");
+    EXPECT_EQ(nlohmann::json::parse(f.files->zarr()->array_json())["shape"], nlohmann::json::array());
+  }
+  auto v = mount(path, true);
+  KernelNotes notes;
+  const uint64_t c = at(*v, {"c"});
+  EXPECT_EQ(c, kZarrChunkBase);
+  EXPECT_EQ(v->attributes(c).st_size, 8);
+  EXPECT_FALSE(S_ISDIR(v->attributes(c).st_mode));
+  EXPECT_EQ(read_all(*v, c), value_bytes(2.5));
+  EXPECT_EQ(read_all(*v, at(*v, {"zarr2", "0"})), value_bytes(2.5));
+  put(*v, kRootIno, "c.0123abcd.partial", value_bytes(-7.25));
+  const uint64_t scratch = v->lookup(kRootIno, "c.0123abcd.partial").value();
+  v->remember(scratch);  // the kernel's entry of the temporary name
+  v->rename(kRootIno, "c.0123abcd.partial", kRootIno, "c", 0, notes);
+  EXPECT_FALSE(v->lookup(kRootIno, "c.0123abcd.partial").has_value());
+  EXPECT_EQ(read_all(*v, c), value_bytes(-7.25));
+  EXPECT_EQ(v->path_of(scratch), "c");  // the renamed inode answers as c while the kernel holds it
+  v->forget(scratch, 1);
+  EXPECT_TRUE(v->closable());
+  v->shutdown();
+  v.reset();
+  EXPECT_EQ(Frame::open(path)->read_chunk(0), value_bytes(-7.25));
+}
+
 TEST_F(ZarrShards, AShardRenamedOntoAnEdgeKey) {
   const auto path = make();
   auto v = mount(path, true);
