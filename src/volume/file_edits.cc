@@ -259,7 +259,7 @@ uint64_t FileEdits::create_real(NodeKind dir, const std::string& name) {
         state_.overlay.resize_data(*state_.files, 0);
         return fixed_file(NodeKind::data)->ino;
       }
-      if (name == "array.npy" && state_.array_creatable()) {  // a new array (volume_npy.cc)
+      if (name == "array.npy" && state_.array_creatable()) {  // a new array (array_npy.cc)
         npy_.truncate(0);
         return fixed_file(NodeKind::array_npy)->ino;
       }
