@@ -181,9 +181,14 @@ TEST(FrameFiles, ChunkSourceRefusesChunksOutOfRange) {
   EXPECT_ANY_THROW(files.chunk_offset(-1));
   // A negative offset or an offset past the chunk gives nothing, and the
   // chunk still reads right afterwards.
+  EXPECT_TRUE(files.view(0, -1, 16, keep).empty());
+  EXPECT_TRUE(files.view(0, std::numeric_limits<int64_t>::min(), 16, keep).empty());
   EXPECT_TRUE(files.view(0, files.chunk_size(0) + 1000, 16, keep).empty());
   EXPECT_TRUE(files.view(0, std::numeric_limits<int64_t>::max(), 16, keep).empty());
+  EXPECT_TRUE(files.view(0, 0, 0, keep).empty());
   Bytes out(16);
+  EXPECT_EQ(files.read_raw(0, -1, out), 0u);
+  EXPECT_EQ(files.read_raw(0, std::numeric_limits<int64_t>::max(), out), 0u);
   EXPECT_ANY_THROW(files.read_raw(n, 0, out));
   EXPECT_ANY_THROW(files.read_raw(-1, 0, out));
   EXPECT_EQ(files.load(0).size(), size_t(files.chunk_size(0)));
