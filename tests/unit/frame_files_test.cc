@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <set>
@@ -355,6 +356,52 @@ TEST(FrameFiles, LayersWhoseNamesCannotBeFileNamesAreLeftOut) {
   const nlohmann::json j = nlohmann::json::parse(*f.files->frame_json());
   EXPECT_EQ(j["metalayers"].size(), 4u);
   EXPECT_EQ(j["vlmetalayers"].size(), 5u);
+}
+
+// A vlmetalayer whose stored chunk cannot be decompressed (its header claims
+// more bytes than its body holds) is still listed, with the size its header
+// claims; its reads fail with the error, and it has no JSON view.
+TEST(FrameFiles, AVlmetalayerThatCannotBeDecompressedIsListedWithItsError) {
+  TempDir dir;
+  const auto path = dir.path() / "bad-vlmeta.b2frame";
+  Bytes text;
+  for (int i = 0; i < 400; ++i) text.push_back(uint8_t("abcdefgh"[i % 8]));
+  {
+    FrameParams params;
+    params.cparams.typesize = 1;
+    params.chunksize = 100;
+    FrameWriter w(path, params);
+    w.append(Bytes(100, 5));
+    w.set_vlmetalayer("good", json_to_msgpack(Json("fine")));
+    w.set_vlmetalayer("bad", text);
+    w.close();
+  }
+  Bytes file = testing::read_file(path);
+  const Bytes stored = Frame::open(path)->find_vlmetalayer("bad")->stored;
+  ASSERT_GE(stored.size(), 16u);
+  auto at = std::search(file.begin(), file.end(), stored.begin(), stored.end());
+  ASSERT_NE(at, file.end());
+  store_le32(&*at + 4, 4000);  // nbytes: ten times what the body decompresses to
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
+  }
+  OpenedFrame f(path);
+  const LayerFile* bad = f.files->find_vlmeta("bad");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_FALSE(bad->error.empty());
+  EXPECT_NE(bad->error.find("vlmetalayer bad"), std::string::npos) << bad->error;
+  EXPECT_EQ(bad->size, 4000);
+  EXPECT_TRUE(bad->content.empty());
+  EXPECT_FALSE(bad->attrs_text.has_value());
+  const LayerFile* good = f.files->find_vlmeta("good");
+  ASSERT_NE(good, nullptr);
+  EXPECT_TRUE(good->error.empty());
+  EXPECT_EQ(good->attrs_text, std::optional<std::string>("\"fine\"\n"));
+  // frame.json still describes the frame, naming the layer's error.
+  const nlohmann::json j = nlohmann::json::parse(*f.files->frame_json());
+  EXPECT_EQ(j["vlmetalayers"].size(), 2u);
+  EXPECT_EQ(j["nchunks"], 1);
 }
 
 TEST(FrameFiles, OlderLayoutsShowTheirUsermeta) {
