@@ -146,6 +146,7 @@ void ZarrView::rename(const Node& dir, const std::string& from, const std::strin
       throw FsError{EPERM};
     }
   }
+  if (from == to) return;  // a temporary file onto its own name: nothing changes
   if (target && (flags & RENAME_NOREPLACE)) throw FsError{EEXIST};
   if (!target) {
     // One temporary name onto another (in c/ only: the root's go the usual way).

@@ -692,6 +692,10 @@ TEST_F(ZarrVolume, ScratchRenamedTwiceThenOntoAKey) {
   EXPECT_FALSE(v->lookup(c10, "1.bbbb.partial").has_value());
   const uint64_t moved = v->lookup(c10, "1.aaaa.partial").value();
   EXPECT_EQ(v->attributes(moved).st_size, 25600);
+  // Onto its own name: nothing happens (as rename(2) of a name onto itself).
+  EXPECT_EQ(errno_of([&] { v->rename(c10, "1.aaaa.partial", c10, "1.aaaa.partial", 0, notes); }), 0);
+  EXPECT_EQ(v->lookup(c10, "1.aaaa.partial"), moved);
+  EXPECT_EQ(v->attributes(moved).st_size, 25600);
   v->rename(c10, "1.aaaa.partial", c10, "1", 0, notes);
   const Bytes got = read_all(*v, at(*v, {"c", "1", "0", "1"}));
   // Chunk (1, 0, 1): rows 20..39, columns 0..15, all in the array; depth 10..19, too.
