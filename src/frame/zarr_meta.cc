@@ -275,19 +275,23 @@ size_t copy_shard_index(const ZarrArrayPlan& plan, bool empty, int64_t offset, M
   return n;
 }
 
+std::optional<int64_t> parse_chunk_coordinate(std::string_view text) {
+  if (text.empty() || text.size() > 18 || (text.size() > 1 && text[0] == '0')) return std::nullopt;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 std::optional<int64_t> zarr_chunk_of(const ZarrArrayPlan& plan, const std::vector<std::string_view>& parts) {
   if (parts.size() != plan.grid.size() || plan.nchunks == 0) return std::nullopt;
   int64_t n = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
-    std::string_view p = parts[i];
-    if (p.empty() || p.size() > 18 || (p.size() > 1 && p[0] == '0')) return std::nullopt;
-    int64_t v = 0;
-    for (char c : p) {
-      if (c < '0' || c > '9') return std::nullopt;
-      v = v * 10 + (c - '0');
-    }
-    if (v >= plan.grid[i]) return std::nullopt;
-    n = n * plan.grid[i] + v;
+    const std::optional<int64_t> v = parse_chunk_coordinate(parts[i]);
+    if (!v || *v >= plan.grid[i]) return std::nullopt;
+    n = n * plan.grid[i] + *v;
   }
   return n;
 }

@@ -108,9 +108,13 @@ std::optional<Json> zarr_attributes_only_change(const std::string& current, std:
 // when `empty`. Returns the count copied.
 size_t copy_shard_index(const ZarrArrayPlan& plan, bool empty, int64_t offset, MutableByteSpan out);
 
+// A chunk coordinate as a Zarr key spells it: decimal digits only (no sign),
+// no leading zero but in "0" itself, at most 18 digits; nullopt otherwise.
+// c/I/J and zarr2/I.J both name chunks by it, so that a chunk has one name.
+std::optional<int64_t> parse_chunk_coordinate(std::string_view text);
 // The chunk number (C order over the grid, as b2nd numbers them) of the
-// coordinates `parts` (decimal, canonical spelling), or nullopt when a part is
-// not a number or out of the grid.
+// coordinates `parts` (parse_chunk_coordinate), or nullopt when a part is
+// not one or is out of the grid.
 std::optional<int64_t> zarr_chunk_of(const ZarrArrayPlan& plan, const std::vector<std::string_view>& parts);
 // The v2 key of chunk n: "I.J.K" ("0" for a 0-d array).
 std::string zarr_v2_key(const ZarrArrayPlan& plan, int64_t n);

@@ -1,8 +1,9 @@
 // The Zarr view of one committed state of an N-d array (docs/zarr.md): the
 // metadata texts (zarr.json; zarr2/.zarray, zarr2/.zattrs) made from the b2nd
 // metadata and attrs/ by src/frame/zarr_meta, and the chunk files' bytes made
-// from the decoded b2nd chunks. The Volume places the files (zarr_files.cc
-// holds its part too: names, listings, sizes and reads of c/ and zarr2/).
+// from the decoded b2nd chunks. The Volume places the files: their names,
+// listings, sizes, reads and writes are ZarrNames' and ZarrView's
+// (src/volume/zarr_view.h).
 #pragma once
 
 #include <cstdint>

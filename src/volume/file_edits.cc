@@ -259,7 +259,7 @@ uint64_t FileEdits::create_real(NodeKind dir, const std::string& name) {
         state_.overlay.resize_data(*state_.files, 0);
         return fixed_file(NodeKind::data)->ino;
       }
-      if (name == "array.npy" && state_.array_creatable()) {  // a new array (volume_npy.cc)
+      if (name == "array.npy" && state_.array_creatable()) {  // a new array (array_npy.cc)
         npy_.truncate(0);
         return fixed_file(NodeKind::array_npy)->ino;
       }
@@ -467,8 +467,15 @@ void FileEdits::rename_scratch_onto_real(uint64_t ino, NodeKind dir, const std::
         } else {
           std::optional<int64_t> n = parse_chunk_file_name(to);
           if (!n || *n > state_.overlay.count()) throw FsError{EPERM};
-          if (*n == state_.overlay.count()) state_.overlay.append_chunk();
-          state_.overlay.set_chunk(*n, scratch.content);
+          const bool appended = *n == state_.overlay.count();
+          if (appended) state_.overlay.append_chunk();
+          try {
+            state_.overlay.set_chunk(*n, scratch.content);
+          } catch (const FsError&) {
+            // Refused (bigger than a chunk may be): the chunk it was to be is not left behind, empty.
+            if (appended) state_.overlay.truncate_count(*n);
+            throw;
+          }
         }
       }
       commits_.commit_chunks(std::nullopt, what, notes);

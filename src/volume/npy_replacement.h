@@ -1,6 +1,6 @@
 // A whole new array.npy being written (cp, np.save, shutil.copyfile: they
 // truncate to 0, then write): the bytes become the array at close
-// (volume_npy.cc); those that do not arrive in order wait in an unlinked file
+// (array_npy.cc); those that do not arrive in order wait in an unlinked file
 // beside the frame.
 #pragma once
 

@@ -6,7 +6,7 @@
 // FrameEditor::install_rewrite renames over it at close. No byte goes through
 // the holding file; memory is a few rows of chunks. A write behind what was
 // received (or a read of it) makes recover() give those bytes back, decoded
-// from the new frame, so the holding file takes over (volume_npy.cc).
+// from the new frame, so the holding file takes over (array_npy.cc).
 #pragma once
 
 #include <condition_variable>

@@ -2,7 +2,6 @@
 // (ZarrNames), and the bytes of their files (ZarrView::gather).
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -14,18 +13,6 @@
 #include "zarr_files.h"
 
 namespace blosc2fs {
-
-namespace {
-
-std::optional<int64_t> parse_coordinate(std::string_view s) {
-  if (s.empty() || s.size() > 18 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 bool ZarrNames::is_kind(NodeKind kind) {
   switch (kind) {
@@ -83,7 +70,7 @@ std::optional<Node> ZarrNames::lookup(const Node& dir, std::string_view name) co
     return Node{NodeKind::zarr2_chunk, *n};
   }
   if (dir.kind != NodeKind::zarr_dir || !exists(dir)) return std::nullopt;
-  std::optional<int64_t> i = parse_coordinate(name);
+  std::optional<int64_t> i = parse_chunk_coordinate(name);
   if (!i || *i >= z->plan().grid[size_t(dir.level)]) return std::nullopt;
   const int64_t index = dir.index * z->plan().grid[size_t(dir.level)] + *i;
   if (dir.level + 1 == z->ndim()) return Node{NodeKind::zarr_chunk, index};

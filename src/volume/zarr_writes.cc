@@ -146,6 +146,7 @@ void ZarrView::rename(const Node& dir, const std::string& from, const std::strin
       throw FsError{EPERM};
     }
   }
+  if (from == to) return;  // a temporary file onto its own name: nothing changes
   if (target && (flags & RENAME_NOREPLACE)) throw FsError{EEXIST};
   if (!target) {
     // One temporary name onto another (in c/ only: the root's go the usual way).
@@ -182,8 +183,9 @@ void ZarrView::commit_chunk(uint64_t scratch_ino, const Node& dir, int64_t n, co
   }
   commits_.commit_chunks(std::nullopt, what, notes);
   WriterLock lock(state_.mutex);
-  const std::string key = state_.names.scratch(scratch_ino)->node.name;
-  state_.names.unbind(NodeKind::zarr_dir, key);
+  // Its name is gone: c/I/NAME of the Zarr view's, or a 0-d array's NAME at the top.
+  const Node scratch_node = state_.names.scratch(scratch_ino)->node;
+  state_.names.unbind(scratch_node.dir, scratch_node.name);
   state_.names.erase_scratch(scratch_ino);
   state_.names.set_named(scratch_ino, Node{NodeKind::zarr_chunk, n});  // the renamed inode keeps working for open files
   if (auto dir_ino = computed_inode(dir)) notes.entries.emplace_back(*dir_ino, to);

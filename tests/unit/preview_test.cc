@@ -214,7 +214,7 @@ struct ChunkedArray {
 };
 
 template <class T>
-Bytes bytes_of(const std::vector<T>& v) {
+Bytes item_bytes_of(const std::vector<T>& v) {
   Bytes b(v.size() * sizeof(T));
   std::memcpy(b.data(), v.data(), b.size());
   return b;
@@ -226,7 +226,7 @@ TEST(Preview, GrayFloatWithNaNThroughChunksAndBlocks) {
   for (size_t k = 0; k < v.size(); ++k) v[k] = double(k % 97) * 0.25 - 3;
   v[5] = std::nan("");
   v[40] = std::numeric_limits<double>::infinity();
-  ChunkedArray a({rows, cols}, {10, 8}, {4, 3}, 8, bytes_of(v));
+  ChunkedArray a({rows, cols}, {10, 8}, {4, 3}, 8, item_bytes_of(v));
   auto plan = plan_preview({rows, cols}, preview_dtype("<f8", 8));
   ASSERT_TRUE(plan);
   PreviewImage image = render_preview(*plan, a.layout, a.view());
@@ -271,7 +271,7 @@ TEST(Preview, ResizedColorImageReadsEachBlockOnce) {
 TEST(Preview, PlotOfMinimaAndMaxima) {
   std::vector<int16_t> v(3000);
   for (size_t k = 0; k < v.size(); ++k) v[k] = int16_t(int(k % 251) - 100);
-  ChunkedArray a({3000}, {1000}, {128}, 2, bytes_of(v));
+  ChunkedArray a({3000}, {1000}, {128}, 2, item_bytes_of(v));
   auto plan = plan_preview({3000}, preview_dtype("<i2", 2));
   PreviewImage image = render_preview(*plan, a.layout, a.view());
   ASSERT_EQ(image.width, 1024);

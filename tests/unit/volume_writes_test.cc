@@ -657,6 +657,35 @@ TEST_F(VolumeWrites, TopFilesAreNeitherRemovedNorRenamed) {
   EXPECT_EQ(testing::read_content(path), before);
 }
 
+// A scratch file renamed onto the next chunk's name adds that chunk; refused
+// (bigger than the frame's chunksize), it adds none: no empty chunk is left
+// listed for the next commit to store.
+TEST_F(VolumeWrites, ARefusedRenameOntoANewChunkAddsNoChunk) {
+  auto path = copy("codec-lz4-shuffle-f4.b2frame");  // 6 chunks, chunksize 40000
+  const testing::FrameContent before = testing::read_content(path);
+  auto v = mount(path);
+  KernelNotes notes;
+  const uint64_t chunks = dir(*v, "chunks");
+  const int64_t n = v->nchunks();
+  ASSERT_EQ(n, 6);
+  put(*v, chunks, ".big", Bytes(40004, 1));
+  EXPECT_EQ(errno_of([&] { v->rename(chunks, ".big", chunks, chunk_file_name(n), 0, notes); }), EFBIG);
+  EXPECT_EQ(v->nchunks(), n);
+  EXPECT_FALSE(v->lookup(chunks, chunk_file_name(n)).has_value());
+  EXPECT_TRUE(v->lookup(chunks, ".big").has_value());  // left to its writer
+  // The next commit stores what it was given, and only that.
+  put(*v, chunks, ".first", Bytes(40000, 2));
+  EXPECT_EQ(errno_of([&] { v->rename(chunks, ".first", chunks, chunk_file_name(0), 0, notes); }), 0);
+  EXPECT_EQ(v->nchunks(), n);
+  v->unlink(chunks, ".big", notes);
+  v->shutdown();
+  testing::FrameContent after = testing::read_content(path);
+  ASSERT_EQ(after.chunks.size(), before.chunks.size());
+  EXPECT_EQ(after.chunks[0], Bytes(40000, 2));
+  after.chunks[0] = before.chunks[0];
+  EXPECT_EQ(after, before);
+}
+
 // An N-d array keeps the chunks its shape needs (python-blosc2 opens it only then).
 TEST_F(VolumeWrites, ArraysKeepTheChunksTheirShapeNeeds) {
   auto path = copy("b2nd-2d-u1.b2nd");
