@@ -152,9 +152,21 @@ void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
 }
 
 bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
+  const auto short_chunk = [n] { return FormatError("chunk " + std::to_string(n) + ": shorter than the frame says"); };
+  if (h.written->covered() >= h.reachable) {
+    // Only what writes cannot reach (an array's padding): the blocks holding it.
+    h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
+      if (written) return;
+      std::shared_ptr<const void> keep;
+      const ByteSpan committed = src.view(n, at, size_t(len), keep);
+      if (int64_t(committed.size()) != len) throw short_chunk();
+      std::memcpy(h.bytes.data() + at, committed.data(), size_t(len));
+    });
+    return true;
+  }
   std::shared_ptr<const void> keep;
   const ByteSpan committed = src.view(n, 0, size_t(h.size), keep);
-  if (int64_t(committed.size()) != h.size) throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
+  if (int64_t(committed.size()) != h.size) throw short_chunk();
   bool changed = !h.only_if_changed;
   h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
     if (!written) std::memcpy(h.bytes.data() + at, committed.data() + at, size_t(len));
@@ -163,16 +175,16 @@ bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
   return changed;
 }
 
-ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64_t needed, bool only_if_changed) {
+ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed) {
   if (n < 0 || n >= count_) throw FsError{EINVAL};
   auto it = held_.find(n);
   if (it != held_.end()) return it->second.zeros ? hold(src, n) : it->second;
   if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
   Held h;
   h.size = src.chunk_size(n);
-  h.bytes.assign(size_t(h.size), 0);  // the padding of a chunk written whole stays zero
+  h.bytes.assign(size_t(h.size), 0);
   h.written.emplace();
-  h.needed = std::min(needed, h.size);
+  h.reachable = std::min(reachable, h.size);
   h.only_if_changed = only_if_changed;
   it = held_.emplace(n, std::move(h)).first;
   charge(it->second.size, 1);

@@ -61,14 +61,15 @@ class ChunkOverlay {
     // Held by region: `bytes` holds the committed chunk's bytes only in
     // `written`, until complete() fills the gaps. nullopt: every byte is here.
     std::optional<ByteRanges> written;
-    // Written bytes that make the chunk whole (an N-d array's chunk: its items,
-    // not its padding, which stays zero as python-blosc2 leaves it).
-    int64_t needed = 0;
+    // The bytes writes can reach (an N-d array's chunk: its items, not its
+    // padding). Once all are written only the rest is read from the committed
+    // chunk, from the blocks that hold it (none for most chunks).
+    int64_t reachable = 0;
     // Dropped at the commit if every byte written equals the committed one: a
     // memory map written back by whole pages rewrites items nobody changed.
     bool only_if_changed = false;
-    // Every byte to commit is in `bytes`.
-    bool whole() const { return !written || written->covered() >= needed; }
+    // Every byte is in `bytes`.
+    bool whole() const { return !written || written->covered() >= size; }
     // Copies `data` to byte `at` (within size) and records it.
     void put(int64_t at, ByteSpan data);
   };
@@ -123,15 +124,15 @@ class ChunkOverlay {
   // Replaces chunk n's content with one whole buffer.
   void set_chunk(int64_t n, Bytes bytes);
   // Chunk n held by region, to take the bytes an N-d array's write supplies
-  // (Held::put): not loaded from the committed chunk. `needed`: the bytes that
-  // make it whole. A chunk held already is returned as it is (zeros made
-  // bytes); one appended since the commit is held whole.
-  Held& hold_region(ChunkSource& src, int64_t n, int64_t needed, bool only_if_changed);
+  // (Held::put): not loaded from the committed chunk. `reachable`: the bytes
+  // writes can reach (Held). A chunk held already is returned as it is (zeros
+  // made bytes).
+  Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed);
   // Chunk n as held; null when it is not (the committed chunk shows).
   const Held* held(int64_t n) const;
   // Fills the gaps of the chunks held by region that a commit of batch(skip)
-  // stages, each decoded once, and drops those `only_if_changed` whose written
-  // bytes are the committed ones. Returns how many chunks it decoded.
+  // stages, each decoded at most once, and drops those `only_if_changed` whose
+  // written bytes are the committed ones. Returns how many chunks it read from.
   int64_t complete(ChunkSource& src, std::optional<int64_t> skip = std::nullopt);
 
   // Every pending edit but chunk `skip` (the chunk a big write is still
@@ -145,8 +146,8 @@ class ChunkOverlay {
 
  private:
   Held& hold(ChunkSource& src, int64_t n);  // loads chunk n when not held; materializes zeros; completes
-  // Fills h's gaps from the committed chunk n; false when h is `only_if_changed`
-  // and no written byte differs from it.
+  // Fills h's gaps from the committed chunk n; false when h is `only_if_changed`,
+  // its reachable bytes were not all written, and no written byte differs.
   bool fill_gaps(ChunkSource& src, int64_t n, Held& h) const;
   void erase_held(std::map<int64_t, Held>::iterator it);
   void charge(int64_t delta_bytes, int delta_chunks);

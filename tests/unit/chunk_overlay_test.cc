@@ -37,6 +37,7 @@ class FakeFrame : public ChunkSource {
   }
   ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
     ++views[n];
+    view_ranges.emplace_back(n, offset, len);
     auto all = std::make_shared<Bytes>(committed(n));
     keep = all;
     if (offset >= int64_t(all->size())) return {};
@@ -53,6 +54,7 @@ class FakeFrame : public ChunkSource {
   }
   // How often each chunk was decoded whole (load) or in part (view).
   std::map<int64_t, int> loads, views;
+  std::vector<std::tuple<int64_t, int64_t, size_t>> view_ranges;
   Bytes data() {
     Bytes out;
     for (int64_t n = 0; n < nchunks(); ++n) {
@@ -238,17 +240,21 @@ TEST_F(Fixture, TheChunkBeingFilledIsNotCompleted) {
   EXPECT_EQ(batch_bytes(overlay, 1), want);
 }
 
-TEST_F(Fixture, ItemsWrittenWholeLeaveThePaddingZero) {
-  // An N-d array's edge chunk: 60 bytes of items, 40 of padding never written.
-  ChunkOverlay::Held& h = overlay.hold_region(frame, 0, 60, false);
+TEST_F(Fixture, ItemsWrittenWholeReadOnlyThePadding) {
+  // An N-d array's edge chunk: 60 bytes of items, 40 of padding never written,
+  // which keeps its committed bytes.
+  ChunkOverlay::Held& h = overlay.hold_region(frame, 0, 60, true);
   h.put(30, Bytes(30, 4));
   h.put(0, Bytes(30, 5));
-  EXPECT_TRUE(h.whole());
-  EXPECT_EQ(overlay.complete(frame), 0);
-  EXPECT_TRUE(frame.views.empty() && frame.loads.empty());
+  EXPECT_FALSE(h.whole());
+  EXPECT_EQ(overlay.complete(frame), 1);
+  EXPECT_TRUE(frame.loads.empty());
+  ASSERT_EQ(frame.view_ranges.size(), 1u);
+  EXPECT_EQ(frame.view_ranges[0], (std::tuple<int64_t, int64_t, size_t>{0, 60, 40}));
   Bytes want(30, 5);
   want.insert(want.end(), 30, 4);
-  want.insert(want.end(), 40, 0);
+  const Bytes committed = frame.committed(0);
+  want.insert(want.end(), committed.begin() + 60, committed.end());
   EXPECT_EQ(batch_bytes(overlay, 0), want);
 }
 
