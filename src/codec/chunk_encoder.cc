@@ -377,61 +377,65 @@ std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const C
   const size_t table_end = kExtendedHeaderSize + 4 * size_t(nblocks);
   const size_t budget = size_t(nbytes) + kExtendedHeaderSize - 1;
   if (table_end >= budget) return std::nullopt;
-  std::vector<std::vector<uint8_t>> blocks(static_cast<size_t>(nblocks));
-  std::vector<char> fits(static_cast<size_t>(nblocks), 0);
+  // Each thread compresses a block into a scratch buffer it reuses and appends
+  // the result to an arena of its own: fresh memory only for what comes out.
+  struct Piece {
+    size_t arena = 0, at = 0, size = 0;
+  };
+  const unsigned workers = std::max(1u, std::min(threads, unsigned(nblocks)));
+  std::vector<Piece> pieces(static_cast<size_t>(nblocks));
+  std::vector<std::vector<uint8_t>> arenas(workers);
   std::atomic<int32_t> next{0};
-  std::atomic<bool> over{false};
+  std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::atomic_flag error_set = ATOMIC_FLAG_INIT;
-  auto work = [&] {
-    for (int32_t j; !over && (j = next.fetch_add(1)) < nblocks;) {
+  auto work = [&](size_t id) {
+    std::vector<uint8_t> scratch;
+    std::vector<uint8_t>& arena = arenas[id];
+    for (int32_t j; !failed && (j = next.fetch_add(1)) < nblocks;) {
       try {
         const BlockPlan b = plan_block(nbytes, blocksize, split, typesize, j);
         const uint8_t* filtered = filter_block(p, src, b.offset, b.bsize, typesize);
         // Room for every stream raw: a block never needs more than that.
-        std::vector<uint8_t>& mine = blocks[size_t(j)];
-        mine.resize(b.bsize + 5 * b.nstreams);
-        StreamWriter writer(mine, 0, mine.size());
-        bool ok = true;
-        for (size_t s = 0; s < b.nstreams && ok; ++s) ok = writer.put(p, filtered + s * b.neblock, b.neblock);
-        mine.resize(writer.position());
-        fits[size_t(j)] = ok;
-        if (!ok) over = true;
+        scratch.resize(std::max(scratch.size(), b.bsize + 5 * b.nstreams));
+        StreamWriter writer(scratch, 0, scratch.size());
+        for (size_t s = 0; s < b.nstreams; ++s)
+          if (!writer.put(p, filtered + s * b.neblock, b.neblock)) throw FormatError("encode_chunk: a block outgrew its room");
+        pieces[size_t(j)] = Piece{id, arena.size(), writer.position()};
+        arena.insert(arena.end(), scratch.begin(), scratch.begin() + long(writer.position()));
       } catch (...) {
         if (!error_set.test_and_set()) error = std::current_exception();
-        over = true;
+        failed = true;
       }
     }
   };
   {
     std::vector<std::jthread> pool;
     try {
-      for (unsigned t = 1; t < threads && t < unsigned(nblocks); ++t)
-        pool.emplace_back([&] {
+      for (unsigned t = 1; t < workers; ++t)
+        pool.emplace_back([&work, t] {
           name_this_thread("b2fs-blocks");
-          work();
+          work(t);
         });
     } catch (const std::system_error&) {
       // No more threads: the ones started and this one do the rest.
     }
-    work();
+    work(0);
   }
   if (error) std::rethrow_exception(error);
-  if (over) return std::nullopt;
   size_t end = table_end;
-  for (const auto& b : blocks) end += b.size();
+  for (const Piece& piece : pieces) end += piece.size;
   if (end > budget) return std::nullopt;
   std::vector<uint8_t> out(end);  // no more: a 64 MiB chunk compresses to a fraction
   size_t at = table_end;
   for (int32_t j = 0; j < nblocks; ++j) {
+    const Piece& piece = pieces[size_t(j)];
     store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(j), uint32_t(at));
-    std::memcpy(out.data() + at, blocks[size_t(j)].data(), blocks[size_t(j)].size());
-    at += blocks[size_t(j)].size();
-    std::vector<uint8_t>().swap(blocks[size_t(j)]);
+    std::memcpy(out.data() + at, arenas[piece.arena].data() + piece.at, piece.size);
+    at += piece.size;
   }
   return finish_regular(out, p, nbytes, blocksize, split, end);
 }
-
 
 }  // namespace
 

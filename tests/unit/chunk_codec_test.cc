@@ -145,9 +145,11 @@ TEST(ChunkCodec, RoundTripCodecFilterTypesizeSplitMatrix) {
 }
 
 // The blocks of a large chunk compressed on several threads: the same bytes as on
-// one for data that compresses, whatever the codec and filters; for random data
-// (near the memcpyed size, where one thread squeezes the last streams into the
-// room left) a chunk that decodes to the same values. A leftover block included.
+// one for data that compresses, whatever the filters; for random data (near the
+// memcpyed size, where one thread squeezes the last streams into the room left)
+// and for blosclz (whose per-thread hash table remembers earlier streams, so its
+// matches depend on which blocks a thread compressed before) a chunk that decodes
+// to the same values. A leftover block included.
 TEST(ChunkCodec, BlocksOnSeveralThreadsGiveTheSameChunk) {
   unsigned seed = 7;
   for (Codec codec : kCodecs)
@@ -165,7 +167,8 @@ TEST(ChunkCodec, BlocksOnSeveralThreadsGiveTheSameChunk) {
         const Bytes one = encode_chunk(data, p);
         for (unsigned threads : {2u, 5u}) {
           const Bytes several = encode_chunk(data, p, threads);
-          if (kind == Data::smooth) ASSERT_EQ(several, one) << label(p, pipe.name, size) << " threads " << threads;
+          if (kind == Data::smooth && codec != Codec::blosclz)
+            ASSERT_EQ(several, one) << label(p, pipe.name, size) << " threads " << threads;
           else ASSERT_EQ(decode_chunk(several), decode_chunk(one)) << label(p, pipe.name, size) << " threads " << threads;
         }
         if (pipe.filters[4] != kFilterTruncPrec) {  // lossy: checked by the round-trip tests
