@@ -1,13 +1,20 @@
 """The array-writes rows of bench/run.sh: array.npy written as an array.
 
-- A slab of 64 MiB (every chunk of 16 slices of the first axis) assigned through
-  np.lib.format.open_memmap(mode="r+") of a SIZE_MB float32 array, flush()ed
-  (committed when it returns), against python-blosc2's `arr[a:b] = v` in-process
-  on a copy of the same frame.
-- `cp` of a SIZE_MB/2 .npy into array.npy (a whole replacement, committed at
-  close) against blosc2.asarray(np.load(...), urlpath=...) with the same chunks,
-  blocks and codec settings.
-- The daemon's peak RSS during each (VmHWM of a fresh mount).
+For each chunk size (python-blosc2's default chunks for the array on the running
+CPU, and fixed 8 MiB and 64 MiB chunks of whole rows of the first axis):
+
+- slab: a slab of at least 64 MiB covering whole chunks, assigned through
+  np.lib.format.open_memmap(mode="r+") of a SIZE_MB float32 array and flush()ed
+  (committed when it returns), against python-blosc2's `arr[a:b] = v`
+  in-process on a copy of the same frame (and the same plus an fsync of its
+  frame, the durability flush() gives);
+- half slab: the same slab's chunks each written over half of their extent
+  along the first axis whose chunk is longer than 1, slice by slice, against
+  the same slices assigned by python-blosc2;
+- cp: a SIZE_MB/2 .npy copied into array.npy (a whole replacement, committed
+  at close) against blosc2.asarray(np.load(...), urlpath=...) with the same
+  chunks, blocks and codec settings;
+- the daemon's peak RSS during each (VmHWM of a fresh mount).
 
 Prints markdown rows "| what | blosc2fs | reference | — | target | verdict |".
 
@@ -29,6 +36,8 @@ WORK = os.path.join(SCRATCH, "array-writes")
 MNT = os.path.join(WORK, "mnt")
 CPARAMS = {"codec": blosc2.Codec.ZSTD, "clevel": 1}
 ROWS = []
+# Chunk sizes: python-blosc2's default for the array on this CPU, then fixed MiB.
+LABELS = os.environ.get("ARRAY_WRITES_CHUNKS", "default,8,64").split(",")
 
 
 def log(text):
@@ -116,74 +125,112 @@ def children_cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def slab_rows():
-    total = SIZE_MB << 20
-    rows = 256
-    row_bytes = total // rows
-    per_slab = max(1, (64 << 20) // row_bytes)
-    shape = (rows, row_bytes // 4 // 1024, 1024)
-    return shape, per_slab
+def array_shape(size_mb):
+    """256 rows of the first axis, each of rows of 1024 float32."""
+    row_bytes = (size_mb << 20) // 256
+    return (256, row_bytes // 4 // 1024, 1024)
 
 
-def slab_assignment():
-    shape, per_slab = slab_rows()
-    base = os.path.join(WORK, "slab.b2nd")
+def chunks_of(label, shape):
+    """None for python-blosc2's defaults, else whole rows of the first axis making
+    `label` MiB."""
+    if label == "default":
+        return None
+    row_bytes = 4 * shape[1] * shape[2]
+    return (max(1, (int(label) << 20) // row_bytes),) + shape[1:]
+
+
+def slab_slices(shape, chunks):
+    """The slab (rows start..stop: whole chunks, at least 64 MiB, from the middle), and
+    the slices of its half-chunk variant."""
+    row_bytes = 4 * shape[1] * shape[2]
+    c0 = chunks[0]
+    per_slab = max(c0, -(-(64 << 20) // row_bytes) // c0 * c0)
+    per_slab = min(per_slab, shape[0] // c0 * c0)
+    start = (shape[0] // 2) // c0 * c0
+    start = min(start, shape[0] // c0 * c0 - per_slab)
+    slab = (slice(start, start + per_slab),)
+    axis = next((k for k, c in enumerate(chunks) if c > 1), 0)
+    halves = []
+    if axis == 0:
+        for at in range(start, start + per_slab, c0):
+            halves.append((slice(at, at + max(1, c0 // 2)),))
+    else:
+        ca = chunks[axis]
+        for at in range(0, shape[axis], ca):
+            halves.append((slice(start, start + per_slab),) + (slice(None),) * (axis - 1) +
+                          (slice(at, min(shape[axis], at + max(1, ca // 2))),))
+    return slab, halves
+
+
+def region_shape(shape, region):
+    return tuple(len(range(*sl.indices(n))) for sl, n in zip(region + (slice(None),) * (len(shape) - len(region)),
+                                                             shape))
+
+
+def slab_rows_for(label):
+    """The slab and half-slab rows of one chunk size."""
+    shape = array_shape(SIZE_MB)
+    base = os.path.join(WORK, f"slab-{label}.b2nd")
     if not os.path.exists(base):
-        log(f"making {base} {shape} float32")
-        blosc2.asarray(content(shape, 1), urlpath=base, mode="w", cparams=CPARAMS)
+        log(f"making {base} {shape} float32, chunks {label}")
+        blosc2.asarray(content(shape, 1), urlpath=base, mode="w", cparams=CPARAMS, chunks=chunks_of(label, shape))
     a = blosc2.open(base, mode="r")
-    chunks0 = a.chunks[0]
-    start = (shape[0] // 2) // chunks0 * chunks0
-    value = content((per_slab,) + shape[1:], 2)
-    ours, theirs, theirs_durable, rss = [], [], [], []
-    for _ in range(RUNS):
-        frame = os.path.join(WORK, "slab-run.b2nd")
-        shutil.copyfile(base, frame)
-        pid = mount(frame)
-        try:
+    chunks = a.chunks
+    slab, halves = slab_slices(shape, chunks)
+    chunk_mib = np.prod(chunks) * 4 / (1 << 20)
+    what = f"chunks {chunks} ({chunk_mib:.0f} MiB{', python-blosc2 default' if label == 'default' else ''})"
+    for name, regions in (("slab", [slab]), ("half", halves)):
+        values = [content(region_shape(shape, r), 2 + k) for k, r in enumerate(regions)]
+        ours, theirs, theirs_durable, rss = [], [], [], []
+        for _ in range(RUNS):
+            frame = os.path.join(WORK, "slab-run.b2nd")
+            shutil.copyfile(base, frame)
+            pid = mount(frame)
+            try:
+                t = time.perf_counter()
+                m = np.lib.format.open_memmap(os.path.join(MNT, "array.npy"), mode="r+")
+                for r, v in zip(regions, values):
+                    m[r] = v
+                m.flush()
+                del m
+                ours.append(time.perf_counter() - t)
+                rss.append(hwm_mb(pid))
+            finally:
+                unmount()
+            shutil.copyfile(base, frame)
             t = time.perf_counter()
-            m = np.lib.format.open_memmap(os.path.join(MNT, "array.npy"), mode="r+")
-            m[start:start + per_slab] = value
-            m.flush()
-            del m
-            ours.append(time.perf_counter() - t)
-            rss.append(hwm_mb(pid))
-        finally:
-            unmount()
-        shutil.copyfile(base, frame)
-        t = time.perf_counter()
-        arr = blosc2.open(frame, mode="a")
-        arr[start:start + per_slab] = value
-        del arr
-        theirs.append(time.perf_counter() - t)
-        # flush() of the memory map is msync(MS_SYNC): the mount's commit is on disk when it
-        # returns (an fsync); python-blosc2's assignment is not. The same durability for it:
-        fd = os.open(frame, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
-        theirs_durable.append(time.perf_counter() - t)
-        os.unlink(frame)
-    mib = value.nbytes / (1 << 20)
-    o, r = median(ours), median(theirs)
-    ROWS.append(f"| array.npy memmap: {mib:.0f} MiB slab of a {SIZE_MB} MB float32 array (chunks {a.chunks}), "
-                f"assign + flush | {o:.2f} s | python-blosc2 arr[a:b] = v: {r:.2f} s | — | ≥ 0.5x | "
-                f"{'PASS' if r / o >= 0.5 else '**FAIL**'} ({r / o:.2f}x) |")
-    d = median(theirs_durable)
-    ROWS.append(f"| the same slab, python-blosc2 `arr[a:b] = v` then an fsync of its frame (the durability the "
-                f"memory map's flush gives) | {o:.2f} s | {d:.2f} s | — | info | {d / o:.2f}x |")
-    ROWS.append(f"| daemon peak RSS during the slab assignment | {median(rss):.0f} MB | — | — | — | — |")
+            arr = blosc2.open(frame, mode="a")
+            for r, v in zip(regions, values):
+                arr[r] = v
+            del arr
+            theirs.append(time.perf_counter() - t)
+            # flush() of the memory map is msync(MS_SYNC): the mount's commit is on disk when it
+            # returns (an fsync); python-blosc2's assignment is not. The same durability for it:
+            fd = os.open(frame, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+            theirs_durable.append(time.perf_counter() - t)
+            os.unlink(frame)
+        mib = sum(v.nbytes for v in values) / (1 << 20)
+        o, r, d = median(ours), median(theirs), median(theirs_durable)
+        kind = "slab of whole chunks" if name == "slab" else "half of each chunk of that slab"
+        ROWS.append(f"| array.npy memmap, {what}: {mib:.0f} MiB, {kind}, of a {SIZE_MB} MB float32 array, "
+                    f"assign + flush | {o:.2f} s | python-blosc2 arr[...] = v: {r:.2f} s; + fsync: {d:.2f} s | "
+                    f"{median(rss):.0f} MB | ≥ 0.5x; ≥ 1x with fsync | "
+                    f"{'PASS' if r / o >= 0.5 and d / o >= 1 else '**FAIL**'} ({r / o:.2f}x; {d / o:.2f}x) |")
 
 
-def copy_in():
-    shape, _ = slab_rows()
+def copy_in(label):
+    shape = array_shape(SIZE_MB)
     shape = (shape[0] // 2,) + shape[1:]
     npy = os.path.join(WORK, "copy.npy")
     if not os.path.exists(npy):
         log(f"making {npy} {shape} float32")
         np.save(npy, content(shape, 3))
-    base = os.path.join(WORK, "copy-target.b2nd")
+    base = os.path.join(WORK, f"copy-target-{label}.b2nd")
     if not os.path.exists(base):
-        blosc2.asarray(content(shape, 4), urlpath=base, mode="w", cparams=CPARAMS)
+        blosc2.asarray(content(shape, 4), urlpath=base, mode="w", cparams=CPARAMS, chunks=chunks_of(label, shape))
     a = blosc2.open(base, mode="r")
     chunks, blocks = a.chunks, a.blocks
     ours, theirs, rss, our_cpu, their_cpu = [], [], [], [], []
@@ -217,19 +264,20 @@ def copy_in():
         os.unlink(frame)
     mb = os.path.getsize(npy) / 1e6
     o, r = median(ours), median(theirs)
-    ROWS.append(f"| cp of a {mb:.0f} MB .npy into array.npy (close commits) | {o:.2f} s | "
-                f"blosc2.asarray(np.load(...), urlpath=...): {r:.2f} s | — | ≥ 0.8x | "
-                f"{'PASS' if r / o >= 0.8 else '**FAIL**'} ({r / o:.2f}x) |")
-    ROWS.append(f"| CPU-seconds of that cp: daemon + cp / python-blosc2's process | {median(our_cpu):.2f} | "
-                f"{median(their_cpu):.2f} | — | — | — |")
-    ROWS.append(f"| daemon peak RSS during the cp | {median(rss):.0f} MB | — | — | — | — |")
+    chunk_mib = np.prod(chunks) * 4 / (1 << 20)
+    ROWS.append(f"| cp of a {mb:.0f} MB .npy into array.npy, chunks {chunks} ({chunk_mib:.0f} MiB"
+                f"{', python-blosc2 default' if label == 'default' else ''}) (close commits) | {o:.2f} s | "
+                f"blosc2.asarray(np.load(...), urlpath=...): {r:.2f} s | {median(rss):.0f} MB | ≥ 0.8x | "
+                f"{'PASS' if r / o >= 0.8 else '**FAIL**'} ({r / o:.2f}x; CPU-s {median(our_cpu):.2f} daemon + cp, "
+                f"{median(their_cpu):.2f} python-blosc2) |")
 
 
 def main():
     os.makedirs(WORK, exist_ok=True)
     try:
-        slab_assignment()
-        copy_in()
+        for label in LABELS:
+            slab_rows_for(label)
+            copy_in(label)
     finally:
         if os.path.ismount(MNT):
             subprocess.run(["fusermount3", "-u", MNT])

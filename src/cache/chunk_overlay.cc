@@ -79,9 +79,20 @@ void ChunkOverlay::gather_chunk(ChunkSource& src, int64_t n, int64_t offset, siz
   // Held bytes change with the next write: copied.
   const Held& h = it->second;
   if (offset < 0 || offset >= h.size) return;
-  MutableByteSpan copy = out.add_copy(size_t(std::min<int64_t>(int64_t(len), h.size - offset)));
-  if (h.zeros) std::memset(copy.data(), 0, copy.size());
-  else std::memcpy(copy.data(), h.bytes.data() + offset, copy.size());
+  const int64_t end = std::min<int64_t>(offset + int64_t(len), h.size);
+  auto copy_held = [&](int64_t at, int64_t n) {
+    MutableByteSpan copy = out.add_copy(size_t(n));
+    if (h.zeros) std::memset(copy.data(), 0, copy.size());
+    else std::memcpy(copy.data(), h.bytes.data() + at, copy.size());
+  };
+  if (h.whole()) return copy_held(offset, end - offset);
+  h.written->split(offset, end, [&](int64_t at, int64_t n, bool written) {
+    if (written) return copy_held(at, n);
+    std::shared_ptr<const void> keep;
+    ByteSpan bytes = src.view(it->first, at, size_t(n), keep);
+    if (int64_t(bytes.size()) != n) throw FormatError("chunk " + std::to_string(it->first) + ": shorter than the frame says");
+    out.add_view(bytes, std::move(keep));
+  });
 }
 
 void ChunkOverlay::gather_data(ChunkSource& src, int64_t at, size_t len, ReadPieces& out) const {
@@ -127,14 +138,96 @@ ChunkOverlay::Held& ChunkOverlay::hold(ChunkSource& src, int64_t n) {
     it->second.bytes.assign(size_t(it->second.size), 0);
     it->second.zeros = false;
     charge(it->second.size, 1);
+  } else if (it->second.written) {
+    if (!it->second.whole()) fill_gaps(src, n, it->second);
+    it->second.written.reset();
   }
   return it->second;
+}
+
+void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
+  if (data.empty()) return;
+  std::memcpy(bytes.data() + at, data.data(), data.size());
+  if (written) written->add(at, at + int64_t(data.size()));
+}
+
+bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
+  const auto short_chunk = [n] { return FormatError("chunk " + std::to_string(n) + ": shorter than the frame says"); };
+  if (h.written->covered() >= h.reachable) {
+    // Only what writes cannot reach (an array's padding): the blocks holding it.
+    h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
+      if (written) return;
+      std::shared_ptr<const void> keep;
+      const ByteSpan committed = src.view(n, at, size_t(len), keep);
+      if (int64_t(committed.size()) != len) throw short_chunk();
+      std::memcpy(h.bytes.data() + at, committed.data(), size_t(len));
+    });
+    return true;
+  }
+  std::shared_ptr<const void> keep;
+  const ByteSpan committed = src.view(n, 0, size_t(h.size), keep);
+  if (int64_t(committed.size()) != h.size) throw short_chunk();
+  bool changed = !h.only_if_changed;
+  h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
+    if (!written) std::memcpy(h.bytes.data() + at, committed.data() + at, size_t(len));
+    else if (!changed) changed = std::memcmp(h.bytes.data() + at, committed.data() + at, size_t(len)) != 0;
+  });
+  return changed;
+}
+
+ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed) {
+  if (n < 0 || n >= count_) throw FsError{EINVAL};
+  auto it = held_.find(n);
+  if (it != held_.end()) return it->second.zeros ? hold(src, n) : it->second;
+  if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
+  Held h;
+  h.size = src.chunk_size(n);
+  h.bytes.assign(size_t(h.size), 0);
+  h.written.emplace();
+  h.reachable = std::min(reachable, h.size);
+  h.only_if_changed = only_if_changed;
+  it = held_.emplace(n, std::move(h)).first;
+  charge(it->second.size, 1);
+  return it->second;
+}
+
+const ChunkOverlay::Held* ChunkOverlay::held(int64_t n) const {
+  auto it = held_.find(n);
+  return it == held_.end() ? nullptr : &it->second;
+}
+
+int64_t ChunkOverlay::complete(ChunkSource& src, std::optional<int64_t> skip) {
+  int64_t decoded = 0;
+  for (auto it = held_.begin(); it != held_.end();) {
+    Held& h = it->second;
+    if (!h.written || (skip && it->first == *skip)) {
+      ++it;
+      continue;
+    }
+    if (!h.whole()) {
+      ++decoded;
+      if (!fill_gaps(src, it->first, h)) {  // nothing changed: the committed chunk shows again
+        erase_held(it++);
+        continue;
+      }
+    }
+    h.written.reset();
+    ++it;
+  }
+  return decoded;
 }
 
 void ChunkOverlay::write_chunk(ChunkSource& src, int64_t n, int64_t at, ByteSpan data) {
   if (n < 0 || n >= count_ || at < 0) throw FsError{EINVAL};
   const int64_t end = at + int64_t(data.size());
   if (end > limits_.max_chunk) throw FsError{EFBIG};
+  auto it = held_.find(n);
+  if (n < keep_ && (it == held_.end() ? end <= src.chunk_size(n) : it->second.written && end <= it->second.size)) {
+    // In place within a committed chunk: held by region, not loaded.
+    Held& h = it == held_.end() ? hold_region(src, n, src.chunk_size(n), false) : it->second;
+    h.put(at, data);
+    return;
+  }
   Held& h = hold(src, n);
   if (end > h.size) {
     charge(end - h.size, 0);
@@ -169,18 +262,6 @@ void ChunkOverlay::set_chunk(int64_t n, Bytes bytes) {
   h.bytes = std::move(bytes);
   charge(h.size, 1);
   held_.emplace(n, std::move(h));
-}
-
-MutableByteSpan ChunkOverlay::chunk_for_write(ChunkSource& src, int64_t n) {
-  if (n < 0 || n >= count_) throw FsError{EINVAL};
-  return hold(src, n).bytes;
-}
-
-std::optional<ByteSpan> ChunkOverlay::held_bytes(int64_t n, bool* zeros) const {
-  auto it = held_.find(n);
-  if (it == held_.end()) return std::nullopt;
-  *zeros = it->second.zeros;
-  return ByteSpan(it->second.bytes);
 }
 
 void ChunkOverlay::append_chunk() {

@@ -8,6 +8,13 @@
 // -s, a write past the end) hold no memory until written into. Held bytes are
 // pinned in the chunk cache's budget, so the cache evicts clean chunks for them.
 //
+// A committed chunk written in place is held by region: its buffer takes the
+// bytes writes supply and records which (ByteRanges); the committed chunk is
+// decoded only when something needs a byte no write supplied (a commit of a
+// chunk not written whole, a resize), and then only to fill those gaps. Reads
+// take written ranges from the buffer and the rest from the committed chunk.
+// A chunk written whole is committed from the written bytes alone.
+//
 // Not thread-safe: the Volume serializes every use.
 #pragma once
 
@@ -16,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "byte_ranges.h"
 #include "bytes.h"
 #include "chunk_cache.h"
 #include "read_pieces.h"
@@ -50,6 +58,20 @@ class ChunkOverlay {
     Bytes bytes;        // empty when `zeros`
     int64_t size = 0;
     bool zeros = false;
+    // Held by region: `bytes` holds the committed chunk's bytes only in
+    // `written`, until complete() fills the gaps. nullopt: every byte is here.
+    std::optional<ByteRanges> written;
+    // The bytes writes can reach (an N-d array's chunk: its items, not its
+    // padding). Once all are written only the rest is read from the committed
+    // chunk, from the blocks that hold it (none for most chunks).
+    int64_t reachable = 0;
+    // Dropped at the commit if every byte written equals the committed one: a
+    // memory map written back by whole pages rewrites items nobody changed.
+    bool only_if_changed = false;
+    // Every byte is in `bytes`.
+    bool whole() const { return !written || written->covered() >= size; }
+    // Copies `data` to byte `at` (within size) and records it.
+    void put(int64_t at, ByteSpan data);
   };
   // The edits a commit stages, in the order the editor needs them.
   struct Batch {
@@ -101,12 +123,17 @@ class ChunkOverlay {
   void resize_data(ChunkSource& src, int64_t size);
   // Replaces chunk n's content with one whole buffer.
   void set_chunk(int64_t n, Bytes bytes);
-  // Chunk n, held (loaded first when it is not), to be changed in place by the
-  // caller: array.npy scatters its bytes into it (NdLayout::write).
-  MutableByteSpan chunk_for_write(ChunkSource& src, int64_t n);
-  // Chunk n's held bytes; nullopt when it is not held (the committed chunk
-  // shows), an empty span with *zeros set when it is held as zeros.
-  std::optional<ByteSpan> held_bytes(int64_t n, bool* zeros) const;
+  // Chunk n held by region, to take the bytes an N-d array's write supplies
+  // (Held::put): not loaded from the committed chunk. `reachable`: the bytes
+  // writes can reach (Held). A chunk held already is returned as it is (zeros
+  // made bytes).
+  Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed);
+  // Chunk n as held; null when it is not (the committed chunk shows).
+  const Held* held(int64_t n) const;
+  // Fills the gaps of the chunks held by region that a commit of batch(skip)
+  // stages, each decoded at most once, and drops those `only_if_changed` whose
+  // written bytes are the committed ones. Returns how many chunks it read from.
+  int64_t complete(ChunkSource& src, std::optional<int64_t> skip = std::nullopt);
 
   // Every pending edit but chunk `skip` (the chunk a big write is still
   // filling) and, when skip is an appended chunk or the frame's last one, the
@@ -118,7 +145,10 @@ class ChunkOverlay {
   void discard();
 
  private:
-  Held& hold(ChunkSource& src, int64_t n);  // loads chunk n when not held; materializes zeros
+  Held& hold(ChunkSource& src, int64_t n);  // loads chunk n when not held; materializes zeros; completes
+  // Fills h's gaps from the committed chunk n; false when h is `only_if_changed`,
+  // its reachable bytes were not all written, and no written byte differs.
+  bool fill_gaps(ChunkSource& src, int64_t n, Held& h) const;
   void erase_held(std::map<int64_t, Held>::iterator it);
   void charge(int64_t delta_bytes, int delta_chunks);
   int64_t locate(const ChunkSource& src, int64_t offset) const;

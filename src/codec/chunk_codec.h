@@ -96,7 +96,11 @@ struct CompressParams {
 
 // Encodes `src` as one chunk (format version 5, 32-byte header) that c-blosc2
 // decodes. Throws FormatError on bad params (e.g. blocksize out of range).
-std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params);
+// `threads` > 1: the blocks of a large chunk are compressed on that many
+// threads; the bytes are the same, but for a chunk that barely compresses,
+// whose last streams one thread squeezes into the room left, and for blosclz,
+// whose matches depend on the streams a thread compressed before.
+std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params, unsigned threads = 1);
 
 // A special chunk of `nbytes` bytes: zeros, nan (typesize 4 or 8), uninit, or a
 // repeated `value` (value.size() == typesize).

@@ -15,9 +15,14 @@
 //   slow or entropy-coding codecs and unshuffled data compress better as one stream.
 // The leftover (last, shorter) block is never split, as the format requires.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "chunk_codec.h"
 #include "codec_registry.h"
@@ -27,6 +32,7 @@
 #include "scratch_buffer.h"
 #include "shuffle.h"
 #include "stream_codecs.h"
+#include "thread_name.h"
 
 namespace blosc2fs {
 
@@ -35,6 +41,7 @@ namespace {
 constexpr uint8_t kChunkVersion = 5;
 constexpr uint8_t kVersionLz = 1;
 constexpr int32_t kMinCompressible = 32;   // smaller inputs are stored memcpyed
+constexpr int32_t kParallelMinBytes = 1 << 20;  // smaller chunks compress on one thread
 constexpr int32_t kMaxSplitStreams = 16;
 constexpr int32_t kMinItemsPerStream = 32;
 constexpr int64_t kMaxChunkBytes = int64_t(INT32_MAX) - kExtendedHeaderSize;
@@ -304,6 +311,39 @@ class StreamWriter {
   size_t budget_;
 };
 
+struct EncodeScratchTrim {
+  ~EncodeScratchTrim() {
+    encode_scratch().a.trim(size_t(64) << 20);
+    encode_scratch().b.trim(size_t(64) << 20);
+  }
+};
+
+// The streams of block j, as regular_chunk lays them out after its offset.
+struct BlockPlan {
+  size_t offset, bsize, nstreams, neblock;
+};
+
+BlockPlan plan_block(int32_t nbytes, int32_t blocksize, bool split, int32_t typesize, int32_t j) {
+  BlockPlan b;
+  b.offset = size_t(j) * size_t(blocksize);
+  b.bsize = std::min(size_t(blocksize), size_t(nbytes) - b.offset);
+  const bool leftover = b.bsize < size_t(blocksize);
+  b.nstreams = split && !leftover ? size_t(typesize) : 1;
+  b.neblock = b.bsize / b.nstreams;
+  return b;
+}
+
+std::vector<uint8_t> finish_regular(std::vector<uint8_t>& out, const CompressParams& p, int32_t nbytes,
+                                    int32_t blocksize, bool split, size_t end) {
+  HeaderFields f = regular_fields(p, nbytes, blocksize);
+  if (!split) f.flags |= kFlagDontSplit;
+  if (pipeline_has(p, kFilterDelta)) f.flags |= kFlagDelta;
+  f.cbytes = int32_t(end);
+  write_header(out.data(), f);
+  out.resize(end);
+  return std::move(out);
+}
+
 std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressParams& p, int32_t blocksize) {
   const int32_t nbytes = int32_t(src.size());
   const int32_t typesize = header_typesize(p.typesize);
@@ -315,31 +355,87 @@ std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressPa
   std::vector<uint8_t> out(budget);
   StreamWriter writer(out, table_end, budget);
   for (int32_t j = 0; j < nblocks; ++j) {
-    const size_t offset = size_t(j) * size_t(blocksize);
-    const size_t bsize = std::min(size_t(blocksize), size_t(nbytes) - offset);
-    const bool leftover = bsize < size_t(blocksize);
-    const uint8_t* filtered = filter_block(p, src, offset, bsize, typesize);
-    const size_t nstreams = split && !leftover ? size_t(typesize) : 1;
-    const size_t neblock = bsize / nstreams;
+    const BlockPlan b = plan_block(nbytes, blocksize, split, typesize, j);
+    const uint8_t* filtered = filter_block(p, src, b.offset, b.bsize, typesize);
     store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(j), uint32_t(writer.position()));
-    for (size_t s = 0; s < nstreams; ++s)
-      if (!writer.put(p, filtered + s * neblock, neblock)) return std::nullopt;
+    for (size_t s = 0; s < b.nstreams; ++s)
+      if (!writer.put(p, filtered + s * b.neblock, b.neblock)) return std::nullopt;
   }
-  HeaderFields f = regular_fields(p, nbytes, blocksize);
-  if (!split) f.flags |= kFlagDontSplit;
-  if (pipeline_has(p, kFilterDelta)) f.flags |= kFlagDelta;
-  f.cbytes = int32_t(writer.position());
-  write_header(out.data(), f);
-  out.resize(writer.position());
-  return out;
+  return finish_regular(out, p, nbytes, blocksize, split, writer.position());
 }
 
-struct EncodeScratchTrim {
-  ~EncodeScratchTrim() {
-    encode_scratch().a.trim(size_t(64) << 20);
-    encode_scratch().b.trim(size_t(64) << 20);
+// regular_chunk with its blocks compressed on `threads` threads, each block's
+// streams into a buffer of its own, then laid out in order: the same bytes,
+// unless regular_chunk's last streams got less room than their size (a chunk
+// that barely compresses).
+std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const CompressParams& p, int32_t blocksize,
+                                                           unsigned threads) {
+  const int32_t nbytes = int32_t(src.size());
+  const int32_t typesize = header_typesize(p.typesize);
+  const int32_t nblocks = (nbytes + blocksize - 1) / blocksize;
+  const bool split = split_streams(p, typesize, blocksize);
+  const size_t table_end = kExtendedHeaderSize + 4 * size_t(nblocks);
+  const size_t budget = size_t(nbytes) + kExtendedHeaderSize - 1;
+  if (table_end >= budget) return std::nullopt;
+  // Each thread compresses a block into a scratch buffer it reuses and appends
+  // the result to an arena of its own: fresh memory only for what comes out.
+  struct Piece {
+    size_t arena = 0, at = 0, size = 0;
+  };
+  const unsigned workers = std::max(1u, std::min(threads, unsigned(nblocks)));
+  std::vector<Piece> pieces(static_cast<size_t>(nblocks));
+  std::vector<std::vector<uint8_t>> arenas(workers);
+  std::atomic<int32_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::atomic_flag error_set = ATOMIC_FLAG_INIT;
+  auto work = [&](size_t id) {
+    std::vector<uint8_t> scratch;
+    std::vector<uint8_t>& arena = arenas[id];
+    for (int32_t j; !failed && (j = next.fetch_add(1)) < nblocks;) {
+      try {
+        const BlockPlan b = plan_block(nbytes, blocksize, split, typesize, j);
+        const uint8_t* filtered = filter_block(p, src, b.offset, b.bsize, typesize);
+        // Room for every stream raw: a block never needs more than that.
+        scratch.resize(std::max(scratch.size(), b.bsize + 5 * b.nstreams));
+        StreamWriter writer(scratch, 0, scratch.size());
+        for (size_t s = 0; s < b.nstreams; ++s)
+          if (!writer.put(p, filtered + s * b.neblock, b.neblock)) throw FormatError("encode_chunk: a block outgrew its room");
+        pieces[size_t(j)] = Piece{id, arena.size(), writer.position()};
+        arena.insert(arena.end(), scratch.begin(), scratch.begin() + long(writer.position()));
+      } catch (...) {
+        if (!error_set.test_and_set()) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    try {
+      for (unsigned t = 1; t < workers; ++t)
+        pool.emplace_back([&work, t] {
+          name_this_thread("b2fs-blocks");
+          work(t);
+        });
+    } catch (const std::system_error&) {
+      // No more threads: the ones started and this one do the rest.
+    }
+    work(0);
   }
-};
+  if (error) std::rethrow_exception(error);
+  size_t end = table_end;
+  for (const Piece& piece : pieces) end += piece.size;
+  if (end > budget) return std::nullopt;
+  std::vector<uint8_t> out(end);  // no more: a 64 MiB chunk compresses to a fraction
+  size_t at = table_end;
+  for (int32_t j = 0; j < nblocks; ++j) {
+    const Piece& piece = pieces[size_t(j)];
+    store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(j), uint32_t(at));
+    std::memcpy(out.data() + at, arenas[piece.arena].data() + piece.at, piece.size);
+    at += piece.size;
+  }
+  return finish_regular(out, p, nbytes, blocksize, split, end);
+}
 
 }  // namespace
 
@@ -350,7 +446,7 @@ int32_t automatic_blocksize(const CompressParams& params, int32_t nbytes) {
   return whole_items(size, std::max(nbytes, 0), header_typesize(std::max(params.typesize, 1)));
 }
 
-std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params) {
+std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params, unsigned threads) {
   validate(params, src.size());
   EncodeScratchTrim trim;
   const int32_t nbytes = int32_t(src.size());
@@ -363,7 +459,12 @@ std::vector<uint8_t> encode_chunk(ByteSpan src, const CompressParams& params) {
       return special_chunk(Special::value, nbytes, params.typesize, blocksize, src.first(item));
   }
   if (params.clevel == 0 || nbytes < kMinCompressible) return memcpyed_chunk(src, params, blocksize);
-  if (auto chunk = regular_chunk(src, params, blocksize)) return std::move(*chunk);
+  // Several threads pay only for chunks of many blocks (python-blosc2's 64 MiB ones).
+  const int64_t nblocks = (int64_t(nbytes) + blocksize - 1) / blocksize;
+  std::optional<std::vector<uint8_t>> chunk = threads > 1 && nblocks >= 4 && nbytes >= kParallelMinBytes
+                                                  ? regular_chunk_parallel(src, params, blocksize, threads)
+                                                  : regular_chunk(src, params, blocksize);
+  if (chunk) return std::move(*chunk);
   return memcpyed_chunk(src, params, blocksize);
 }
 

@@ -256,6 +256,22 @@ void NdLayout::write(int64_t offset, ByteSpan in,
   });
 }
 
+void NdLayout::for_each_run(int64_t offset, int64_t len,
+                            const std::function<void(int64_t, int64_t, int64_t, int64_t)>& run) const {
+  walk(offset, len, run);
+}
+
+int64_t NdLayout::chunk_item_bytes(int64_t n) const {
+  if (n < 0 || n >= nchunks_) throw std::out_of_range("N-d array: no chunk " + str(n));
+  int64_t items = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    const int64_t index = n % chunks_per_dim_[i];
+    n /= chunks_per_dim_[i];
+    items *= std::min(chunkshape_[i], shape_[i] - index * chunkshape_[i]);
+  }
+  return items * typesize_;
+}
+
 std::vector<int64_t> NdLayout::chunks_for_range(int64_t offset, int64_t len) const {
   std::vector<int64_t> order;
   std::unordered_set<int64_t> seen;

@@ -62,6 +62,14 @@ class NdLayout {
   void write(int64_t offset, ByteSpan in, const std::function<MutableByteSpan(int64_t)>& chunk_for_write) const;
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
+  // What read() and write() copy, run by run: bytes [offset, offset + len) of
+  // the C-order array lie at run(chunk, chunk_offset, offset_in_range, n), in
+  // order. Throws std::out_of_range for a range outside the array.
+  void for_each_run(int64_t offset, int64_t len,
+                    const std::function<void(int64_t, int64_t, int64_t, int64_t)>& run) const;
+  // The bytes of chunk n that hold items of the array (the rest is padding,
+  // which writes never reach).
+  int64_t chunk_item_bytes(int64_t n) const;
 
   // The geometry, for readers that pick single items (preview.png): a chunk is
   // an extended chunkshape of blocks in C order, each block its items in C order.

@@ -257,10 +257,10 @@ void EditStaging::put_chunks(std::span<const FrameEditor::ChunkPut> puts) {
     params_error = std::current_exception();
   }
   const int32_t typesize = std::max(1, frame().header().typesize);
-  std::vector<EncodedChunk> encoded = encode_in_parallel(inputs, [&](ByteSpan data) {
+  std::vector<EncodedChunk> encoded = encode_in_parallel(inputs, [&](ByteSpan data, unsigned threads) {
     if (all_zero(data)) return make_special_chunk(Special::zeros, int32_t(data.size()), typesize);
     if (params_error) std::rethrow_exception(params_error);
-    return encode_chunk(data, params);
+    return encode_chunk(data, params, threads);
   });
   struct Settle {  // also when a put fails: those before it stay staged
     EditStaging& staging;

@@ -194,7 +194,9 @@ void FrameWriter::append_data(ByteSpan data) {
   for (size_t first = 0; first < pieces.size(); first += group) {
     std::span<const ByteSpan> batch(pieces.data() + first, std::min(group, pieces.size() - first));
     std::vector<EncodedChunk> encoded =
-        encode_in_parallel(batch, [&w](ByteSpan piece) { return encode_chunk(piece, w.params.cparams); });
+        encode_in_parallel(batch, [&w](ByteSpan piece, unsigned threads) {
+          return encode_chunk(piece, w.params.cparams, threads);
+        });
     for (size_t i = 0; i < batch.size(); ++i) {
       w.check_size(int64_t(batch[i].size()));
       if (encoded[i].error) std::rethrow_exception(encoded[i].error);

@@ -10,19 +10,21 @@
 namespace blosc2fs {
 
 std::vector<EncodedChunk> encode_in_parallel(std::span<const ByteSpan> inputs,
-                                             const std::function<Bytes(ByteSpan)>& encode, unsigned threads) {
+                                             const std::function<Bytes(ByteSpan, unsigned)>& encode,
+                                             unsigned threads) {
   std::vector<EncodedChunk> out(inputs.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned per_input = inputs.empty() ? 1 : std::max<unsigned>(1, unsigned(threads / inputs.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
       try {
-        out[i].stored = encode(inputs[i]);
+        out[i].stored = encode(inputs[i], per_input);
       } catch (...) {
         out[i].error = std::current_exception();
       }
     }
   };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t helpers = std::min<size_t>(threads, inputs.size()) - (inputs.empty() ? 0 : 1);
   std::vector<std::jthread> pool;
   pool.reserve(helpers);

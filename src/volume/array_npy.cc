@@ -257,41 +257,43 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
     if (end > header_len) {
       const int64_t from = std::max(offset, header_len);
       const ByteSpan body = data.subspan(size_t(from - offset));
-      // A chunk not staged yet is changed in a copy and staged only when a byte
-      // differs: the kernel writes a memory map back by whole pages, which also
-      // cover items nobody changed, and those chunks must keep their stored bytes.
-      std::map<int64_t, std::pair<Bytes, std::shared_ptr<const CachedChunk>>> copies;
+      // A chunk is held by region (chunk_overlay.h): the bytes written go into
+      // its buffer and the committed chunk is not decoded for them. The kernel
+      // writes a memory map back by whole pages, which also cover items nobody
+      // changed, and chunks those touch must keep their stored bytes: a chunk
+      // not held yet whose decoded bytes the cache has (the page was read in
+      // before it was written) is held only once a byte differs, and a chunk
+      // held by region that is not written whole is dropped at the commit if
+      // none did.
+      ChunkOverlay::Held* target = nullptr;  // where the runs of chunk last_n go, once it is held
+      int64_t last_n = -1;
       try {
-        layout->write(from - header_len, body, [&](int64_t n) REQUIRES(state_.mutex) -> MutableByteSpan {
-          filling = n;
-          bool zeros = false;
-          if (state_.overlay.held_bytes(n, &zeros)) {
-            MutableByteSpan chunk = state_.overlay.chunk_for_write(*state_.files, n);
-            if (int64_t(chunk.size()) != layout->chunk_bytes()) {
-              spdlog::warn("{}: write refused: chunk {} holds {} bytes (changed through data or chunks/), the "
-                           "array needs {}",
-                           kArrayNpy, n, chunk.size(), layout->chunk_bytes());
+        layout->for_each_run(from - header_len, int64_t(body.size()),
+                             [&](int64_t n, int64_t at, int64_t in, int64_t len) REQUIRES(state_.mutex) {
+          const ByteSpan bytes = body.subspan(size_t(in), size_t(len));
+          if (n != last_n) {
+            last_n = n;
+            filling = n;
+            target = nullptr;
+            const ChunkOverlay::Held* held = state_.overlay.held(n);
+            const int64_t size = held ? held->size : state_.files->chunk_size(n);
+            if (size != layout->chunk_bytes()) {
+              spdlog::warn("{}: write refused: chunk {} holds {} bytes{}, the array needs {}", kArrayNpy, n, size,
+                           held ? " (changed through data or chunks/)" : "", layout->chunk_bytes());
               throw FsError{EINVAL};
             }
-            return chunk;
+            if (held) target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true);
           }
-          std::shared_ptr<const CachedChunk> chunk = state_.cache.get(n);
-          if (int64_t(chunk->data().size()) != layout->chunk_bytes()) {
-            spdlog::warn("{}: write refused: chunk {} holds {} bytes, the array needs {}", kArrayNpy, n,
-                         chunk->data().size(), layout->chunk_bytes());
-            throw FsError{EINVAL};
+          if (!target && state_.cache.holds(n)) {
+            std::shared_ptr<const void> keep;
+            const ByteSpan stored = state_.files->view(n, at, size_t(len), keep);
+            if (stored.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), stored.begin())) return;
           }
-          auto& [copy, original] = copies[n];
-          original = chunk;
-          copy.assign(chunk->data().begin(), chunk->data().end());
-          return copy;
+          if (!target) target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true);
+          target->put(at, bytes);
         });
       } catch (const std::out_of_range&) {
         throw FsError{EINVAL};  // checked above; kept for a layout that disagrees
-      }
-      for (auto& [n, changed] : copies) {
-        auto& [copy, original] = changed;
-        if (!std::equal(copy.begin(), copy.end(), original->data().begin())) state_.overlay.set_chunk(n, std::move(copy));
       }
     }
     batch_due = state_.overlay_batch_due();
@@ -400,20 +402,30 @@ size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
     std::memcpy(out.data(), header.data() + offset, done);
   }
   if (done == want) return done;
-  std::vector<std::shared_ptr<const CachedChunk>> pinned;  // alive until read() has copied
-  Bytes zeros;
-  auto chunk_bytes = [&](int64_t n) REQUIRES_SHARED(state_.mutex) -> ByteSpan {
-    bool held_zeros = false;
-    if (std::optional<ByteSpan> held = state_.overlay.held_bytes(n, &held_zeros)) {
-      if (!held_zeros) return *held;
-      zeros.assign(size_t(layout->chunk_bytes()), 0);
-      return zeros;
+  // Run by run: a chunk held by region gives its written bytes and the
+  // committed chunk's for the rest (ChunkOverlay::read_chunk).
+  std::shared_ptr<const CachedChunk> pinned;  // the committed chunk of the last runs
+  const ChunkOverlay::Held* held = nullptr;
+  int64_t last_n = -1;
+  const int64_t need = layout->chunk_bytes();
+  layout->for_each_run(offset + int64_t(done) - header_len, int64_t(want - done),
+                       [&](int64_t n, int64_t at, int64_t in, int64_t len) REQUIRES_SHARED(state_.mutex) {
+    const MutableByteSpan piece = out.subspan(done + size_t(in), size_t(len));
+    if (n != last_n) {
+      last_n = n;
+      held = state_.overlay.held(n);
+      pinned = held ? nullptr : state_.cache.get(n);
+      const int64_t size = held ? held->size : int64_t(pinned->data().size());
+      if (size != need)
+        throw FormatError("chunk " + std::to_string(n) + " holds " + std::to_string(size) + " bytes, the array needs " +
+                          std::to_string(need));
     }
-    std::shared_ptr<const CachedChunk> chunk = state_.cache.get(n);
-    pinned.push_back(chunk);
-    return chunk->data();
-  };
-  layout->read(offset + int64_t(done) - header_len, out.subspan(done, want - done), chunk_bytes);
+    if (!held) std::memcpy(piece.data(), pinned->data().data() + at, piece.size());
+    else if (held->zeros) std::memset(piece.data(), 0, piece.size());
+    else if (held->whole()) std::memcpy(piece.data(), held->bytes.data() + at, piece.size());
+    else if (state_.overlay.read_chunk(*state_.files, n, at, piece) != piece.size())
+      throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
+  });
   return want;
 }
 

@@ -130,7 +130,9 @@ void NpyRowStream::run() {
       for (const Row& r : batch)
         for (const Bytes& c : r.chunks) inputs.push_back(c);
       std::vector<EncodedChunk> encoded =
-          encode_in_parallel(inputs, [&](ByteSpan raw) { return encode_chunk(raw, cparams_); });
+          encode_in_parallel(inputs, [&](ByteSpan raw, unsigned threads) {
+            return encode_chunk(raw, cparams_, threads);
+          });
       for (EncodedChunk& e : encoded) {
         if (e.error) std::rethrow_exception(e.error);
         writer_->append_encoded(std::move(e.stored), int32_t(layout_.chunk_bytes()));

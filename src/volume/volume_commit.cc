@@ -341,13 +341,39 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
   ChunkOverlay::Batch batch;
   std::shared_ptr<CommitOutcome> outcome;
   int64_t zeros_needed = 0;
+  ChunkChanges changes;
+  // A failed commit drops every staged edit: the views show the frame again.
+  auto drop_staged = [&](int error) REQUIRES(state_.mutex) {
+    outcome->error = error;
+    state_.overlay_outcome = std::make_shared<CommitOutcome>();
+    const int64_t count = state_.overlay.count();
+    state_.overlay.discard();
+    state_.note_inode(notes, fixed_file(NodeKind::data)->ino);
+    state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
+    for (int64_t n : changes.chunks) {
+      state_.note_inode(notes, kChunkBase + uint64_t(n));
+      if (n >= state_.overlay.count()) state_.note_entry(notes, NodeKind::chunks_dir, chunk_file_name(n));
+    }
+    if (count != state_.overlay.count()) state_.note_inode(notes, fixed_file(NodeKind::chunks_dir)->ino);
+  };
   {
-    ReaderLock lock(state_.mutex);
-    batch = state_.overlay.batch(skip);
+    // Chunks held by region and not written whole take the committed bytes
+    // they lack now, each decoded once (under the lock: their gaps change).
+    WriterLock lock(state_.mutex);
     outcome = state_.overlay_outcome;
+    try {
+      state_.overlay.complete(*state_.files, skip);
+    } catch (const std::exception& e) {
+      const ChunkOverlay::Batch pending = state_.overlay.batch(skip);
+      for (const auto* list : {&pending.replace, &pending.append})
+        for (const auto& entry : *list) changes.chunks.push_back(entry.first);
+      drop_staged(EIO);
+      spdlog::error("{}: not stored in the frame: the chunks written cannot be completed: {}", what, e.what());
+      throw FsError{EIO};
+    }
+    batch = state_.overlay.batch(skip);
   }
   if (batch.empty()) return;
-  ChunkChanges changes;
   for (const auto* list : {&batch.replace, &batch.append})
     for (const auto& [n, held] : *list) {
       changes.chunks.push_back(n);
@@ -369,17 +395,7 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
     });
   } catch (const FsError& e) {
     WriterLock lock(state_.mutex);
-    outcome->error = e.error;
-    state_.overlay_outcome = std::make_shared<CommitOutcome>();
-    const int64_t count = state_.overlay.count();
-    state_.overlay.discard();
-    state_.note_inode(notes, fixed_file(NodeKind::data)->ino);
-    state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
-    for (int64_t n : changes.chunks) {
-      state_.note_inode(notes, kChunkBase + uint64_t(n));
-      if (n >= state_.overlay.count()) state_.note_entry(notes, NodeKind::chunks_dir, chunk_file_name(n));
-    }
-    if (count != state_.overlay.count()) state_.note_inode(notes, fixed_file(NodeKind::chunks_dir)->ino);
+    drop_staged(e.error);
     throw;
   }
   install(changes, notes, [&]() REQUIRES(state_.mutex) { state_.overlay.committed(batch, state_.files->nchunks()); });

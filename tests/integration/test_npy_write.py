@@ -611,6 +611,97 @@ def sparse_new_array(h):
     check_equal(left, [], "temporary directories left beside the frame")
 
 
+def region_writes(h, kind):
+    """Chunks held by region (docs/writing.md): a slab of whole chunks written with
+    pwrite commits without decoding a block; a slab of half chunks, an edge slab
+    (items only, never the padding) and unaligned writes read back right before and
+    after the commit. python-blosc2 reads back exactly the values NumPy says, and
+    chunks the writes did not touch keep their stored bytes. `kind`: a contiguous
+    frame, a sparse one, or the leaf of a .b2d store."""
+    shape, chunks, blocks = (45, 36, 50), (10, 12, 50), (5, 6, 25)  # rows 40..44: edge chunks
+    rng = np.random.default_rng(11)
+    want = rng.standard_normal(shape).astype("<f4")
+    if kind == "store":
+        target = os.path.join(h.workdir, "region.b2d")
+        blosc2.remove_urlpath(target)
+        with blosc2.DictStore(target, mode="w", threshold=0) as s:
+            s["/arr"] = blosc2.asarray(want, chunks=chunks, blocks=blocks)
+
+        def stored():
+            with blosc2.DictStore(target, mode="r") as s:
+                leaf = s["/arr"]
+                return [leaf.schunk.get_lazychunk(i) for i in range(leaf.schunk.nchunks)]
+
+        def reference():
+            with blosc2.DictStore(target, mode="r") as s:
+                return s["/arr"][:]
+    else:
+        target = make_array(h, f"region-{kind}.b2nd", want, chunks, blocks, contiguous=kind == "contiguous")
+
+        def stored():
+            return stored_chunks(h, target)
+
+        def reference():
+            return read_back(target)
+    before = stored()
+    touched = set()
+    mnt = h.mount(target)
+    try:
+        paths = [os.path.join(root, "array.npy") for root, _, files in os.walk(mnt) if "array.npy" in files]
+        check_equal(len(paths), 1, f"array.npy files: {paths}")
+        path = paths[0]
+        row = 36 * 50 * 4
+        hl = npy_header_len(path)
+        stats_at = next(d for d in (os.path.dirname(path), mnt)
+                        if os.path.exists(os.path.join(d, ".blosc2fs-cache")))
+        decoded = h.cache_stats(stats_at)["decoded_blocks"]
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            # Rows 10..19: every byte of chunks 3..5 (row 1 of the grid), in 64 KiB writes, last one first.
+            slab = rng.standard_normal((10, 36, 50)).astype("<f4")
+            data = slab.tobytes()
+            pieces = list(range(0, len(data), 1 << 16))
+            for at in reversed(pieces):
+                os.pwrite(fd, data[at:at + (1 << 16)], hl + 10 * row + at)
+            want[10:20] = slab
+            touched |= chunk_numbers(shape, chunks, (slice(10, 20), slice(None), slice(None)))
+            os.fsync(fd)
+            check_equal(h.cache_stats(stats_at)["decoded_blocks"], decoded,
+                        "blocks decoded by a slab of whole chunks written and committed")
+        finally:
+            os.close(fd)
+        check_array(reference(), want, f"python-blosc2 after a slab of whole chunks ({kind})")
+        fd = os.open(path, os.O_RDWR)
+        try:
+            # Rows 20..24: half of each chunk of grid row 2; rows 40..44: the edge chunks' items.
+            for rows in (slice(20, 25), slice(40, 45)):
+                value = rng.standard_normal((5, 36, 50)).astype("<f4")
+                os.pwrite(fd, value.tobytes(), hl + rows.start * row)
+                want[rows] = value
+                touched |= chunk_numbers(shape, chunks, (rows, slice(None), slice(None)))
+            # Unaligned: 999 bytes from the middle of an item, and one byte.
+            blob = rng.integers(0, 256, 999, dtype=np.uint8).tobytes()
+            at = 31 * row + 4 * 777 + 3
+            os.pwrite(fd, blob, hl + at)
+            want.view(np.uint8).reshape(-1)[at:at + len(blob)] = np.frombuffer(blob, np.uint8)
+            os.pwrite(fd, b"\x5a", hl + 2 * row + 4 * 5 + 1)
+            want.view(np.uint8).reshape(-1)[2 * row + 4 * 5 + 1] = 0x5A
+            for item in (at // 4, (at + len(blob) - 1) // 4, (2 * row + 21) // 4):
+                touched |= chunk_numbers(shape, chunks, tuple(slice(int(i), int(i) + 1)
+                                                              for i in np.unravel_index(item, shape)))
+            check_equal(os.pread(fd, len(blob), hl + at), blob, "the writer reads its unaligned write")
+            check_array(np.load(path), want, f"array.npy before the commit ({kind})")
+            # Pages of untouched items written back unchanged (a memory map's write-back).
+            os.pwrite(fd, want[30:31].tobytes(), hl + 30 * row)
+        finally:
+            os.close(fd)
+        check_array(np.load(path), want, f"array.npy after close ({kind})")
+    finally:
+        h.unmount(mnt)
+    check_array(reference(), want, f"python-blosc2 after half-chunk, edge and unaligned writes ({kind})")
+    check_untouched(before, stored(), touched, f"region writes ({kind})")
+
+
 def main():
     h = Harness("array.npy written as an array", watchdog_seconds=300)
     h.require_fuse()
@@ -618,6 +709,9 @@ def main():
     h.test("memmap slice assignment across chunk and block edges, 3-d, sparse frame", memmap_edit, h, False)
     h.test("read your writes; fsync and close commit", read_your_writes, h)
     h.test("dd of 1 byte inside an item and of 1 MiB", dd_writes, h)
+    for kind in ("contiguous", "sparse", "store"):
+        h.test(f"chunks held by region: whole-chunk, half-chunk, edge and unaligned writes ({kind})",
+               region_writes, h, kind)
     for dtype in ("<f2", "|b1", "<c16", np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "S3")])):
         h.test(f"memmap edit of a {np.dtype(dtype)} array", dtypes, h, dtype)
     h.test("refusals: header edits, truncation, writes past the end, -o ro", refusals, h)

@@ -108,6 +108,18 @@ void check_layout(const NdMeta& m, int ts, uint32_t seed) {
     EXPECT_TRUE(std::equal(out.begin(), out.end(), array.begin() + off)) << "range " << off << "+" << len;
   };
   read(0, int64_t(array.size()));
+  // Run by run, the whole array: in order, each run where read() copies it from,
+  // and each chunk's items (not its padding) exactly once.
+  std::map<int64_t, int64_t> item_bytes;
+  int64_t next = 0;
+  layout.for_each_run(0, int64_t(array.size()), [&](int64_t c, int64_t at, int64_t in, int64_t n) {
+    EXPECT_EQ(in, next);
+    next += n;
+    item_bytes[c] += n;
+    EXPECT_TRUE(std::equal(array.begin() + in, array.begin() + in + n, chunks.at(size_t(c)).begin() + at));
+  });
+  EXPECT_EQ(next, int64_t(array.size()));
+  for (int64_t c = 0; c < nchunks; ++c) EXPECT_EQ(item_bytes[c], layout.chunk_item_bytes(c)) << "chunk " << c;
   for (int i = 0; i < 200 && !array.empty(); ++i) {
     int64_t off = int64_t(rng() % array.size());
     int64_t len = int64_t(rng() % (array.size() - off + 1));

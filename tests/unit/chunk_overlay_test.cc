@@ -1,13 +1,17 @@
 // The overlay of written chunks over a committed frame, with a fake frame:
 // data offsets with chunks held and pending, appends filling the last chunk,
 // truncation, zero extension without memory, the batches a commit stages,
-// and the held bytes pinned in the chunk cache's budget.
+// the held bytes pinned in the chunk cache's budget, and chunks held by region:
+// never decoded when written whole, decoded once to fill the gaps otherwise.
 #include "chunk_overlay.h"
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -32,20 +36,29 @@ class FakeFrame : public ChunkSource {
     return std::accumulate(sizes_.begin(), sizes_.begin() + n, int64_t(0));
   }
   ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
-    auto all = std::make_shared<Bytes>(load(n));
+    ++views[n];
+    view_ranges.emplace_back(n, offset, len);
+    auto all = std::make_shared<Bytes>(committed(n));
     keep = all;
     if (offset >= int64_t(all->size())) return {};
     return ByteSpan(*all).subspan(size_t(offset), std::min(len, all->size() - size_t(offset)));
   }
   Bytes load(int64_t n) override {
+    ++loads[n];
+    return committed(n);
+  }
+  Bytes committed(int64_t n) const {
     Bytes b(size_t(sizes_.at(size_t(n))));
     for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t((n * 16 + int64_t(i)) % 251);
     return b;
   }
+  // How often each chunk was decoded whole (load) or in part (view).
+  std::map<int64_t, int> loads, views;
+  std::vector<std::tuple<int64_t, int64_t, size_t>> view_ranges;
   Bytes data() {
     Bytes out;
     for (int64_t n = 0; n < nchunks(); ++n) {
-      Bytes c = load(n);
+      Bytes c = committed(n);
       out.insert(out.end(), c.begin(), c.end());
     }
     return out;
@@ -166,6 +179,162 @@ TEST_F(Fixture, BatchesLeaveTheChunkBeingFilled) {
   ASSERT_EQ(rest.append.size(), 1u);
   EXPECT_EQ(rest.append[0].first, 2);
   EXPECT_EQ(rest.nchunks_after, 3);
+}
+
+// --- chunks held by region ---
+
+Bytes batch_bytes(const ChunkOverlay& o, int64_t n) {
+  for (const auto& [m, held] : o.batch().replace)
+    if (m == n) return held->bytes;
+  return {};
+}
+
+TEST_F(Fixture, AChunkWrittenWholeIsNeverDecoded) {
+  // Chunk 1 in three writes, out of order; reads between them.
+  overlay.write_data(frame, 160, Bytes(40, 7));
+  overlay.write_data(frame, 100, Bytes(30, 8));
+  Bytes want = frame.data();
+  std::fill(want.begin() + 160, want.begin() + 200, 7);
+  std::fill(want.begin() + 100, want.begin() + 130, 8);
+  EXPECT_EQ(read_data(overlay, frame), want);  // the gap comes from the committed chunk
+  overlay.write_data(frame, 130, Bytes(30, 9));
+  std::fill(want.begin() + 130, want.begin() + 160, 9);
+  frame.views.clear();
+  EXPECT_EQ(read_data(overlay, frame), want);
+  EXPECT_EQ(frame.views.count(1), 0u);  // whole: read from what was written
+  EXPECT_EQ(cache.stats().dirty, 100u);
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_EQ(frame.loads.count(1), 0u);
+  EXPECT_EQ(batch_bytes(overlay, 1), Bytes(want.begin() + 100, want.begin() + 200));
+  EXPECT_EQ(read_data(overlay, frame), want);
+}
+
+TEST_F(Fixture, APartialWriteReadsBackBeforeAndAfterItsGapsAreFilled) {
+  overlay.write_chunk(frame, 0, 10, Bytes(5, 0xEE));
+  overlay.write_chunk(frame, 0, 90, Bytes(10, 0xDD));
+  Bytes want = frame.data();
+  std::fill(want.begin() + 10, want.begin() + 15, 0xEE);
+  std::fill(want.begin() + 90, want.begin() + 100, 0xDD);
+  EXPECT_EQ(read_data(overlay, frame), want);
+  Bytes piece(20);  // a read across a written range and a gap
+  EXPECT_EQ(overlay.read_chunk(frame, 0, 5, piece), 20u);
+  EXPECT_EQ(piece, Bytes(want.begin() + 5, want.begin() + 25));
+  EXPECT_TRUE(frame.loads.empty());
+  frame.views.clear();
+  EXPECT_EQ(overlay.complete(frame), 1);
+  EXPECT_EQ(frame.views[0], 1);  // decoded once
+  EXPECT_EQ(batch_bytes(overlay, 0), Bytes(want.begin(), want.begin() + 100));
+  EXPECT_EQ(read_data(overlay, frame), want);
+  EXPECT_EQ(overlay.complete(frame), 0);  // nothing left to fill
+}
+
+TEST_F(Fixture, TheChunkBeingFilledIsNotCompleted) {
+  overlay.write_chunk(frame, 0, 0, Bytes(50, 1));
+  overlay.write_chunk(frame, 1, 0, Bytes(50, 2));
+  EXPECT_EQ(overlay.complete(frame, 1), 1);
+  EXPECT_EQ(frame.views.count(1), 0u);
+  overlay.write_chunk(frame, 1, 50, Bytes(50, 3));  // finished later: never decoded
+  EXPECT_EQ(overlay.complete(frame), 0);
+  Bytes want(50, 2);
+  want.insert(want.end(), 50, 3);
+  EXPECT_EQ(batch_bytes(overlay, 1), want);
+}
+
+TEST_F(Fixture, ItemsWrittenWholeReadOnlyThePadding) {
+  // An N-d array's edge chunk: 60 bytes of items, 40 of padding never written,
+  // which keeps its committed bytes.
+  ChunkOverlay::Held& h = overlay.hold_region(frame, 0, 60, true);
+  h.put(30, Bytes(30, 4));
+  h.put(0, Bytes(30, 5));
+  EXPECT_FALSE(h.whole());
+  EXPECT_EQ(overlay.complete(frame), 1);
+  EXPECT_TRUE(frame.loads.empty());
+  ASSERT_EQ(frame.view_ranges.size(), 1u);
+  EXPECT_EQ(frame.view_ranges[0], (std::tuple<int64_t, int64_t, size_t>{0, 60, 40}));
+  Bytes want(30, 5);
+  want.insert(want.end(), 30, 4);
+  const Bytes committed = frame.committed(0);
+  want.insert(want.end(), committed.begin() + 60, committed.end());
+  EXPECT_EQ(batch_bytes(overlay, 0), want);
+}
+
+TEST_F(Fixture, UnchangedBytesWrittenBackAreDropped) {
+  // A memory map's page written back over items nobody changed.
+  const Bytes all = frame.data();
+  ChunkOverlay::Held& h = overlay.hold_region(frame, 1, 100, true);
+  h.put(20, Bytes(all.begin() + 120, all.begin() + 140));
+  EXPECT_FALSE(overlay.clean());
+  EXPECT_EQ(overlay.complete(frame), 1);
+  EXPECT_TRUE(overlay.clean());
+  EXPECT_TRUE(overlay.batch().empty());
+  EXPECT_EQ(cache.stats().dirty, 0u);
+  // One byte that differs keeps it.
+  ChunkOverlay::Held& changed = overlay.hold_region(frame, 1, 100, true);
+  changed.put(20, Bytes(all.begin() + 120, all.begin() + 140));
+  changed.put(99, Bytes{uint8_t(all[199] + 1)});
+  EXPECT_EQ(overlay.complete(frame), 1);
+  ASSERT_EQ(overlay.batch().replace.size(), 1u);
+}
+
+TEST_F(Fixture, ZeroChunksWrittenInPlaceNeedNoFrame) {
+  overlay.resize_data(frame, 260 + 40 + 200);  // chunk 2 filled up, chunks 3 and 4 zeros
+  overlay.write_data(frame, 330, Bytes(20, 6));
+  Bytes want = frame.data();
+  want.resize(500, 0);
+  std::fill(want.begin() + 330, want.begin() + 350, 6);
+  EXPECT_EQ(read_data(overlay, frame), want);
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_TRUE(frame.loads.count(3) == 0 && frame.views.count(3) == 0);
+}
+
+TEST_F(Fixture, ResizingAndTruncatingChunksHeldByRegion) {
+  overlay.write_chunk(frame, 1, 10, Bytes(10, 0xAB));
+  overlay.resize_chunk(frame, 1, 50);  // needs the committed bytes: filled first
+  EXPECT_EQ(overlay.chunk_size(frame, 1), 50);
+  Bytes want = frame.data();
+  std::fill(want.begin() + 110, want.begin() + 120, 0xAB);
+  want.erase(want.begin() + 150, want.begin() + 200);
+  EXPECT_EQ(read_data(overlay, frame), want);
+  // A write past a chunk's committed end grows it from the filled bytes.
+  overlay.write_chunk(frame, 2, 50, Bytes(20, 0xCD));
+  EXPECT_EQ(overlay.chunk_size(frame, 2), 70);
+  want.resize(want.size() + 10);
+  std::fill(want.end() - 20, want.end(), 0xCD);
+  EXPECT_EQ(read_data(overlay, frame), want);
+  // Truncation drops a chunk held by region, and its pinned bytes.
+  overlay.write_chunk(frame, 0, 0, Bytes(10, 1));
+  overlay.truncate_count(0);
+  EXPECT_EQ(cache.stats().dirty, 0u);
+  EXPECT_EQ(overlay.data_size(frame), 0);
+}
+
+TEST_F(Fixture, DiscardDropsChunksHeldByRegion) {
+  overlay.write_chunk(frame, 0, 0, Bytes(10, 1));
+  EXPECT_EQ(cache.stats().dirty, 100u);
+  overlay.discard();
+  EXPECT_TRUE(overlay.clean());
+  EXPECT_EQ(cache.stats().dirty, 0u);
+  EXPECT_EQ(read_data(overlay, frame), frame.data());
+}
+
+TEST(ByteRanges, MergesAndSplits) {
+  ByteRanges r;
+  r.add(10, 20);
+  r.add(30, 40);
+  r.add(20, 25);  // touches: merged
+  r.add(5, 12);
+  EXPECT_EQ(r.covered(), 20 + 10);
+  std::vector<std::tuple<int64_t, int64_t, bool>> pieces;
+  r.split(0, 50, [&](int64_t at, int64_t n, bool w) { pieces.emplace_back(at, n, w); });
+  const std::vector<std::tuple<int64_t, int64_t, bool>> want{
+      {0, 5, false}, {5, 20, true}, {25, 5, false}, {30, 10, true}, {40, 10, false}};
+  EXPECT_EQ(pieces, want);
+  pieces.clear();
+  r.split(12, 33, [&](int64_t at, int64_t n, bool w) { pieces.emplace_back(at, n, w); });
+  const std::vector<std::tuple<int64_t, int64_t, bool>> inner{{12, 13, true}, {25, 5, false}, {30, 3, true}};
+  EXPECT_EQ(pieces, inner);
+  r.add(0, 100);
+  EXPECT_EQ(r.covered(), 100);
 }
 
 TEST(ChunkOverlay, InvalidationAndPinnedBytes) {
