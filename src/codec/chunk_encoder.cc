@@ -344,14 +344,34 @@ std::vector<uint8_t> finish_regular(std::vector<uint8_t>& out, const CompressPar
   return std::move(out);
 }
 
+// The shape of a regular chunk of `src`: its blocks, whether their streams
+// split, where the data starts after the block table, and the size it must
+// stay under (else the chunk is stored raw); nullopt when the table alone
+// does not fit.
+struct RegularLayout {
+  int32_t nbytes = 0, typesize = 0, nblocks = 0;
+  bool split = false;
+  size_t table_end = 0, budget = 0;
+};
+
+std::optional<RegularLayout> regular_layout(ByteSpan src, const CompressParams& p, int32_t blocksize) {
+  RegularLayout l;
+  l.nbytes = int32_t(src.size());
+  l.typesize = header_typesize(p.typesize);
+  l.nblocks = (l.nbytes + blocksize - 1) / blocksize;
+  l.split = split_streams(p, l.typesize, blocksize);
+  l.table_end = kExtendedHeaderSize + 4 * size_t(l.nblocks);
+  l.budget = size_t(l.nbytes) + kExtendedHeaderSize - 1;
+  if (l.table_end >= l.budget) return std::nullopt;
+  return l;
+}
+
 std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressParams& p, int32_t blocksize) {
-  const int32_t nbytes = int32_t(src.size());
-  const int32_t typesize = header_typesize(p.typesize);
-  const int32_t nblocks = (nbytes + blocksize - 1) / blocksize;
-  const bool split = split_streams(p, typesize, blocksize);
-  const size_t table_end = kExtendedHeaderSize + 4 * size_t(nblocks);
-  const size_t budget = size_t(nbytes) + kExtendedHeaderSize - 1;
-  if (table_end >= budget) return std::nullopt;
+  const std::optional<RegularLayout> layout = regular_layout(src, p, blocksize);
+  if (!layout) return std::nullopt;
+  const int32_t nbytes = layout->nbytes, typesize = layout->typesize, nblocks = layout->nblocks;
+  const bool split = layout->split;
+  const size_t table_end = layout->table_end, budget = layout->budget;
   std::vector<uint8_t> out(budget);
   StreamWriter writer(out, table_end, budget);
   for (int32_t j = 0; j < nblocks; ++j) {
@@ -370,13 +390,11 @@ std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressPa
 // that barely compresses).
 std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const CompressParams& p, int32_t blocksize,
                                                            unsigned threads) {
-  const int32_t nbytes = int32_t(src.size());
-  const int32_t typesize = header_typesize(p.typesize);
-  const int32_t nblocks = (nbytes + blocksize - 1) / blocksize;
-  const bool split = split_streams(p, typesize, blocksize);
-  const size_t table_end = kExtendedHeaderSize + 4 * size_t(nblocks);
-  const size_t budget = size_t(nbytes) + kExtendedHeaderSize - 1;
-  if (table_end >= budget) return std::nullopt;
+  const std::optional<RegularLayout> layout = regular_layout(src, p, blocksize);
+  if (!layout) return std::nullopt;
+  const int32_t nbytes = layout->nbytes, typesize = layout->typesize, nblocks = layout->nblocks;
+  const bool split = layout->split;
+  const size_t table_end = layout->table_end, budget = layout->budget;
   // Each thread compresses a block into a scratch buffer it reuses and appends
   // the result to an arena of its own: fresh memory only for what comes out.
   struct Piece {

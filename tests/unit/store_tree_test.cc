@@ -16,6 +16,7 @@
 
 #include "fixtures.h"
 #include "frame_writer.h"
+#include "fs_errno.h"
 #include "fs_error.h"
 #include "msgpack.h"
 #include "read_pieces.h"
@@ -25,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
+using testing::errno_of;
 
 constexpr const char* kLeafFixture = "b2nd-1d-i4.b2nd";
 constexpr const char* kOtherFixture = "b2nd-2d-u1.b2nd";
@@ -101,19 +103,8 @@ Bytes read_whole(MountTree& tree, uint64_t ino) {
   return out;
 }
 
-// The errno of `action`, 0 when it succeeds.
-template <class F>
-int errno_of_call(F action) {
-  try {
-    action();
-  } catch (const FsError& e) {
-    return e.error;
-  }
-  return 0;
-}
-
 int open_for_writing(MountTree& tree, uint64_t ino) {
-  return errno_of_call([&] {
+  return errno_of([&] {
     bool keep_cache = false, direct_io = false;
     KernelNotes notes;
     std::unique_ptr<OpenFile> file = tree.open(ino, O_WRONLY, keep_cache, direct_io, notes);
@@ -177,12 +168,12 @@ TEST(StoreTree, EditsOnlyLeavesOfTheirOwnFiles) {
   // An embedded leaf is read-only: EROFS.
   EXPECT_TRUE(tree.read_only_at(y));
   EXPECT_EQ(open_for_writing(tree, ino_at(tree, {"y", "data"})), EROFS);
-  EXPECT_EQ(errno_of_call([&] { tree.create(y, "new", O_WRONLY, notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { tree.create(y, "new", O_WRONLY, notes); }), EROFS);
   // The store's own names and files: EPERM for names, EACCES for writes.
   EXPECT_EQ(open_for_writing(tree, ino_at(tree, {"store.json"})), EACCES);
-  EXPECT_EQ(errno_of_call([&] { tree.create(kRootIno, "new", O_WRONLY, notes); }), EPERM);
-  EXPECT_EQ(errno_of_call([&] { tree.unlink(kRootIno, "z", notes); }), EPERM);
-  EXPECT_EQ(errno_of_call([&] { tree.rename(x, "data", ino_at(tree, {"z"}), "data", 0, notes); }), EXDEV);
+  EXPECT_EQ(errno_of([&] { tree.create(kRootIno, "new", O_WRONLY, notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { tree.unlink(kRootIno, "z", notes); }), EPERM);
+  EXPECT_EQ(errno_of([&] { tree.rename(x, "data", ino_at(tree, {"z"}), "data", 0, notes); }), EXDEV);
   tree.shutdown();
 }
 
@@ -194,8 +185,8 @@ TEST(StoreTree, ReadOnlyMountRefusesEveryEdit) {
   EXPECT_TRUE(tree.read_only_at(ino_at(tree, {"a", "x"})));
   EXPECT_EQ(open_for_writing(tree, ino_at(tree, {"a", "x", "data"})), EROFS);
   EXPECT_EQ(open_for_writing(tree, ino_at(tree, {"store.json"})), EROFS);
-  EXPECT_EQ(errno_of_call([&] { tree.create(kRootIno, "new", O_WRONLY, notes); }), EROFS);
-  EXPECT_EQ(errno_of_call([&] { tree.unlink(kRootIno, "z", notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { tree.create(kRootIno, "new", O_WRONLY, notes); }), EROFS);
+  EXPECT_EQ(errno_of([&] { tree.unlink(kRootIno, "z", notes); }), EROFS);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "frame_editor_test_util.h"
 #include "frame_writer.h"
+#include "fs_errno.h"
 #include "fs_error.h"
 #include "msgpack.h"
 #include "read_pieces.h"
@@ -24,6 +25,7 @@ namespace blosc2fs {
 namespace {
 
 using testing::TempDir;
+using testing::errno_of;
 
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 std::string text_of(const Bytes& b) { return std::string(b.begin(), b.end()); }
@@ -63,14 +65,6 @@ class VolumeWrites : public ::testing::Test {
     v.write(*file, 0, content, notes);
     v.flush(*file, notes);
     v.release(std::move(file), notes);
-  }
-  static int errno_of(const std::function<void()>& f) {
-    try {
-      f();
-      return 0;
-    } catch (const FsError& e) {
-      return e.error;
-    }
   }
   static Bytes vlmeta(const std::filesystem::path& path, const std::string& name) {
     auto frame = Frame::open(path);
@@ -638,6 +632,8 @@ TEST_F(VolumeWrites, ZarrJsonTakesOnlyAttributeChanges) {
 
 namespace blosc2fs {
 namespace {
+
+using testing::errno_of;
 
 // docs/operations.md: a file the mount makes can be neither removed nor renamed,
 // at the top of the tree too (where a removal once dereferenced a null directory).

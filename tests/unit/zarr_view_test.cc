@@ -24,6 +24,7 @@
 #include "frame_editor_test_util.h"
 #include "frame_files.h"
 #include "frame_writer.h"
+#include "fs_errno.h"
 #include "fs_error.h"
 #include "inodes.h"
 #include "msgpack.h"
@@ -38,6 +39,7 @@ using testing::fixtures_dir;
 using testing::frame_path;
 using testing::gunzip_file;
 using testing::TempDir;
+using testing::errno_of;
 
 // b2nd-3d-f8: shape 50 x 37 x 23 float64 in chunks 20 x 16 x 10 of blocks 7 x 5 x 4:
 // a grid of 3 x 3 x 3 chunks, plain chunk files (25,600 bytes, under the 1 MiB a
@@ -151,14 +153,6 @@ class ZarrVolume : public ::testing::Test {
     v.write(*file, 0, content, notes);
     v.flush(*file, notes);
     v.release(std::move(file), notes);
-  }
-  static int errno_of(const std::function<void()>& f) {
-    try {
-      f();
-      return 0;
-    } catch (const FsError& e) {
-      return e.error;
-    }
   }
   TempDir dir_;
 };
