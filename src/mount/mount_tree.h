@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,6 +54,10 @@ struct OpenFile {
   // without it commits nothing: shells open, dup2 and close the original
   // descriptor before writing, and that close must not store an empty file.
   bool wrote = false;
+  // Flushed (a descriptor of it closed, or fsync) and not written since. Its
+  // release comes later, asynchronously; until then a truncate(2) by path must
+  // not wait for it as for a writer still at work (Volume::setattr).
+  std::atomic<bool> flushed{false};
   // The data of an N-d array opened with O_TRUNC (`cp x data`): it keeps its
   // size, so it is written anew whole instead; how far the writes from its start
   // reached (-1: not such a file). A close before they reach its end is EINVAL.

@@ -153,11 +153,34 @@ void NameTable::cancel_removal(NodeKind dir, const std::string& name) {
     if (s.node.dir == dir && s.origin == name) s.origin.reset();
 }
 
-bool NameTable::remove_writer(uint64_t ino) {
+void NameTable::add_writer(uint64_t ino) {
+  Writers& w = writers_[ino];
+  ++w.open;
+  ++w.unflushed;
+}
+
+bool NameTable::remove_writer(uint64_t ino, bool flushed) {
   auto it = writers_.find(ino);
-  if (it == writers_.end() || --it->second > 0) return false;
+  if (it == writers_.end()) return false;
+  if (!flushed && it->second.unflushed > 0) --it->second.unflushed;
+  if (--it->second.open > 0) return false;
   writers_.erase(it);
   return true;
+}
+
+void NameTable::writer_flushed(uint64_t ino) {
+  auto it = writers_.find(ino);
+  if (it != writers_.end() && it->second.unflushed > 0) --it->second.unflushed;
+}
+
+void NameTable::writer_resumed(uint64_t ino) {
+  auto it = writers_.find(ino);
+  if (it != writers_.end()) ++it->second.unflushed;
+}
+
+bool NameTable::has_unflushed_writers(uint64_t ino) const {
+  auto it = writers_.find(ino);
+  return it != writers_.end() && it->second.unflushed > 0;
 }
 
 std::vector<uint64_t> NameTable::written() const {

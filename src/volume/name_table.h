@@ -118,10 +118,15 @@ class NameTable {
   void cancel_removal(NodeKind dir, const std::string& name);
 
   // --- writable files open ---
-  void add_writer(uint64_t ino) { ++writers_[ino]; }
-  // One writer of `ino` closed; whether it was the last.
-  bool remove_writer(uint64_t ino);
+  void add_writer(uint64_t ino);
+  // One writer of `ino` closed (`flushed`: as its last flush left it); whether it was the last.
+  bool remove_writer(uint64_t ino, bool flushed);
   bool has_writers(uint64_t ino) const { return writers_.count(ino) > 0; }
+  // A writer flushed, or wrote again after a flush.
+  void writer_flushed(uint64_t ino);
+  void writer_resumed(uint64_t ino);
+  // Whether a writer of `ino` may still write before its next flush.
+  bool has_unflushed_writers(uint64_t ino) const;
   std::vector<uint64_t> written() const;  // inodes open for writing
 
   // Whether nothing is held but names given to layers: no scratch file, draft,
@@ -134,7 +139,11 @@ class NameTable {
   uint64_t next_named_ = kNamedBase;
   std::map<uint64_t, Scratch> scratch_;
   std::map<uint64_t, Draft> drafts_;
-  std::map<uint64_t, int> writers_;  // open writable files per inode
+  struct Writers {
+    int open = 0;       // writable files open
+    int unflushed = 0;  // of those, the ones not flushed since they opened or last wrote
+  };
+  std::map<uint64_t, Writers> writers_;
   std::set<Key> hidden_;             // real names moved onto scratch names
 };
 

@@ -107,6 +107,10 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
   if (!file.writable) throw FsError{EBADF};
   if (offset < 0) throw FsError{EINVAL};
   file.wrote = true;
+  if (file.flushed.load()) {
+    WriterLock lock(state_.mutex);
+    if (file.flushed.exchange(false)) state_.names.writer_resumed(file.ino);
+  }
   std::optional<Node> n = node(file.ino);
   if (!n) throw FsError{ENOENT};
   switch (n->kind) {
@@ -151,6 +155,10 @@ void Volume::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& n
 
 void Volume::flush(OpenFile& file, KernelNotes& notes, bool fsync) {
   if (!file.writable) return;
+  {
+    WriterLock lock(state_.mutex);
+    if (!file.flushed.exchange(true)) state_.names.writer_flushed(file.ino);
+  }
   std::optional<Node> n = node(file.ino);
   // A new array.npy this file wrote is finished at close even when an fsync
   // since its last write found it not yet whole.
@@ -195,7 +203,7 @@ void Volume::release(std::unique_ptr<OpenFile> file, KernelNotes& notes) {
   bool last = false, chunk_writers = false;
   {
     WriterLock lock(state_.mutex);
-    last = state_.names.remove_writer(file->ino);
+    last = state_.names.remove_writer(file->ino, file->flushed.load());
     for (uint64_t ino : state_.names.written()) {
       std::optional<Node> other = computed_node(ino);
       chunk_writers |= other && chunk_file(other->kind);
@@ -236,11 +244,13 @@ struct stat Volume::setattr(uint64_t ino, OpenFile* file, std::optional<int64_t>
       edits_.truncate_node(ino, *n, *size);
       if (file && file->writable) {
         file->wrote = true;
+        if (file->flushed.exchange(false)) state_.names.writer_resumed(ino);
         if (chunky) file->outcome = state_.overlay_outcome;
         else if (const Draft* d = state_.names.draft(ino)) file->outcome = d->outcome;
       }
-      // truncate(2) without an open file: nothing else will commit it.
-      commit_now = !file && !state_.names.has_writers(ino) && n->kind != NodeKind::scratch;
+      // truncate(2) without an open file: nothing else will commit it, unless a
+      // writer may still write (a flushed one's release is only late).
+      commit_now = !file && !state_.names.has_unflushed_writers(ino) && n->kind != NodeKind::scratch;
     }
     if (commit_now && chunky) {
       commits_.mutex().assert_held();  // taken above, for chunk files (array.npy is one)

@@ -175,6 +175,43 @@ TEST_F(VolumeWrites, MetalayersKeepTheirLength) {
   EXPECT_EQ(errno_of([&] { v->create(meta, "newmeta", O_WRONLY | O_CREAT, notes); }), EPERM);
 }
 
+TEST_F(VolumeWrites, ATruncateByPathDoesNotWaitForALateRelease) {
+  // The kernel sends RELEASE after close(2) returns, and over io_uring it may
+  // arrive after the next request: a closed (flushed) writer must not turn
+  // `truncate -s` into an edit that nobody commits or reports.
+  auto path = copy("metas-vlmetas.b2frame");
+  auto v = mount(path);
+  const uint64_t note = v->lookup(dir(*v, "meta"), "note").value();
+  const Bytes old = read_all(*v, note);
+  const int64_t size = int64_t(old.size());
+  KernelNotes notes;
+  bool keep = false, direct = false;
+  auto closed = v->open(note, O_RDWR, keep, direct, notes);
+  v->flush(*closed, notes);  // close(2); its release is still to come
+  EXPECT_EQ(errno_of([&] { v->setattr(note, nullptr, size - 1, notes); }), EINVAL);
+  EXPECT_EQ(v->attributes(note).st_size, size);
+
+  // A writer that has not closed yet keeps the edit for its own close.
+  auto open = v->open(note, O_RDWR, keep, direct, notes);
+  EXPECT_EQ(errno_of([&] { v->setattr(note, nullptr, size - 1, notes); }), 0);
+  Bytes changed = old;
+  changed.back() ^= 1;
+  v->write(*open, 0, changed, notes);
+  v->flush(*open, notes);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, changed);
+
+  // Flushed, then written again (a dup'ed descriptor): it is at work again.
+  v->write(*open, 0, old, notes);
+  EXPECT_EQ(errno_of([&] { v->setattr(note, nullptr, size, notes); }), 0);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, changed);
+  v->flush(*open, notes);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, old);
+  v->release(std::move(open), notes);
+  v->release(std::move(closed), notes);
+  EXPECT_EQ(Frame::open(path)->find_metalayer("note")->content, old);
+  EXPECT_EQ(errno_of([&] { v->setattr(note, nullptr, size - 1, notes); }), EINVAL);
+}
+
 TEST_F(VolumeWrites, LimitsOfVlmetalayers) {
   auto path = copy("many-vlmetas.b2frame");
   auto v = mount(path);
