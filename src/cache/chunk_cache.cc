@@ -304,6 +304,17 @@ std::shared_ptr<const CachedChunk> ChunkCache::get(int64_t n) {
   return entry;
 }
 
+std::shared_ptr<const CachedChunk> ChunkCache::get_range(int64_t n, int64_t offset, int64_t len) {
+  std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
+  std::unique_lock<std::mutex> lock;
+  const ChunkWish wish{offset, len, false};
+  entry = acquire(n, lock, &wish);
+  prepare_decoder(*entry);
+  if (offset < 0 || len <= 0 || offset >= entry->nbytes) return entry;
+  decode_range(*entry, lock, offset, std::min(len, entry->nbytes - offset));
+  return entry;
+}
+
 size_t ChunkCache::read_stored(int64_t n, int64_t offset, MutableByteSpan out) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;

@@ -134,6 +134,11 @@ class ChunkCache {
   ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep);
   // The whole chunk n decompressed.
   std::shared_ptr<const CachedChunk> get(int64_t n);
+  // Chunk n with at least its decompressed bytes [offset, offset + len)
+  // decoded (the blocks they lie in; every block for half the chunk or more).
+  // data() spans the whole chunk, of which only those bytes may be read. Not
+  // counted as handed out.
+  std::shared_ptr<const CachedChunk> get_range(int64_t n, int64_t offset, int64_t len);
   // Copies stored bytes [offset, offset + out.size()) of chunk n; returns the count.
   size_t read_stored(int64_t n, int64_t offset, MutableByteSpan out);
   // Loads chunk n's stored bytes, unless it is cached already.

@@ -62,6 +62,15 @@ class NdLayout {
   void write(int64_t offset, ByteSpan in, const std::function<MutableByteSpan(int64_t)>& chunk_for_write) const;
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
+  // The same chunks, each with the bytes of it that read(offset, len) copies
+  // from: [first, end) of the decoded chunk, the runs' span. A reader decodes
+  // only the blocks these hold (a page of a memory map, not its whole chunk).
+  struct ChunkRange {
+    int64_t chunk = 0;
+    int64_t first = 0;
+    int64_t end = 0;
+  };
+  std::vector<ChunkRange> chunk_ranges(int64_t offset, int64_t len) const;
   // What read() and write() copy, run by run: bytes [offset, offset + len) of
   // the C-order array lie at run(chunk, chunk_offset, offset_in_range, n), in
   // order. Throws std::out_of_range for a range outside the array.

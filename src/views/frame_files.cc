@@ -266,6 +266,13 @@ size_t FrameFiles::read_tensor_bytes(int64_t offset, MutableByteSpan out) {
   return done;
 }
 
+std::shared_ptr<const CachedChunk> chunk_for_ranges(ChunkCache& cache, const std::vector<NdLayout::ChunkRange>& ranges,
+                                                    int64_t n) {
+  for (const NdLayout::ChunkRange& r : ranges)
+    if (r.chunk == n) return cache.get_range(n, r.first, r.end - r.first);
+  return cache.get(n);
+}
+
 size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
   if (tensor_ && offset >= 0) {
     const int64_t header_len = int64_t(npy_header_.size());
@@ -290,8 +297,9 @@ size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
   const int64_t array_offset = offset + int64_t(done) - header_len;
   const int64_t expected = layout_->chunk_bytes();
   std::vector<std::shared_ptr<const CachedChunk>> pinned;  // alive until read() has copied
+  const std::vector<NdLayout::ChunkRange> ranges = layout_->chunk_ranges(array_offset, int64_t(want - done));
   layout_->read(array_offset, out.subspan(done, want - done), [&](int64_t n) -> ByteSpan {
-    std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
+    std::shared_ptr<const CachedChunk> chunk = chunk_for_ranges(cache_, ranges, n);
     if (int64_t(chunk->data().size()) != expected)
       throw FormatError(chunk_label(n) + "holds " + std::to_string(chunk->data().size()) +
                         " bytes, the array layout needs " + std::to_string(expected));

@@ -35,6 +35,13 @@ struct LayerFile {
   std::optional<std::string> attrs_text;  // JSON + "\n" when the content is one msgpack value
 };
 
+// Chunk n of an N-d array for a read of array.npy whose runs span `ranges`
+// (NdLayout::chunk_ranges): only the blocks that span lies in are decoded, so
+// the kernel's read-around of a memory map's fault decodes a neighbour chunk's
+// edge, not all of it.
+std::shared_ptr<const CachedChunk> chunk_for_ranges(ChunkCache& cache, const std::vector<NdLayout::ChunkRange>& ranges,
+                                                    int64_t n);
+
 // One committed state of the frame as files: the metalayers, vlmetalayers and
 // their JSON views, array.npy, the generated texts, and the committed chunks
 // through the chunk cache. Immutable once built, except the texts, which are

@@ -408,13 +408,14 @@ size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
   const ChunkOverlay::Held* held = nullptr;
   int64_t last_n = -1;
   const int64_t need = layout->chunk_bytes();
+  const std::vector<NdLayout::ChunkRange> ranges = layout->chunk_ranges(offset + int64_t(done) - header_len, int64_t(want - done));
   layout->for_each_run(offset + int64_t(done) - header_len, int64_t(want - done),
                        [&](int64_t n, int64_t at, int64_t in, int64_t len) REQUIRES_SHARED(state_.mutex) {
     const MutableByteSpan piece = out.subspan(done + size_t(in), size_t(len));
     if (n != last_n) {
       last_n = n;
       held = state_.overlay.held(n);
-      pinned = held ? nullptr : state_.cache.get(n);
+      pinned = held ? nullptr : chunk_for_ranges(state_.cache, ranges, n);
       const int64_t size = held ? held->size : int64_t(pinned->data().size());
       if (size != need)
         throw FormatError("chunk " + std::to_string(n) + " holds " + std::to_string(size) + " bytes, the array needs " +

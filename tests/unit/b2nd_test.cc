@@ -186,6 +186,22 @@ void check_write(const NdMeta& m, int ts, uint32_t seed, int rounds) {
     Bytes back(static_cast<size_t>(len));
     layout.read(off, back, [&](int64_t c) { return ByteSpan(chunks.at(size_t(c))); });
     EXPECT_EQ(back, patch);
+    // chunk_ranges(): read() copies from those bytes alone (the rest flipped here).
+    std::vector<Bytes> flipped(chunks.size());
+    std::vector<int64_t> range_order;
+    for (const NdLayout::ChunkRange& range : layout.chunk_ranges(off, len)) {
+      const Bytes& chunk = chunks.at(size_t(range.chunk));
+      ASSERT_TRUE(0 <= range.first && range.first < range.end && range.end <= int64_t(chunk.size()));
+      range_order.push_back(range.chunk);
+      Bytes& f = flipped[size_t(range.chunk)];
+      f = chunk;
+      for (size_t i = 0; i < f.size(); ++i)
+        if (int64_t(i) < range.first || int64_t(i) >= range.end) f[i] ^= 0xFF;
+    }
+    EXPECT_EQ(range_order, layout.chunks_for_range(off, len));
+    Bytes within(static_cast<size_t>(len));
+    layout.read(off, within, [&](int64_t c) { return ByteSpan(flipped.at(size_t(c))); });
+    EXPECT_EQ(within, patch);
   }
   EXPECT_THROW(layout.write(0, Bytes(array.size() + 1), [&](int64_t c) { return MutableByteSpan(chunks.at(size_t(c))); }),
                std::out_of_range);

@@ -151,6 +151,29 @@ TEST(ChunkCache, SmallReadsDecodeOnlyTheBlocksTheyTouch) {
   expect_pattern(0, 4096 * 5 + 1, buf);
 }
 
+TEST(ChunkCache, RangesDecodeOnlyTheirBlocks) {
+  // array.npy's reads: a page of a memory map must not decode its whole chunk.
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  auto bytes_of = [&](const CachedChunk& c, int64_t at, int64_t len) {
+    EXPECT_EQ(c.data().size(), size_t(loader.nbytes));
+    return std::vector<uint8_t>(c.data().begin() + at, c.data().begin() + at + len);
+  };
+  expect_pattern(0, 5000, bytes_of(*cache.get_range(0, 5000, 100), 5000, 100));  // inside block 1
+  EXPECT_EQ(loader.decodes, 1);
+  expect_pattern(0, 4090, bytes_of(*cache.get_range(0, 4090, 10), 4090, 10));  // blocks 0 and 1
+  EXPECT_EQ(loader.decodes, 2);
+  cache.get_range(0, loader.nbytes, 10);  // past the end: nothing to decode
+  cache.get_range(0, -5, 10);
+  cache.get_range(0, 100, 0);
+  EXPECT_EQ(loader.decodes, 2);
+  cache.get_range(0, 4096 * 15, 4096 * 10);  // clipped to the chunk: block 15
+  EXPECT_EQ(loader.decodes, 3);
+  expect_pattern(0, 0, bytes_of(*cache.get_range(0, 0, loader.nbytes / 2), 0, loader.nbytes));  // half: every block
+  EXPECT_EQ(loader.decodes, 16);
+  EXPECT_EQ(loader.loads(0), 1);
+}
+
 TEST(ChunkCache, DeltaChunksDecodeTheReferenceBlockFirst) {
   FakeLoader loader;
   loader.delta = true;
