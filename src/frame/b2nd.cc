@@ -283,17 +283,19 @@ std::vector<int64_t> NdLayout::chunks_for_range(int64_t offset, int64_t len) con
 
 std::vector<NdLayout::ChunkRange> NdLayout::chunk_ranges(int64_t offset, int64_t len) const {
   std::vector<ChunkRange> ranges;
+  std::unordered_map<int64_t, size_t> index;  // a read of small chunks touches thousands
   size_t last = 0;  // runs come mostly from the chunk of the run before
   walk(offset, len, [&](int64_t chunk, int64_t at, int64_t, int64_t n) {
     if (ranges.empty() || ranges[last].chunk != chunk) {
-      last = 0;
-      while (last < ranges.size() && ranges[last].chunk != chunk) ++last;
-      if (last == ranges.size()) ranges.push_back({chunk, at, at + n});
+      auto [it, added] = index.try_emplace(chunk, ranges.size());
+      if (added) ranges.push_back({chunk, at, at + n});
+      last = it->second;
     }
     ChunkRange& r = ranges[last];
     r.first = std::min(r.first, at);
     r.end = std::max(r.end, at + n);
   });
+  std::sort(ranges.begin(), ranges.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.chunk < b.chunk; });
   return ranges;
 }
 

@@ -62,9 +62,10 @@ class NdLayout {
   void write(int64_t offset, ByteSpan in, const std::function<MutableByteSpan(int64_t)>& chunk_for_write) const;
   // Which chunks read(offset, len) would touch, in order.
   std::vector<int64_t> chunks_for_range(int64_t offset, int64_t len) const;
-  // The same chunks, each with the bytes of it that read(offset, len) copies
-  // from: [first, end) of the decoded chunk, the runs' span. A reader decodes
-  // only the blocks these hold (a page of a memory map, not its whole chunk).
+  // The same chunks, by chunk number, each with the bytes of it that
+  // read(offset, len) copies from: [first, end) of the decoded chunk, the runs'
+  // span. A reader decodes only the blocks these hold (a page of a memory map,
+  // not its whole chunk).
   struct ChunkRange {
     int64_t chunk = 0;
     int64_t first = 0;

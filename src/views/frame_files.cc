@@ -266,11 +266,19 @@ size_t FrameFiles::read_tensor_bytes(int64_t offset, MutableByteSpan out) {
   return done;
 }
 
+std::vector<NdLayout::ChunkRange> array_read_ranges(const NdLayout& layout, int64_t offset, int64_t len) {
+  // Below this, a read of small chunks spends more finding ranges than the whole decodes cost.
+  constexpr int64_t kBlockwiseChunkBytes = int64_t(1) << 20;
+  if (layout.chunk_bytes() < kBlockwiseChunkBytes) return {};
+  return layout.chunk_ranges(offset, len);
+}
+
 std::shared_ptr<const CachedChunk> chunk_for_ranges(ChunkCache& cache, const std::vector<NdLayout::ChunkRange>& ranges,
                                                     int64_t n) {
-  for (const NdLayout::ChunkRange& r : ranges)
-    if (r.chunk == n) return cache.get_range(n, r.first, r.end - r.first);
-  return cache.get(n);
+  const auto r = std::lower_bound(ranges.begin(), ranges.end(), n,
+                                  [](const NdLayout::ChunkRange& range, int64_t chunk) { return range.chunk < chunk; });
+  if (r == ranges.end() || r->chunk != n) return cache.get(n);
+  return cache.get_range(n, r->first, r->end - r->first);
 }
 
 size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
@@ -297,7 +305,7 @@ size_t FrameFiles::read_array(int64_t offset, MutableByteSpan out) {
   const int64_t array_offset = offset + int64_t(done) - header_len;
   const int64_t expected = layout_->chunk_bytes();
   std::vector<std::shared_ptr<const CachedChunk>> pinned;  // alive until read() has copied
-  const std::vector<NdLayout::ChunkRange> ranges = layout_->chunk_ranges(array_offset, int64_t(want - done));
+  const std::vector<NdLayout::ChunkRange> ranges = array_read_ranges(*layout_, array_offset, int64_t(want - done));
   layout_->read(array_offset, out.subspan(done, want - done), [&](int64_t n) -> ByteSpan {
     std::shared_ptr<const CachedChunk> chunk = chunk_for_ranges(cache_, ranges, n);
     if (int64_t(chunk->data().size()) != expected)

@@ -35,10 +35,13 @@ struct LayerFile {
   std::optional<std::string> attrs_text;  // JSON + "\n" when the content is one msgpack value
 };
 
-// Chunk n of an N-d array for a read of array.npy whose runs span `ranges`
-// (NdLayout::chunk_ranges): only the blocks that span lies in are decoded, so
-// the kernel's read-around of a memory map's fault decodes a neighbour chunk's
-// edge, not all of it.
+// What a read of bytes [offset, offset + len) of an N-d array needs of each
+// chunk (NdLayout::chunk_ranges), when its chunks are big enough (1 MiB or
+// more) that decoding only those blocks pays: the kernel's read-around of a
+// memory map's fault then decodes a neighbour chunk's edge, not all of it.
+// None for smaller chunks, which are decoded whole.
+std::vector<NdLayout::ChunkRange> array_read_ranges(const NdLayout& layout, int64_t offset, int64_t len);
+// Chunk n for such a read: its blocks in `ranges` decoded, or all of them.
 std::shared_ptr<const CachedChunk> chunk_for_ranges(ChunkCache& cache, const std::vector<NdLayout::ChunkRange>& ranges,
                                                     int64_t n);
 

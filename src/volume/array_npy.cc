@@ -408,7 +408,7 @@ size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {
   const ChunkOverlay::Held* held = nullptr;
   int64_t last_n = -1;
   const int64_t need = layout->chunk_bytes();
-  const std::vector<NdLayout::ChunkRange> ranges = layout->chunk_ranges(offset + int64_t(done) - header_len, int64_t(want - done));
+  const std::vector<NdLayout::ChunkRange> ranges = array_read_ranges(*layout, offset + int64_t(done) - header_len, int64_t(want - done));
   layout->for_each_run(offset + int64_t(done) - header_len, int64_t(want - done),
                        [&](int64_t n, int64_t at, int64_t in, int64_t len) REQUIRES_SHARED(state_.mutex) {
     const MutableByteSpan piece = out.subspan(done + size_t(in), size_t(len));

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "b2nd.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "frame_chunk_loader.h"
@@ -445,6 +446,51 @@ TEST(FrameFiles, FrameJsonFieldsAndLiveFields) {
   std::shared_ptr<const std::string> before = plain.files->frame_json();
   plain.files->renew_frame_json();
   EXPECT_EQ(plain.files->frame_json(), before);
+}
+
+// An array of chunks of 1 MiB or more: a small read of array.npy (a page of a
+// memory map, the kernel's read-around) decodes only the blocks it touches.
+TEST(FrameFiles, SmallReadsOfBigChunksDecodeOnlyTheirBlocks) {
+  TempDir dir;
+  const auto path = dir.path() / "big-chunks.b2nd";
+  NdMeta meta;
+  meta.version = 0;
+  meta.ndim = 2;
+  meta.shape = {8, 262144};
+  meta.chunkshape = {2, 262144};  // 2 MiB chunks of int32
+  meta.blockshape = {1, 16384};   // 64 KiB blocks, 32 a chunk
+  meta.dtype = "<i4";
+  const int64_t chunk_bytes = 2 * 262144 * 4;
+  {
+    FrameParams params;
+    params.cparams.typesize = 4;
+    params.cparams.blocksize = 16384 * 4;
+    params.chunksize = int32_t(chunk_bytes);
+    params.metalayers = {Metalayer{"b2nd", serialize_b2nd_meta(meta)}};
+    FrameWriter w(path, params);
+    for (int64_t c = 0; c < 4; ++c) {  // item i holds i: blocks are whole runs of rows, so chunks are in C order
+      Bytes chunk(size_t(chunk_bytes), 0);
+      for (int64_t k = 0; k < chunk_bytes / 4; ++k) store_le32(chunk.data() + 4 * k, uint32_t(c * chunk_bytes / 4 + k));
+      w.append(chunk);
+    }
+    w.close();
+  }
+  OpenedFrame f(path);
+  ASSERT_TRUE(f.files->has_array());
+  const int64_t header = int64_t(f.files->npy_header_text().size());
+  auto expect_items = [&](int64_t first_item, int64_t count) {
+    Bytes out(size_t(count * 4));
+    ASSERT_EQ(f.files->read_array(header + first_item * 4, out), out.size());
+    for (int64_t k = 0; k < count; ++k) ASSERT_EQ(load_le32(out.data() + 4 * k), uint32_t(first_item + k)) << first_item + k;
+  };
+  expect_items(5 * 262144 + 1000, 1024);  // 4 KiB inside block 0 of row 5 (chunk 2)
+  EXPECT_EQ(f.cache.stats().decoded_blocks, 1u);
+  expect_items(3 * 262144 - 512, 1024);  // across rows 2 and 3 of chunk 1: a block of each
+  EXPECT_EQ(f.cache.stats().decoded_blocks, 3u);
+  expect_items(2 * 262144 - 512, 1024);  // across chunks 0 and 1: a block of each
+  EXPECT_EQ(f.cache.stats().decoded_blocks, 5u);
+  expect_items(0, 262144 + 16384);  // half of chunk 0 or more: the rest of it
+  EXPECT_EQ(f.cache.stats().decoded_blocks, 5u + 31u);
 }
 
 // A frame of chunks of varying size: each chunk's own size and place in data.
