@@ -1,8 +1,11 @@
 #include "partial_chunk.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "error.h"
 
@@ -13,8 +16,9 @@ namespace {
 // Fills one stored chunk's buffer from its source, remembering what is there.
 class SourceChunkFiller final : public StoredChunkFiller {
  public:
-  SourceChunkFiller(std::shared_ptr<const Frame> frame, Frame::StoredChunkPlace place, uint8_t* buffer)
+  SourceChunkFiller(std::shared_ptr<const Frame> frame, int64_t n, Frame::StoredChunkPlace place, uint8_t* buffer)
       : frame_(std::move(frame)),
+        n_(n),
         place_(std::move(place)),
         buffer_(buffer),
         size_(place_.header.cbytes),
@@ -22,35 +26,88 @@ class SourceChunkFiller final : public StoredChunkFiller {
 
   void fill(int64_t from, int64_t to) override { fill(from, to, true); }
 
-  // `counted`: a fetch for blocks, not for the header and tables.
+  // `counted`: a fetch for blocks, not for the header and tables. Readers of
+  // different blocks fetch at the same time (zarr-python asks for a shard's
+  // inner chunks at once): each claims the missing bytes nobody fetches yet,
+  // fetches them without the lock, and waits for the bytes others claimed.
   void fill(int64_t from, int64_t to, bool counted) {
     from = std::clamp<int64_t>(from, 0, size_);
     to = std::clamp<int64_t>(to, from, size_);
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (from >= to || present(from, to)) return;
     // A reader walking through the chunk gets the rest at once rather than a
     // request per block: over a network when the blocks fetched would pass
     // half of it; from a local file at its second fetch (a disk read per
     // block costs more than one of the rest).
+    bool rest = false;
     if (counted) {
-      const bool rest = local_ ? fetched_ > 0 : (fetched_ + to - from) * 2 > size_;
+      rest = local_ ? fetched_ > 0 : (fetched_ + to - from) * 2 > size_;
       fetched_ += to - from;
       if (rest) from = 0, to = size_;
     }
-    for (int64_t at = from; at < to;) {
-      auto it = present_.upper_bound(at);
-      if (it != present_.begin() && std::prev(it)->second > at) {
-        at = std::prev(it)->second;
+    while (!present(from, to)) {
+      std::vector<std::pair<int64_t, int64_t>> mine = unclaimed_gaps(from, to);
+      if (mine.empty()) {  // the rest is being fetched by others
+        fetched_or_failed_.wait(lock);
         continue;
       }
-      const int64_t end = it == present_.end() ? to : std::min(to, it->first);
-      place_.source->read_exact(place_.pos + at, MutableByteSpan(buffer_ + at, size_t(end - at)), "chunk");
-      add(at, end);
-      at = end;
+      for (const auto& gap : mine) claimed_[gap.first] = gap.second;
+      lock.unlock();
+      size_t done = 0;
+      try {
+        for (; done < mine.size(); ++done) fetch(mine[done].first, mine[done].second);
+      } catch (...) {
+        lock.lock();
+        for (size_t k = 0; k < mine.size(); ++k) {
+          claimed_.erase(mine[k].first);
+          if (k < done) add(mine[k].first, mine[k].second);
+        }
+        fetched_or_failed_.notify_all();
+        throw;
+      }
+      lock.lock();
+      for (const auto& gap : mine) {
+        claimed_.erase(gap.first);
+        add(gap.first, gap.second);
+      }
+      fetched_or_failed_.notify_all();
+    }
+    if (rest && !local_) {
+      lock.unlock();
+      frame_->note_whole_chunk_read(n_);
     }
   }
 
  private:
+  // Exactly the bytes missing: a remote source would otherwise round a small
+  // read up, into blocks nobody asked for.
+  void fetch(int64_t from, int64_t to) const {
+    if (!local_) place_.source->will_read_only(place_.pos + from, to - from);
+    place_.source->read_exact(place_.pos + from, MutableByteSpan(buffer_ + from, size_t(to - from)), "chunk");
+  }
+  // The parts of [from, to) neither present nor claimed by another reader.
+  std::vector<std::pair<int64_t, int64_t>> unclaimed_gaps(int64_t from, int64_t to) const {
+    std::vector<std::pair<int64_t, int64_t>> gaps;
+    for (int64_t at = from; at < to;) {
+      int64_t covered_until = at;
+      for (const auto* held : {&present_, &claimed_}) {
+        auto it = held->upper_bound(at);
+        if (it != held->begin() && std::prev(it)->second > at) covered_until = std::max(covered_until, std::prev(it)->second);
+      }
+      if (covered_until > at) {
+        at = covered_until;
+        continue;
+      }
+      int64_t end = to;
+      for (const auto* held : {&present_, &claimed_}) {
+        auto it = held->upper_bound(at);
+        if (it != held->end()) end = std::min(end, it->first);
+      }
+      gaps.emplace_back(at, end);
+      at = end;
+    }
+    return gaps;
+  }
   bool present(int64_t from, int64_t to) const {
     auto it = present_.upper_bound(from);
     return it != present_.begin() && std::prev(it)->second >= to;
@@ -71,17 +128,24 @@ class SourceChunkFiller final : public StoredChunkFiller {
   }
 
   const std::shared_ptr<const Frame> frame_;  // keeps the source's frame open
+  const int64_t n_;
   const Frame::StoredChunkPlace place_;
   uint8_t* const buffer_;
   const int64_t size_;
   std::mutex mutex_;
+  std::condition_variable fetched_or_failed_;  // with mutex_: claimed_ shrank
   std::map<int64_t, int64_t> present_;  // start -> end, disjoint
+  std::map<int64_t, int64_t> claimed_;  // start -> end: being fetched by a reader, disjoint from present_
   int64_t fetched_ = 0;  // for blocks
   const bool local_;
 };
 
 class PartialChunkDecoder final : public ChunkDecoder {
  public:
+  // A gap between two wanted blocks' bytes this small is fetched with them:
+  // a request costs more than this much of its answer.
+  static constexpr int64_t kFilledGap = 16 << 10;
+
   PartialChunkDecoder(ByteSpan stored, DecodeRules rules, std::shared_ptr<StoredChunkFiller> filler, std::string label)
       : stored_(stored),
         rules_(rules),
@@ -95,14 +159,22 @@ class PartialChunkDecoder final : public ChunkDecoder {
   int32_t block_size(int32_t j) const override { return bounded_.block_size(j); }
   bool needs_reference_block() const override { return bounded_.needs_reference_block(); }
 
+  // The blocks' stored bytes in as few fetches as they allow: blocks stored
+  // next to each other (or a small gap apart) in one, the others apart.
+  // c-blosc2 writes a chunk's blocks in the order its threads finish them,
+  // so blocks next in the chunk may lie anywhere in its bytes.
   void prepare_blocks(int32_t first, int32_t last) const override {
-    int64_t from = INT64_MAX, to = 0;
+    std::vector<std::pair<int64_t, int64_t>> extents;
     for (int32_t j = std::max(first, 0); j <= last && j < nblocks(); ++j) {
       const auto [a, b] = bounded_.block_stored_extent(j);
-      from = std::min(from, a);
-      to = std::max(to, b);
+      if (a < b) extents.emplace_back(a, b);
     }
-    if (from < to) filler_->fill(from, to);
+    std::sort(extents.begin(), extents.end());
+    for (size_t i = 0; i < extents.size();) {
+      auto [from, to] = extents[i];
+      for (++i; i < extents.size() && extents[i].first <= to + kFilledGap; ++i) to = std::max(to, extents[i].second);
+      filler_->fill(from, to);
+    }
   }
 
   void decode_block(int32_t j, MutableByteSpan out, ByteSpan reference) const override {
@@ -147,7 +219,12 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
                                               const ChunkWish& wish) {
   const bool local = !frame->source().remote();
   if (local && wish.stored) return std::nullopt;
-  if (!wish.stored && wish.length * 2 >= int64_t(frame->chunk_nbytes(n))) return std::nullopt;
+  // Over a network a read of a quarter of the chunk or more (a kernel's 1 MiB
+  // piece of a whole-file read: zarr-python reads a shard whole for a
+  // column) loads it whole, in one request where block by block would take
+  // three in turn (the header, the blocks, the rest).
+  const int64_t whole_from = local ? 2 : 4;
+  if (!wish.stored && wish.length * whole_from >= int64_t(frame->chunk_nbytes(n))) return std::nullopt;
   std::optional<Frame::StoredChunkPlace> place = frame->stored_chunk_place(n);
   if (!place) return std::nullopt;
   const ChunkHeader& h = place->header;
@@ -165,6 +242,7 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
     // Fetched ahead (a sequential reader's prefetch): nothing to save, and
     // decoded from where it arrived, without a copy.
     if (HeldBytes held = place->source->view_at(place->pos, size_t(h.cbytes), false)) {
+      frame->note_whole_chunk_read(n);
       loaded.stored = PooledBuffer::borrow(std::move(held));
       return loaded;
     }
@@ -172,7 +250,7 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
     if (place->source->held(place->pos, h.cbytes)) return std::nullopt;
   }
   loaded.stored = pool.take(size_t(h.cbytes));
-  auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), *place, loaded.stored.data());
+  auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), n, *place, loaded.stored.data());
   // The header, the block-start table and the dictionary's size field; then
   // everything before the first block's bytes (the dictionary).
   const int64_t table_end = int64_t(h.header_size()) + 4 * int64_t(h.nblocks());

@@ -18,7 +18,8 @@ namespace blosc2fs {
 inline constexpr int64_t kPartialChunkMinBytes = int64_t(1) << 20;
 
 // Chunk n of `frame` loaded in part for `wish`, or nullopt when it should be
-// loaded whole: a small chunk, a read of half of it or more, a read of a
+// loaded whole: a small chunk, a read of half of it or more (a quarter over
+// a network), a read of a
 // local chunk inside one block or of its stored bytes, a remote chunk held
 // whole already (fetched ahead, in a disk cache),
 // or a chunk that is not made of regular blocks (special, memcpyed, VL blocks).

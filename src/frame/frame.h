@@ -247,7 +247,14 @@ class Frame {
     int64_t pos = 0;
     ChunkHeader header;
   };
+  // Not counted as a read of chunk n (see note_whole_chunk_read).
   std::optional<StoredChunkPlace> stored_chunk_place(int64_t n) const;
+  // Chunk n was read whole by a reader that fetched it piece by piece (it
+  // went on through the chunk): a remote frame read in chunk order then
+  // fetches the next chunks ahead, as after a whole read. A reader of a few
+  // blocks of each chunk (a row band, a column) is not streaming, and
+  // fetching its next chunks whole would move what it never reads.
+  void note_whole_chunk_read(int64_t n) const;
 
   using Stamp = FrameStamp;
   Stamp stamp() const;  // read now from the disk; the default stamp for a frame not opened by path

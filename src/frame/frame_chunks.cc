@@ -395,11 +395,19 @@ std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n) cons
     const int64_t e = impl_->raw_entry(n);
     check_stored_entry(e);
     if (e < 0) return std::nullopt;
-    if (impl_->file->remote()) impl_->note_remote_read(n);
     Impl::Location loc = impl_->locate(e, false);
+    // The header and its block table in one small request (a table of 1,016
+    // blocks fits), not the source's usual least fetch: a reader of one
+    // block of a big chunk moves that block and little else.
+    constexpr int64_t kHeadGuess = 4096;
+    if (loc.source->remote()) loc.source->will_read_only(loc.pos, std::min(kHeadGuess, loc.available));
     ChunkHeader h = Impl::read_header_at(loc);
     return StoredChunkPlace{loc.source, loc.pos, h};
   });
+}
+
+void Frame::note_whole_chunk_read(int64_t n) const {
+  if (n >= 0 && n < impl_->nchunks && impl_->file->remote()) impl_->note_remote_read(n);
 }
 
 Bytes Frame::read_chunk(int64_t n) const {

@@ -114,9 +114,9 @@ int64_t largest_divisor_at_most(int64_t n, int64_t most) {
 // longest run of blocks of at most kMaxInnerRunBytes that tiles the chunk,
 // growing along the last axis the block splits and, once that axis is whole,
 // the axes before it.
-std::vector<int64_t> inner_run_shape(const ZarrArrayPlan& plan, int32_t typesize) {
+std::vector<int64_t> inner_run_shape(const ZarrArrayPlan& plan, int32_t typesize, InnerChunks kind) {
   std::vector<int64_t> inner = plan.block_shape;
-  if (!plan.chunk_in_c_order) return inner;
+  if (!plan.chunk_in_c_order || kind == InnerChunks::blocks) return inner;
   int64_t bytes = typesize;
   for (int64_t n : inner) bytes *= n;
   for (size_t k = inner.size(); k-- > 0;) {
@@ -133,7 +133,7 @@ std::vector<int64_t> inner_run_shape(const ZarrArrayPlan& plan, int32_t typesize
 }  // namespace
 
 std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesize, const Json& attrs,
-                                             std::string* why) {
+                                             std::string* why, InnerChunks inner) {
   auto refuse = [&](std::string reason) -> std::optional<ZarrArrayPlan> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -178,7 +178,7 @@ std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesiz
   if (nitems == 0) plan.chunk_in_c_order = false;
   if (plan.chunk_items * typesize < kMinShardBytes) plan.sharded = false;
   if (plan.sharded) {
-    plan.inner_shape = inner_run_shape(plan, typesize);
+    plan.inner_shape = inner_run_shape(plan, typesize, inner);
     plan.inner_items = 1;
     for (int64_t n : plan.inner_shape) plan.inner_items *= n;
     plan.ninner = plan.chunk_items / plan.inner_items;

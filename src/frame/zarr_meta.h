@@ -79,8 +79,14 @@ struct ZarrArrayPlan {
 // convention), gives the dimension names; otherwise dimension i of length n
 // is "dim{i}_{n}", so that arrays of unrelated shapes never give one name two
 // sizes.
+//
+// `inner`: runs of blocks as above, or one block per inner chunk, for remote
+// data, where a reader's bytes cost more than zarr-python's time per inner
+// chunk: a 100 x 100 slice of the 8,000^2 bench array moved two 400 KB blocks
+// in runs, where python-blosc2 moves one (docs/zarr.md).
+enum class InnerChunks { runs, blocks };
 std::optional<ZarrArrayPlan> plan_zarr_array(const NdMeta& meta, int32_t typesize, const Json& attrs,
-                                             std::string* why = nullptr);
+                                             std::string* why = nullptr, InnerChunks inner = InnerChunks::runs);
 
 // zarr.json of the array, v3; and the v2 view's .zarray and .zattrs.
 std::string zarr_v3_array_json(const ZarrArrayPlan& plan, const Json& attrs);

@@ -167,6 +167,10 @@ class SliceSource final : public ByteSource {
     if (offset < 0 || offset >= length_) return;
     whole_->will_read(offset_ + offset, std::min(length, length_ - offset));
   }
+  void will_read_only(int64_t offset, int64_t length) const override {
+    if (offset < 0 || offset >= length_) return;
+    whole_->will_read_only(offset_ + offset, std::min(length, length_ - offset));
+  }
   bool prefetch(int64_t offset, int64_t length) const override {
     if (offset < 0 || offset >= length_) return true;
     return whole_->prefetch(offset_ + offset, std::min(length, length_ - offset));

@@ -45,6 +45,13 @@ class ByteSource {
     (void)offset;
     (void)length;
   }
+  // The same for a range whose neighbours are not wanted (a big chunk's
+  // header, then the blocks a read needs): a remote source fetches exactly
+  // it, with nothing around it. Local sources ignore it.
+  virtual void will_read_only(int64_t offset, int64_t length) const {
+    (void)offset;
+    (void)length;
+  }
   // [offset, offset + length) may be read soon (a sequential reader's next
   // chunks): a remote source fetches it in the background while its prefetch
   // budget allows. Never blocks, never throws; local sources ignore it.

@@ -294,7 +294,8 @@ void RemoteObject::store_on_disk(DiskCache& disk, int64_t start, const Bytes& by
 
 std::string RemoteObject::disk_key() const { return url_.display() + "\n" + identity_.text(); }
 
-RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch) const {
+RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch,
+                                             bool exact) const {
   RangeCache& cache = client_->range_cache();
   for (;;) {
     std::shared_ptr<std::promise<Extent>> promise;
@@ -323,7 +324,7 @@ RemoteObject::Extent RemoteObject::extent_at(int64_t offset, int64_t want, int64
       }
       if (!fetch) return nullptr;
       fetch_start = offset;
-      fetch_end = std::min(size(), offset + std::max(want, kMinFetch));
+      fetch_end = std::min(size(), offset + (exact ? std::max<int64_t>(want, 1) : std::max(want, kMinFetch)));
       if (DiskCache* disk = client_->disk_cache()) {
         // Whole disk-cache blocks, so that a remount finds them; blocks the
         // disk holds are read from there, not fetched again.
@@ -502,6 +503,19 @@ void RemoteObject::will_read(int64_t offset, int64_t length) const {
     }
     int64_t start = 0;
     Extent extent = extent_at(at, offset + length - at, &start);
+    at = start + int64_t(extent->size());
+  }
+}
+
+void RemoteObject::will_read_only(int64_t offset, int64_t length) const {
+  // A disk cache fetches whole blocks whatever is asked (will_read does).
+  if (client_->disk_cache()) return will_read(offset, length);
+  if (offset < 0 || offset >= size() || length <= 0) return;
+  const int64_t end = offset + std::min(length, size() - offset);
+  for (int64_t at = offset; at < end;) {
+    int64_t start = 0;
+    Extent extent = extent_at(at, end - at, &start, true, true);
+    if (!extent || start + int64_t(extent->size()) <= at) return;  // the read fetches it itself
     at = start + int64_t(extent->size());
   }
 }

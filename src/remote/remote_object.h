@@ -52,6 +52,7 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   HeldBytes view_at(int64_t offset, size_t length, bool fetch) const override;
   std::string name() const override { return url_.display(); }
   void will_read(int64_t offset, int64_t length) const override;
+  void will_read_only(int64_t offset, int64_t length) const override;
   bool prefetch(int64_t offset, int64_t length) const override;
   bool remote() const override { return true; }
 
@@ -76,8 +77,9 @@ class RemoteObject final : public ByteSource, public std::enable_shared_from_thi
   // fetch(), then kept on disk when the mount has a disk cache.
   Extent fetch_blocks(int64_t start, int64_t end) const;
   // Cached, in flight, or fetched now: the extent holding `offset`, reading up to `want`.
-  // Without `fetch`: only one held or in flight (null when neither).
-  Extent extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch = true) const;
+  // Without `fetch`: only one held or in flight (null when neither). A miss
+  // fetches at least kMinFetch bytes, or with `exact` only `want`.
+  Extent extent_at(int64_t offset, int64_t want, int64_t* start, bool fetch = true, bool exact = false) const;
   // With a disk cache: where a fetch of the blocks from `start` (aligned) should
   // end, before `end`: at the first block after `start` the disk holds.
   int64_t missing_run_end(const DiskCache& disk, int64_t start, int64_t end) const;

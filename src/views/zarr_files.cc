@@ -23,7 +23,8 @@ std::unique_ptr<ZarrFiles> ZarrFiles::make(std::shared_ptr<const Frame> frame, c
     }
   }
   std::string why;
-  std::optional<ZarrArrayPlan> plan = plan_zarr_array(meta, frame->header().typesize, attrs, &why);
+  const InnerChunks inner = frame->source().remote() ? InnerChunks::blocks : InnerChunks::runs;
+  std::optional<ZarrArrayPlan> plan = plan_zarr_array(meta, frame->header().typesize, attrs, &why, inner);
   if (!plan) {
     spdlog::debug("no Zarr view (zarr.json, c/, zarr2/): {}", why);
     return nullptr;

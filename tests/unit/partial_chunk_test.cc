@@ -4,13 +4,16 @@
 // its bytes is decoded from the whole chunk, as c-blosc2 reads it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "buffer_pool.h"
+#include "byte_source.h"
 #include "chunk_codec.h"
 #include "fixtures.h"
 #include "frame_writer.h"
@@ -19,6 +22,7 @@
 namespace blosc2fs {
 namespace {
 
+using testing::read_file;
 using testing::TempDir;
 
 // Copies from the complete chunk into a buffer of garbage, recording each fill.
@@ -161,6 +165,119 @@ TEST(PartialChunk, AStreamRunningPastItsBlockIsDecodedFromTheWholeChunk) {
   EXPECT_EQ(filler->fills.back(), std::make_pair(int64_t(0), int64_t(chunk.size()))) << "the whole chunk fetched";
   decoder->decode_block(1, out, {});
   EXPECT_EQ(0, std::memcmp(out.data(), expected.data() + 4096, 4096));
+}
+
+// A file that says it is remote: records the exact fetches it is asked for
+// (will_read_only), its reads and the extents fetched ahead.
+class RemoteFile final : public ByteSource {
+ public:
+  explicit RemoteFile(Bytes bytes) : bytes_(memory_source(std::move(bytes), "remote")) {}
+  int64_t size() const override { return bytes_->size(); }
+  size_t read_at(int64_t offset, MutableByteSpan out) const override {
+    std::lock_guard lock(mutex_);
+    reads.emplace_back(offset, int64_t(out.size()));
+    return bytes_->read_at(offset, out);
+  }
+  std::string name() const override { return "remote"; }
+  void will_read_only(int64_t offset, int64_t length) const override {
+    std::lock_guard lock(mutex_);
+    exact.emplace_back(offset, length);
+  }
+  bool prefetch(int64_t offset, int64_t length) const override {
+    std::lock_guard lock(mutex_);
+    prefetched.emplace_back(offset, length);
+    return true;
+  }
+  bool remote() const override { return true; }
+  bool held(int64_t, int64_t) const override { return false; }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    reads.clear();
+    exact.clear();
+    prefetched.clear();
+  }
+
+  mutable std::vector<std::pair<int64_t, int64_t>> reads, exact, prefetched;
+
+ private:
+  std::shared_ptr<const ByteSource> bytes_;
+  mutable std::mutex mutex_;
+};
+
+// Over a network a small read of a big chunk fetches the header and block
+// table in one small exact request, then exactly the blocks it needs; readers
+// of different blocks at once fetch each block once; a read of a quarter of
+// the chunk loads it whole; and only a reader that went through a chunk gets
+// the next chunks fetched ahead (a reader of a few blocks per chunk, a row band
+// of a Zarr view, would otherwise move whole chunks it never reads).
+TEST(PartialChunk, RemoteChunksFetchTheirHeaderThenExactlyTheBlocksRead) {
+  TempDir tmp;
+  const auto path = tmp.path() / "big.b2frame";
+  FrameParams params;
+  params.cparams.codec = Codec::lz4;
+  params.cparams.typesize = 4;
+  params.cparams.blocksize = 256 * 1024;
+  params.chunksize = 4 << 20;
+  std::vector<Bytes> chunks;
+  {
+    FrameWriter writer(path, params);
+    for (unsigned c = 0; c < 4; ++c) {
+      chunks.push_back(random_bytes(size_t(params.chunksize), 20 + c));
+      for (size_t i = 0; i < chunks.back().size(); i += 4) chunks.back()[i + 3] = 0;  // stored about 3 MB
+      writer.append(chunks.back());
+    }
+    writer.close();
+  }
+  const Bytes image = read_file(path);
+  auto file = std::make_shared<RemoteFile>(image);
+  std::shared_ptr<const Frame> frame = Frame::open(file);
+  auto pool = BufferPool::create(64 << 20);
+  const int64_t block = params.cparams.blocksize;
+
+  // A quarter of the chunk: whole, in one request (the frame's own).
+  EXPECT_FALSE(load_partial_chunk(frame, 3, *pool, ChunkWish{0, 1 << 20, false}));
+
+  for (int64_t n = 0; n < 3; ++n) {
+    file->clear();
+    std::optional<LoadedChunk> part = load_partial_chunk(frame, n, *pool, ChunkWish{0, block, false});
+    ASSERT_TRUE(part && part->filler) << "chunk " << n;
+    const Frame::StoredChunkPlace place = *frame->stored_chunk_place(n);
+    ASSERT_FALSE(file->exact.empty());
+    EXPECT_EQ(file->exact.front().first, place.pos) << "the header first";
+    EXPECT_LE(file->exact.front().second, 4096) << "and little else";
+    auto decoder = partial_chunk_decoder(part->stored.bytes(), frame->decode_rules(), part->filler, "chunk: ");
+    // Four readers of four blocks at once.
+    file->clear();
+    std::vector<std::thread> readers;
+    std::vector<Bytes> outs(4, Bytes(static_cast<size_t>(block)));
+    for (int32_t j = 0; j < 4; ++j)
+      readers.emplace_back([&, j] { decoder->decode_block(2 * j, outs[size_t(j)], {}); });
+    for (std::thread& t : readers) t.join();
+    for (int32_t j = 0; j < 4; ++j)
+      EXPECT_EQ(0, std::memcmp(outs[size_t(j)].data(), chunks[size_t(n)].data() + size_t(2 * j * block), size_t(block)))
+          << "chunk " << n << " block " << 2 * j;
+    std::vector<std::pair<int64_t, int64_t>> fetched = file->exact;
+    std::sort(fetched.begin(), fetched.end());
+    ASSERT_EQ(fetched.size(), 4u) << "one exact fetch per block";
+    const ChunkView stored(ByteSpan(image.data() + place.pos, size_t(place.header.cbytes)));
+    for (size_t k = 0; k < fetched.size(); ++k) {
+      // Block 0's first bytes came with the header.
+      const auto [from, to] = stored.block_stored_extent(int32_t(2 * k));
+      EXPECT_GE(fetched[k].first, place.pos + from) << "block " << 2 * k;
+      EXPECT_LE(fetched[k].first, place.pos + from + (k == 0 ? 64 : 0)) << "block " << 2 * k;
+      EXPECT_EQ(fetched[k].first + fetched[k].second, place.pos + to) << "block " << 2 * k;
+    }
+    EXPECT_TRUE(file->prefetched.empty()) << "a few blocks of chunk " << n << " fetch nothing ahead";
+  }
+  // Chunk 0 read on through its end (a reader from the start of the frame):
+  // the rest in one go, and the chunks after it fetched ahead.
+  file->clear();
+  std::optional<LoadedChunk> part = load_partial_chunk(frame, 0, *pool, ChunkWish{0, block, false});
+  ASSERT_TRUE(part);
+  auto whole0 = partial_chunk_decoder(part->stored.bytes(), frame->decode_rules(), part->filler, "chunk 0: ");
+  whole0->prepare_blocks(0, whole0->nblocks() - 1);
+  ASSERT_FALSE(file->prefetched.empty()) << "a reader going through chunk 0 streams";
+  EXPECT_EQ(file->prefetched.front().first, frame->stored_chunk_place(1)->pos);
 }
 
 }  // namespace

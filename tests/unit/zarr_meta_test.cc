@@ -52,6 +52,19 @@ TEST(ZarrMeta, PlainBelowOneMiBEvenWhenChunksAreMultiplesOfBlocks) {
   EXPECT_FALSE(plan_zarr_array(nd({1024, 512}, {256, 512}, {128, 128}, "<f4"), 4, Json::object())->sharded);
 }
 
+// Remote data: one block per inner chunk, so that a reader of a few rows
+// fetches one block of each chunk, not a run of them.
+TEST(ZarrMeta, RemoteArraysShardByBlock) {
+  const NdMeta meta = nd({8000, 8000}, {1000, 1000}, {100, 1000}, "<f4");
+  auto runs = plan_zarr_array(meta, 4, Json::object());
+  auto blocks = plan_zarr_array(meta, 4, Json::object(), nullptr, InnerChunks::blocks);
+  ASSERT_TRUE(runs && blocks);
+  EXPECT_EQ(runs->inner_shape, (std::vector<int64_t>{200, 1000}));
+  EXPECT_EQ(blocks->inner_shape, (std::vector<int64_t>{100, 1000}));
+  EXPECT_EQ(blocks->ninner, 10);
+  EXPECT_EQ(blocks->v3_chunk_bytes(), 1000 * 1000 * 4 + 10 * 16);
+}
+
 TEST(ZarrMeta, PlainWhenNotMultiplesAndCOrderForRows) {
   auto plain = plan_zarr_array(nd({7, 1001, 300}, {7, 1001, 300}, {5, 1001, 300}, "<f8"), 8, Json::object());
   ASSERT_TRUE(plain);
