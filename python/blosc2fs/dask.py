@@ -186,6 +186,12 @@ class _Registry:
                 pass
 
 
+def _canonical(path: str) -> str:
+    """The mount point as /proc/self/mountinfo names it (symbolic links
+    resolved), on the worker's own host: a client on another host cannot."""
+    return os.path.realpath(path)
+
+
 def _alive(pid: int, start: int) -> bool:
     return process_start(pid) == start
 
@@ -208,8 +214,8 @@ class MountPlugin(WorkerPlugin):
         self.url = os.fspath(url)
         self.mountpoint = os.path.abspath(os.fspath(mountpoint))
         self.read_only = read_only
-        # As command-line words (strings, picklable, comparable across
-        # workers): the daemon validates them at mount.
+        # The daemon validates them at mount; workers compare them as its
+        # command-line words (_arguments).
         self.options = dict(options or {})
         self.timeout = timeout
         # One plugin per mount point: registering another for the same path
@@ -242,7 +248,8 @@ class MountPlugin(WorkerPlugin):
         this host holds it, else counts this one in."""
         if self._token is not None:
             return
-        with _Registry(self.mountpoint, self.timeout) as registry:
+        self._path = _canonical(self.mountpoint)
+        with _Registry(self._path, self.timeout) as registry:
             state = registry.read()
             holders = [h for h in state["holders"] if _alive(h["pid"], h["start"])]
             if not self._ours_and_up(state):
@@ -254,11 +261,11 @@ class MountPlugin(WorkerPlugin):
                     if not holders and not self._ours(state):
                         registry.remove()  # nothing here to remember
                     raise
-                state = {"url": self.url, "options": self._arguments(), "device": os.stat(self.mountpoint).st_dev,
+                state = {"url": self.url, "options": self._arguments(), "device": os.stat(self._path).st_dev,
                          "daemon": self._daemon, "made_dir": made_dir or bool(state.get("made_dir")),
                          "holders": holders}
             elif state.get("options") != self._arguments():
-                raise MountPointUnusable(f"blosc2fs: cannot mount {self.url} on {self.mountpoint}: it is mounted "
+                raise MountPointUnusable(f"blosc2fs: cannot mount {self.url} on {self._path}: it is mounted "
                                          f"there already with other options ({' '.join(state.get('options') or [])})")
             token = uuid.uuid4().hex
             pid = os.getpid()
@@ -274,7 +281,8 @@ class MountPlugin(WorkerPlugin):
         if self._token is None:
             return
         token, self._token = self._token, None
-        with _Registry(self.mountpoint, self.timeout) as registry:
+        self._path = _canonical(self.mountpoint)
+        with _Registry(self._path, self.timeout) as registry:
             state = registry.read()
             holders = [h for h in state["holders"] if h.get("token") != token and _alive(h["pid"], h["start"])]
             if holders:
@@ -290,48 +298,48 @@ class MountPlugin(WorkerPlugin):
     def _ours(self, state: Dict[str, Any]) -> bool:
         """Whether the mount point holds the blosc2fs mount the holders' file
         describes, of this URL (the device number changes at every mount)."""
-        entry = _mount_entry(self.mountpoint)
+        entry = _mount_entry(self._path)
         if entry is None or entry["fstype"] != "fuse.blosc2fs" or state.get("url") != self.url:
             return False
         try:
-            return bool(os.stat(self.mountpoint).st_dev == state.get("device"))
+            return bool(os.stat(self._path).st_dev == state.get("device"))
         except OSError:
             return True  # its daemon is gone (ENOTCONN): still ours to take down
 
     def _ours_and_up(self, state: Dict[str, Any]) -> bool:
-        return self._ours(state) and _responds(self.mountpoint)
+        return self._ours(state) and _responds(self._path)
 
     def _mount_fresh(self, state: Dict[str, Any], holders: List[Dict[str, Any]]) -> bool:
         """Mounts on a mount point that holds none of ours that works; returns
         whether the mount point was made here."""
-        entry = _mount_entry(self.mountpoint)
+        entry = _mount_entry(self._path)
         if entry is not None:
-            if entry["fstype"] == "fuse.blosc2fs" and not _responds(self.mountpoint):
+            if entry["fstype"] == "fuse.blosc2fs" and not _responds(self._path):
                 # A blosc2fs mount whose daemon died (killed, out of memory):
                 # every access fails with ENOTCONN until it is unmounted.
-                logger.warning("%s: its daemon is gone; unmounting it and mounting %s again", self.mountpoint,
+                logger.warning("%s: its daemon is gone; unmounting it and mounting %s again", self._path,
                                self.url)
-                unmount_path(self.mountpoint, lazy=True)
+                unmount_path(self._path, lazy=True)
             elif entry["fstype"] == "fuse.blosc2fs" and entry["source"] == self.url and not holders:
                 # A mount of this URL that no live process of this host holds
                 # (its holders' file lost, or made by hand): adopted as it is,
                 # its options unchecked; the last one out unmounts it.
-                logger.info("adopted the mount of %s on %s (%s)", self.url, self.mountpoint, socket.gethostname())
+                logger.info("adopted the mount of %s on %s (%s)", self.url, self._path, socket.gethostname())
                 self._daemon = None
                 return False
             else:
-                raise MountPointUnusable(f"blosc2fs: cannot mount {self.url} on {self.mountpoint}: "
+                raise MountPointUnusable(f"blosc2fs: cannot mount {self.url} on {self._path}: "
                                          f"{entry['source']} ({entry['fstype']}) is mounted there")
         made_dir = False
-        if not os.path.isdir(self.mountpoint):
+        if not os.path.isdir(self._path):
             try:
-                os.makedirs(self.mountpoint)
+                os.makedirs(self._path)
                 made_dir = True
             except OSError as e:
                 raise MountPointUnusable(f"blosc2fs: cannot mount {self.url}: cannot make the mount point "
-                                         f"{self.mountpoint}: {e.strerror}") from None
+                                         f"{self._path}: {e.strerror}") from None
         try:
-            pid = mount_in_background(self.url, self.mountpoint, read_only=self.read_only, options=self.options,
+            pid = mount_in_background(self.url, self._path, read_only=self.read_only, options=self.options,
                                       timeout=self.timeout)
         except BaseException:
             if made_dir:
@@ -339,17 +347,17 @@ class MountPlugin(WorkerPlugin):
             raise
         start = process_start(pid) if pid is not None else None
         self._daemon = [pid, start] if start is not None else None
-        logger.info("mounted %s on %s (%s)", self.url, self.mountpoint, socket.gethostname())
+        logger.info("mounted %s on %s (%s)", self.url, self._path, socket.gethostname())
         return made_dir
 
     def _unmount(self, state: Dict[str, Any]) -> None:
         try:
-            unmount_path(self.mountpoint)
+            unmount_path(self._path)
         except UnmountFailed as e:
             # A file still open on it (a process outside the cluster): it goes
             # from the tree now, and its daemon ends when that file closes.
             logger.warning("%s: detaching lazily", e)
-            unmount_path(self.mountpoint, lazy=True)
+            unmount_path(self._path, lazy=True)
         daemon = state.get("daemon")
         if daemon:
             deadline = time.monotonic() + DAEMON_EXIT_PATIENCE
@@ -357,15 +365,16 @@ class MountPlugin(WorkerPlugin):
                 time.sleep(0.05)
             if _alive(daemon[0], daemon[1]):
                 logger.warning("the daemon of %s (pid %d) is still running %g s after the unmount",
-                               self.mountpoint, daemon[0], DAEMON_EXIT_PATIENCE)
+                               self._path, daemon[0], DAEMON_EXIT_PATIENCE)
         if state.get("made_dir"):
             self._remove_dir()
-        logger.info("unmounted %s from %s", self.url, self.mountpoint)
+        logger.info("unmounted %s from %s", self.url, self._path)
 
     def _remove_dir(self) -> None:
         try:
-            os.rmdir(self.mountpoint)
+            os.rmdir(self._path)
         except OSError:
             pass  # not empty, or busy: left as it is
 
     _daemon: Optional[List[Optional[int]]] = None
+    _path = ""
