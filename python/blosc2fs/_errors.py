@@ -6,7 +6,7 @@ FRAME: why"); an exception carries that line and the status, unchanged.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Dict, Optional, Tuple, Type
 
 
 class MountError(Exception):
@@ -24,6 +24,11 @@ class MountError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def __reduce__(self) -> Tuple[Type["MountError"], Tuple[str, Optional[int]]]:
+        # Pickled with its status: an exception raised in a dask worker (a
+        # WorkerPlugin's setup, blosc2fs.dask) reaches the client whole.
+        return (type(self), (self.message, self.status))
 
 
 class UsageError(MountError):

@@ -291,15 +291,83 @@ def mount(frame: PathLike, mountpoint: Optional[PathLike] = None, *, read_only: 
     return Mount(frame, mountpoint, read_only=read_only, options=options)
 
 
-def info(frame: PathLike, *, options: Optional[Mapping[str, OptionValue]] = None) -> Dict[str, Any]:
-    """frame.json of `frame` as a dict, without mounting (`blosc2fs --info`)."""
-    args = [binary()] + option_arguments(None, options) + ["--info", os.fspath(frame)]
+def _run_to_end(args: List[str], timeout: Optional[float] = None) -> bytes:
+    """Runs the program until it exits; returns its stdout, or raises the
+    MountError of its status with its one line (its log lines go to the
+    `blosc2fs` logger)."""
     r = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=daemon_environment())
+                       env=daemon_environment(), timeout=timeout)
     lines = StderrLines()
     for line in r.stderr.split(b"\n"):
         lines.feed(line)
     if r.returncode != 0:
         raise error_for_status(r.returncode, lines.message(r.returncode))
-    result: Dict[str, Any] = json.loads(r.stdout)
+    return r.stdout
+
+
+def info(frame: PathLike, *, options: Optional[Mapping[str, OptionValue]] = None) -> Dict[str, Any]:
+    """frame.json of `frame` as a dict, without mounting (`blosc2fs --info`)."""
+    stdout = _run_to_end([binary()] + option_arguments(None, options) + ["--info", os.fspath(frame)])
+    result: Dict[str, Any] = json.loads(stdout)
     return result
+
+
+# --- mounts that outlive this process (blosc2fs.dask) ---
+
+def process_start(pid: int) -> Optional[int]:
+    """When process `pid` started (clock ticks after boot: with the pid, one
+    process for good, as a pid alone is not once it is reused), or None when
+    it has ended (a zombie has ended too: only its parent's wait is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])  # field 22 of proc(5), counted after the name
+
+
+def daemon_of(mountpoint: str) -> Optional[int]:
+    """The blosc2fs daemon serving `mountpoint` (an absolute path, as it was
+    given to the program): the process of this package's program whose last
+    argument it is. None when there is none."""
+    program = os.fsencode(binary())
+    target = os.fsencode(mountpoint)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        # argv ends with an empty string after its last NUL.
+        if len(argv) >= 3 and argv[0] == program and argv[-2] == target and process_start(int(entry)) is not None:
+            return int(entry)
+    return None
+
+
+def mount_in_background(frame: PathLike, mountpoint: PathLike, *, read_only: Optional[bool] = None,
+                        options: Optional[Mapping[str, OptionValue]] = None,
+                        timeout: Optional[float] = None) -> Optional[int]:
+    """Mounts as the `blosc2fs` command does from a shell: returns once the
+    mount is usable, with the daemon in the background, a child of no process
+    here, so the mount outlives this Python (its log goes to syslog). Unmount
+    it with unmount_path(). Returns the daemon's pid (None if it could not be
+    found). A failure raises the MountError of the exit status, with its one
+    line; `timeout` (seconds) bounds the wait for the mount."""
+    path = os.path.abspath(os.fspath(mountpoint))
+    args = [binary()] + option_arguments(read_only, options) + ["--", os.fspath(frame), path]
+    try:
+        _run_to_end(args, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise MountError(f"blosc2fs: cannot mount {os.fspath(frame)}: not mounted after {timeout:g} s") from None
+    return daemon_of(path)
+
+
+def unmount_path(mountpoint: PathLike, *, lazy: bool = False) -> None:
+    """Unmounts whatever blosc2fs mount is on `mountpoint` (umount2(2) as root,
+    else fusermount3 -u; lazy: detached even while files on it are open).
+    Raises UnmountFailed with the reason; it does not wait for the daemon."""
+    _detach(os.path.abspath(os.fspath(mountpoint)), lazy)

@@ -77,6 +77,13 @@ def installed_as_a_wheel(h):
     check_equal(r.returncode, 2, "blosc2fs --info of a missing frame")
     check_equal(len(r.stderr.strip().splitlines()), 1, f"one line: {r.stderr!r}")
     dist = glob.glob(os.path.join(os.path.dirname(package), "blosc2fs-*.dist-info"))[0]
+    # blosc2fs.dask is in the wheel; distributed is its extra, never a dependency (docs/dask.md).
+    check(os.path.exists(os.path.join(package, "dask.py")), "blosc2fs/dask.py is installed")
+    with open(os.path.join(dist, "METADATA")) as f:
+        metadata = f.read()
+    check("Provides-Extra: dask" in metadata, "METADATA provides the extra dask")
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    check(requires and all("extra ==" in line for line in requires), f"only extras require anything: {requires}")
     licenses = os.path.join(dist, "licenses")
     check(os.path.exists(os.path.join(licenses, "LICENSE")), "LICENSE in the dist-info")
     with open(os.path.join(licenses, "vendored", "vendored.txt")) as f:
