@@ -9,8 +9,8 @@
 #
 # --quick: small data sets (128 MB), one run each: for trying the script out.
 # --only GROUPS: these groups of rows alone, comma-separated, out of reads,
-#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr, array-writes, io_uring, dask
-#   (only their data sets are made).
+#   random, ls, mount, cp, vlmeta, store, codecs, remote, caterva2, collections, zarr, array-writes, io_uring, dask,
+#   remote-slices (only their data sets are made).
 #   io_uring: the same work over FUSE over io_uring (-o io_uring=on) and through /dev/fuse (=off) in one run,
 #   taking turns, at least 7 rounds (bench/io_uring.py, the test venv's python; switches the kernel's
 #   enable_uring on and puts back what it found): 2,000 small chunk files first read, `ls -l` of 10,000
@@ -35,6 +35,9 @@
 #   dask: a dask.distributed LocalCluster reading a SeaweedFS prefix of four float64 arrays (SIZE_MB/4) through
 #   blosc2fs.dask.MountPlugin (bench/dask_cluster.py): xarray's sum() over the collection's Zarr group, cold, with 1
 #   and 2 worker processes, against python-blosc2's sum() of the local files in-process.
+#   remote-slices: sub-arrays of a remote 8,000 x 8,000 float32 array (bench/remote_slices.py) through the Zarr
+#   view by zarr-python against python-blosc2 opening the same URL: bytes and requests from nginx's log or a
+#   counting proxy before SeaweedFS, times on loopback and behind a proxy adding 20 ms to every request.
 #   zarr: the Zarr view (bench/zarr_view.py): zarr-python slices of an 8,000 x 8,000 array
 #   and whole arrays against python-blosc2 in-process and a zstd Zarr copy on disk,
 #   dask's mean, and the requests of one chunk from nginx.
@@ -68,7 +71,7 @@ while (($#)); do
     --prepare) PREPARE_ONLY=1 ;;
     --read-ahead) READ_AHEAD_KB=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,52p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,55p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 1 ;;
     *) BUILD=$1 ;;
   esac
@@ -79,7 +82,7 @@ SCRATCH=${BLOSC2FS_BENCH_DIR:-/var/tmp/blosc2fs-bench}
 # wants GROUP: whether this run measures that group of rows (--only).
 wants() { [[ -z $ONLY || ,$ONLY, == *,$1,* ]]; }
 for g in ${ONLY//,/ }; do
-  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr | array-writes | io_uring | dask) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
+  case $g in reads | random | ls | mount | cp | vlmeta | store | codecs | remote | caterva2 | collections | zarr | array-writes | io_uring | dask | remote-slices) ;; *) echo "bench/run.sh: unknown group $g in --only" >&2; exit 1 ;; esac
 done
 
 if ((QUICK)); then
@@ -109,8 +112,8 @@ need_packages() {
 need_packages fuse3 cmake g++ pkg-config
 if wants reads || wants random || wants ls || wants cp || wants vlmeta; then need_packages squashfuse squashfs-tools strace; fi
 if wants store || wants codecs || wants remote || wants caterva2 || wants collections || wants zarr || wants array-writes ||
-  wants io_uring || wants dask; then need_packages python3-venv; fi
-wants remote && need_packages nginx-light
+  wants io_uring || wants dask || wants remote-slices; then need_packages python3-venv; fi
+{ wants remote || wants remote-slices; } && need_packages nginx-light
 
 if ((BUILD_IT)); then
   if [[ ! -f $BUILD/CMakeCache.txt ]]; then
@@ -927,6 +930,7 @@ wants zarr && venv_rows zarr zarr_view.py
 wants array-writes && venv_rows array-writes array_writes.py
 wants io_uring && venv_rows io_uring io_uring.py
 wants dask && venv_rows dask dask_cluster.py
+wants remote-slices && venv_rows remote-slices remote_slices.py
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)

@@ -225,7 +225,7 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
   // three in turn (the header, the blocks, the rest).
   const int64_t whole_from = local ? 2 : 4;
   if (!wish.stored && wish.length * whole_from >= int64_t(frame->chunk_nbytes(n))) return std::nullopt;
-  std::optional<Frame::StoredChunkPlace> place = frame->stored_chunk_place(n);
+  std::optional<Frame::StoredChunkPlace> place = frame->stored_chunk_place(n, kPartialChunkMinBytes);
   if (!place) return std::nullopt;
   const ChunkHeader& h = place->header;
   if (h.cbytes < kPartialChunkMinBytes || (wish.stored && wish.length * 2 >= h.cbytes)) return std::nullopt;

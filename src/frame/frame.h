@@ -247,8 +247,10 @@ class Frame {
     int64_t pos = 0;
     ChunkHeader header;
   };
-  // Not counted as a read of chunk n (see note_whole_chunk_read).
-  std::optional<StoredChunkPlace> stored_chunk_place(int64_t n) const;
+  // Not counted as a read of chunk n (see note_whole_chunk_read). nullopt
+  // too, without a request, for a chunk stored in fewer than `min_stored`
+  // bytes (whoever asked reads it whole).
+  std::optional<StoredChunkPlace> stored_chunk_place(int64_t n, int64_t min_stored = 0) const;
   // Chunk n was read whole by a reader that fetched it piece by piece (it
   // went on through the chunk): a remote frame read in chunk order then
   // fetches the next chunks ahead, as after a whole read. A reader of a few

@@ -389,18 +389,21 @@ HeldBytes Frame::read_raw_chunk_viewed(int64_t n, const ChunkBufferFn& buffer_fo
   return view;
 }
 
-std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n) const {
+std::optional<Frame::StoredChunkPlace> Frame::stored_chunk_place(int64_t n, int64_t min_stored) const {
   impl_->check_chunk_number(n);
   return with_error_context(impl_->chunk_context(n), [&]() -> std::optional<StoredChunkPlace> {
     const int64_t e = impl_->raw_entry(n);
     check_stored_entry(e);
     if (e < 0) return std::nullopt;
     Impl::Location loc = impl_->locate(e, false);
+    // At most this much (a sparse frame's chunk is an object of its own).
+    const int64_t room = impl_->header.sparse() ? loc.available : std::min(loc.available, impl_->stored_extent(e));
+    if (room < min_stored) return std::nullopt;
     // The header and its block table in one small request (a table of 1,016
     // blocks fits), not the source's usual least fetch: a reader of one
     // block of a big chunk moves that block and little else.
     constexpr int64_t kHeadGuess = 4096;
-    if (loc.source->remote()) loc.source->will_read_only(loc.pos, std::min(kHeadGuess, loc.available));
+    if (loc.source->remote()) loc.source->will_read_only(loc.pos, std::min(kHeadGuess, room));
     ChunkHeader h = Impl::read_header_at(loc);
     return StoredChunkPlace{loc.source, loc.pos, h};
   });

