@@ -381,6 +381,17 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
     int64_t tail_at = L;
     if (edits.chunks_dirty) {
       // New payloads go after the live frame, so every live byte stays as it is.
+      // The payloads' size first, so that the tail is sized once: grown by
+      // doubling, a 64 MiB chunk's commit copied its bytes again at each
+      // step, into fresh pages. (The chunks a special entry stores are made
+      // twice; they are small.)
+      size_t payload_bytes = 0;
+      next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
+        payload_bytes += c.stored.size();
+        return int64_t(0);
+      });
+      // The index chunk holds at most 8 bytes an entry and a header.
+      tail.reserve(payload_bytes + 8 * size_t(std::max<int64_t>(edits.nchunks, 0)) + 256 + trailer.size());
       int64_t pos = L;
       std::vector<int64_t> index = next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
         int64_t at = pos - H;
