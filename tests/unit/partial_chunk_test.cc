@@ -61,6 +61,16 @@ Bytes partial_buffer(const Bytes& chunk) {
   return buffer;
 }
 
+// Chunks of 4 MiB in 16 blocks of 256 KiB, lz4: big enough to load in part.
+FrameParams big_chunk_params() {
+  FrameParams params;
+  params.cparams.codec = Codec::lz4;
+  params.cparams.typesize = 4;
+  params.cparams.blocksize = 256 * 1024;
+  params.chunksize = 4 << 20;
+  return params;
+}
+
 TEST(PartialChunk, DecodesOnlyTheBlocksAskedForAndEqualsAWholeDecode) {
   CompressParams p;
   p.codec = Codec::lz4;
@@ -100,11 +110,7 @@ TEST(PartialChunk, DecodesOnlyTheBlocksAskedForAndEqualsAWholeDecode) {
 TEST(PartialChunk, LocalChunksLoadInPartForReadsOfABlockOrMore) {
   TempDir tmp;
   const auto path = tmp.path() / "big.b2frame";
-  FrameParams params;
-  params.cparams.codec = Codec::lz4;
-  params.cparams.typesize = 4;
-  params.cparams.blocksize = 256 * 1024;
-  params.chunksize = 4 << 20;
+  const FrameParams params = big_chunk_params();
   Bytes data = random_bytes(size_t(params.chunksize), 3);
   for (size_t i = 0; i < data.size(); i += 4) data[i + 2] = data[i + 3] = 0;  // stored about half: 2 MB
   {
@@ -213,11 +219,7 @@ class RemoteFile final : public ByteSource {
 TEST(PartialChunk, RemoteChunksFetchTheirHeaderThenExactlyTheBlocksRead) {
   TempDir tmp;
   const auto path = tmp.path() / "big.b2frame";
-  FrameParams params;
-  params.cparams.codec = Codec::lz4;
-  params.cparams.typesize = 4;
-  params.cparams.blocksize = 256 * 1024;
-  params.chunksize = 4 << 20;
+  const FrameParams params = big_chunk_params();
   std::vector<Bytes> chunks;
   {
     FrameWriter writer(path, params);
