@@ -411,8 +411,8 @@ std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const C
     std::vector<uint8_t> scratch;
     std::vector<uint8_t>& arena = arenas[id];
     // Its share of the chunk, stored raw, and a block more: an arena that grew
-    // by doubling copied what it held each time, into fresh pages (a tenth of
-    // a 64 MiB chunk's commit). Reserving touches no page.
+    // by doubling copied what it held each time, into fresh pages. Reserving
+    // touches no page.
     arena.reserve(size_t(nbytes) / workers + size_t(blocksize) + 5 * 16);
     for (int32_t j; !failed && (j = next.fetch_add(1)) < nblocks;) {
       try {
