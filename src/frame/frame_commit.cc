@@ -90,7 +90,7 @@ void StepExecutor::run(const CommitStep& step) {
   using Kind = CommitStep::Kind;
   switch (step.kind) {
     case Kind::write:
-      write_all(file_for(step.path, step.create, step.owner), step.data, step.offset, step.path);
+      write_all(file_for(step.path, step.create, step.owner), step.payload(), step.offset, step.path);
       break;
     case Kind::fsync:
       if (cached_fd_ >= 0 && cached_path_ == step.path) {
@@ -359,6 +359,12 @@ PlannedCommit plan_rewrite_without_data(const Frame& frame, const StagedEdits& e
 
 }  // namespace
 
+namespace {
+// The least stored size of a chunk a commit writes from the staged edits
+// rather than through its tail: a step of its own costs a pwrite.
+constexpr size_t kBorrowedWriteMin = size_t(1) << 20;
+}  // namespace
+
 PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edits, bool sync) {
   using Kind = CommitStep::Kind;
   const FrameHeader& fh = frame.header();
@@ -379,24 +385,40 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
     if (next.nbytes == 0) return plan_rewrite_without_data(frame, edits, std::move(header), next, trailer, sync);
     Bytes tail;
     int64_t tail_at = L;
+    // Big chunks are written from the staged edits that hold them, each a
+    // step of its own before the tail: copied into the tail, a 64 MiB
+    // chunk's commit put its compressed bytes into fresh pages once more.
+    std::vector<CommitStep> chunk_writes;
     if (edits.chunks_dirty) {
       // New payloads go after the live frame, so every live byte stays as it is.
-      // The payloads' size first, so that the tail is sized once: grown by
-      // doubling, a 64 MiB chunk's commit copied its bytes again at each
-      // step, into fresh pages. (The chunks a special entry stores are made
-      // twice; they are small.)
+      // The small payloads' size first, so that the tail is sized once. (The
+      // chunks a special entry stores are made twice; they are small.)
       size_t payload_bytes = 0;
       next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
-        payload_bytes += c.stored.size();
+        if (c.stored.size() < kBorrowedWriteMin) payload_bytes += c.stored.size();
         return int64_t(0);
       });
       // The index chunk holds at most 8 bytes an entry and a header.
       tail.reserve(payload_bytes + 8 * size_t(std::max<int64_t>(edits.nchunks, 0)) + 256 + trailer.size());
       int64_t pos = L;
+      auto end_tail = [&] {
+        if (!tail.empty()) chunk_writes.push_back({Kind::write, file, {}, off + tail_at, std::move(tail)});
+        tail.clear();
+        tail_at = pos;
+      };
       std::vector<int64_t> index = next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
         int64_t at = pos - H;
-        tail.insert(tail.end(), c.stored.begin(), c.stored.end());
-        pos += int64_t(c.stored.size());
+        if (c.stored.size() >= kBorrowedWriteMin) {
+          end_tail();
+          CommitStep write{Kind::write, file, {}, off + pos};
+          write.borrowed = c.stored;
+          chunk_writes.push_back(std::move(write));
+          pos += int64_t(c.stored.size());
+          tail_at = pos;
+        } else {
+          tail.insert(tail.end(), c.stored.begin(), c.stored.end());
+          pos += int64_t(c.stored.size());
+        }
         return at;
       });
       Bytes index_chunk = next.nbytes > 0 ? encode_index_chunk(index) : Bytes{};
@@ -416,6 +438,7 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
     patch_fixed_header(header, next);
     const int64_t written_end = off + tail_at + int64_t(tail.size());
 
+    for (CommitStep& write : chunk_writes) out.steps.push_back(std::move(write));
     out.steps.push_back({Kind::write, file, {}, off + tail_at, std::move(tail)});
     fsync_file();
     out.switch_step = out.steps.size();

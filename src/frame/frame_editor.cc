@@ -179,7 +179,14 @@ void FrameEditor::discard_staged_edits() { impl_->reset_staged(); }
 
 CommitPlan FrameEditor::plan_commit() const {
   if (!has_staged_edits()) return {};
-  return impl_->plan().steps;
+  CommitPlan steps = impl_->plan().steps;
+  // A plan handed out may outlive this editor: its writes own their bytes.
+  for (CommitStep& step : steps)
+    if (!step.borrowed.empty()) {
+      step.data.assign(step.borrowed.begin(), step.borrowed.end());
+      step.borrowed = {};
+    }
+  return steps;
 }
 
 void FrameEditor::commit() {

@@ -31,9 +31,15 @@ struct CommitStep {
   std::filesystem::path path;     // file written / synced / truncated / renamed from / unlinked
   std::filesystem::path target;   // rename target
   int64_t offset = 0;             // write offset, or truncate length
-  Bytes data;                     // write payload
+  Bytes data;                     // write payload, unless `borrowed`
+  // Or a write payload the editor's staged edits keep (a big chunk, written
+  // from where it was encoded instead of copied into the plan): valid while
+  // they are unchanged. Only FrameEditor::commit() runs such a plan.
+  ByteSpan borrowed;
   bool create = false;            // write: create the file (O_CREAT|O_EXCL)
   FileOwnership owner;            // write with create: owner, group and permission bits of the new file
+
+  ByteSpan payload() const { return borrowed.empty() ? ByteSpan(data) : borrowed; }
 };
 using CommitPlan = std::vector<CommitStep>;
 // Runs the steps in order with pwrite/fsync/ftruncate/rename/unlink. Throws IoError.
@@ -116,7 +122,9 @@ class FrameEditor {
   bool has_staged_edits() const;
   void discard_staged_edits();
 
-  // The steps commit() would run for the staged edits (empty when nothing is staged).
+  // The steps commit() would run for the staged edits (empty when nothing is
+  // staged), each write owning its bytes (commit() borrows big chunks' bytes
+  // from the staged edits instead).
   CommitPlan plan_commit() const;
   // Plans, executes under the lock, reloads. On failure the frame is unchanged
   // (as the old state on disk) and the staged edits are kept; throws. A frame

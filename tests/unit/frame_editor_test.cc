@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 int64_t plan_write_bytes(const CommitPlan& plan) {
   int64_t total = 0;
   for (const auto& step : plan)
-    if (step.kind == CommitStep::Kind::write) total += int64_t(step.data.size());
+    if (step.kind == CommitStep::Kind::write) total += int64_t(step.payload().size());
   return total;
 }
 
@@ -669,6 +669,40 @@ TEST(FrameEditor, VlmetaEditOnALargeFrameWritesKilobytes) {
   EXPECT_LT(plan_write_bytes(ed.plan_commit()), (1 << 20) + 65536);
   ed.commit();
   EXPECT_EQ(read_content(p).vlmetalayers.at("attrs"), make_data(1500, 2));
+}
+
+TEST(FrameEditor, BigChunksCommitFromTheirStagedBytes) {
+  // commit() writes chunks stored in 1 MiB or more from the staged edits
+  // (borrowed), the rest through the tail; the frame reads back either way,
+  // also embedded at an offset.
+  for (const int64_t offset : {int64_t(0), int64_t(4096)}) {
+    SCOPED_TRACE(offset);
+    TempDir tmp;
+    fs::path p = tmp.path() / "big.bin";
+    Bytes frame = read_file(frame_path("varchunks-lz4-3.0.0.b2frame"));
+    {
+      std::ofstream out(p, std::ios::binary);
+      Bytes prefix = random_data(size_t(offset), 1);
+      out.write(reinterpret_cast<const char*>(prefix.data()), std::streamsize(prefix.size()));
+      out.write(reinterpret_cast<const char*>(frame.data()), std::streamsize(frame.size()));
+    }
+    std::vector<Bytes> want = read_content(p, offset).chunks;
+    FrameEditor ed(p, offset);
+    const std::vector<Bytes> added = {random_data(1 << 21, 2), make_data(3000, 3), random_data(3 << 19, 4)};
+    for (const Bytes& chunk : added) ed.append_chunk(chunk);
+    ed.replace_chunk(0, random_data(want[0].size(), 5));
+    CommitPlan plan = ed.plan_commit();
+    EXPECT_TRUE(std::none_of(plan.begin(), plan.end(), [](const CommitStep& s) { return !s.borrowed.empty(); }))
+        << "a plan handed out owns its bytes";
+    ed.commit();
+    want[0] = random_data(want[0].size(), 5);
+    for (const Bytes& chunk : added) want.push_back(chunk);
+    EXPECT_EQ(read_content(p, offset).chunks, want);
+    ed.append_chunk(random_data(1 << 20, 6));
+    ed.commit();
+    want.push_back(random_data(1 << 20, 6));
+    EXPECT_EQ(read_content(p, offset).chunks, want);
+  }
 }
 
 TEST(FrameEditor, EmbeddedFrameAtAnOffset) {

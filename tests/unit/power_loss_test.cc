@@ -30,7 +30,8 @@ constexpr int64_t kSector = 512;
 // live header of the frame file (the fixed-header switch, in-place metalayers).
 bool relies_on_sector_atomicity(const CommitStep& s, const fs::path& frame_file, int64_t header_len) {
   return s.kind == Kind::write && !s.create && s.path == frame_file &&
-         s.offset % kSector + int64_t(s.data.size()) <= kSector && s.offset + int64_t(s.data.size()) <= header_len;
+         s.offset % kSector + int64_t(s.payload().size()) <= kSector &&
+         s.offset + int64_t(s.payload().size()) <= header_len;
 }
 
 // Applies the state-changing steps (syncs change nothing in this model).
@@ -115,7 +116,10 @@ void run(const Scenario& sc) {
       ++atomic_writes;
     } else {
       std::vector<CommitStep> torn = prefix;
-      torn.back().data.resize(torn.back().data.size() / 2);
+      const ByteSpan whole = torn.back().payload();
+      Bytes half(whole.begin(), whole.begin() + std::ptrdiff_t(whole.size() / 2));
+      torn.back().data = std::move(half);
+      torn.back().borrowed = {};
       check(torn, "torn step " + std::to_string(k - 1), false);
     }
     // Writes since the last sync may not have reached the disk.
@@ -127,7 +131,7 @@ void run(const Scenario& sc) {
       std::vector<CommitStep> lost;
       for (size_t i = 0; i < k; ++i) {
         if (i != j) lost.push_back(plan[i]);
-        else if (plan[i].create) lost.push_back(plan[i]), lost.back().data.clear();
+        else if (plan[i].create) lost.push_back(plan[i]), lost.back().data.clear(), lost.back().borrowed = {};
       }
       check(lost, "step " + std::to_string(j) + " lost before step " + std::to_string(k - 1), false);
     }
@@ -178,6 +182,31 @@ TEST(PowerLoss, Append) {
   run({"append", "frame_simple-lz4.b2frame", nullptr, [](FrameEditor& ed) {
          ed.append_chunk(make_data(200000, 4));
          ed.append_chunk(make_data(1000, 5));
+       }});
+}
+
+TEST(PowerLoss, BigChunksWrittenEachFromItsOwnBuffer) {
+  // Chunks of 1 MiB or more stored are written by steps of their own, between
+  // the tail's pieces: every prefix and every torn write still reads as the old
+  // frame or the new one.
+  run({"big-chunks", "varchunks-lz4-3.0.0.b2frame", nullptr,
+       [](FrameEditor& ed) {
+         ed.append_chunk(random_data(1536 << 10, 10));
+         ed.append_chunk(make_data(1000, 11));
+         ed.append_chunk(random_data(1200 << 10, 12));
+       },
+       false, [](const CommitPlan& plan) {
+         std::vector<const CommitStep*> writes;
+         for (const CommitStep& s : plan) {
+           if (s.kind == Kind::fsync) break;
+           writes.push_back(&s);
+         }
+         ASSERT_EQ(writes.size(), 4u);  // a big chunk, the small one, a big chunk, index and trailer
+         EXPECT_GE(writes[0]->payload().size(), size_t(1536) << 10);
+         EXPECT_LT(writes[1]->payload().size(), size_t(64) << 10);
+         EXPECT_GE(writes[2]->payload().size(), size_t(1200) << 10);
+         for (size_t i = 1; i < writes.size(); ++i)
+           EXPECT_EQ(writes[i]->offset, writes[i - 1]->offset + int64_t(writes[i - 1]->payload().size()));
        }});
 }
 
