@@ -212,14 +212,16 @@ void off_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fi
 
 void off_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t offset, fuse_file_info* fi) {
   NoCancellation no_cancellation;
-  // Over io_uring the bytes stay in the request's ring entry until it is
-  // answered; over /dev/fuse they are in the worker's buffer, which its next
-  // request overwrites.
-  const bool copied = !fuse_req_is_uring(req);
-  std::vector<char> copy;
-  if (copied) copy.assign(data, data + size);
-  answer(req, work_where(req, true), [req, ino, data, size, offset, copied, copy = std::move(copy), f = *fi]() mutable {
-    inner().write(req, ino, copied ? copy.data() : data, size, offset, &f);
+  check_transport(req);
+  // Over /dev/fuse the bytes are in the receiving worker's buffer, which its
+  // next request overwrites: answered here, where they are. The classic loop
+  // starts another worker while this one is busy, so no request waits behind
+  // it; a copy and a hand-off cost a 64 MiB pwrite 30 ms of 110, measured.
+  if (!fuse_req_is_uring(req)) return inner().write(req, ino, data, size, offset, fi);
+  // Over io_uring they stay in the request's ring entry until it is answered,
+  // and the ring thread serves every request of its CPU: the pool writes.
+  answer(req, work_where(req, true), [req, ino, data, size, offset, f = *fi]() mutable {
+    inner().write(req, ino, data, size, offset, &f);
   });
 }
 

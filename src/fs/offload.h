@@ -8,8 +8,9 @@
 // datasets, and the refusals there, which ask the dataset whether it can
 // change: docs/operations.md) to the
 // pool of the CPU it came from, long work (larger reads, every fetch of
-// remote data, writes and commits) to the shared pool (request_pool.h;
-// docs/architecture.md, "Requests").
+// remote data, writes over io_uring and commits) to the shared pool
+// (request_pool.h; docs/architecture.md, "Requests"). A write through
+// /dev/fuse is answered by the worker that received it, where its bytes are.
 #pragma once
 
 #include <atomic>
