@@ -33,18 +33,16 @@ import time
 
 import blosc2
 import numpy as np
+from bench_rows import ROWS, make_log, print_rows
+
+log = make_log("array_writes")
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 WORK = os.path.join(SCRATCH, "array-writes")
 MNT = os.path.join(WORK, "mnt")
 CPARAMS = {"codec": blosc2.Codec.ZSTD, "clevel": 1}
-ROWS = []
 # Chunk sizes: python-blosc2's default for the array on this CPU, then fixed MiB.
 LABELS = os.environ.get("ARRAY_WRITES_CHUNKS", "default,8,64").split(",")
-
-
-def log(text):
-    print(f"[array_writes {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def median(values):
@@ -321,8 +319,7 @@ def main():
     finally:
         if os.path.ismount(MNT):
             subprocess.run(["fusermount3", "-u", MNT])
-    for r in ROWS:
-        print(r)
+    print_rows()
 
 
 if __name__ == "__main__":

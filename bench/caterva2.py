@@ -19,21 +19,13 @@ from remote import drop_caches, log, make_array, median, mount, timed_read, unmo
 from caterva2_server import Caterva2Server  # noqa: E402
 
 import blosc2  # noqa: E402
+from bench_rows import print_rows, row, verdict  # noqa: E402
 
 BINARY, SCRATCH, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[4])
 BIG_MB = 256  # the figure, whatever --quick says
 MANY = 10_000
 STATE = os.path.join(SCRATCH, "caterva2-state")
 MNT = os.path.join(SCRATCH, "caterva2-mnt")
-ROWS = []
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def make_many(root, template):
@@ -121,5 +113,4 @@ if __name__ == "__main__":
         main()
     finally:
         unmount(os.path.join(MNT, "tree"))
-    for r in ROWS:
-        print(r)
+    print_rows()

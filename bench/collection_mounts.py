@@ -25,6 +25,7 @@ from remote_servers import SeaweedS3  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_rows import print_rows, row, verdict  # noqa: E402
 
 BINARY, SCRATCH, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[4])
 MANY = 10_000
@@ -32,15 +33,6 @@ REMOTE_MANY = 1_000
 FOLDER = os.path.join(SCRATCH, "collection-10000")
 MNT = os.path.join(SCRATCH, "collection-mnt")
 ACCESS_KEY, SECRET_KEY = "bench-key", "bench-secret-0123456789abcdef"
-ROWS = []
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def make_folder(folder=FOLDER, count=MANY):
@@ -179,5 +171,4 @@ if __name__ == "__main__":
     finally:
         unmount(os.path.join(MNT, "local"))
         unmount(os.path.join(MNT, "s3"))
-    for r in ROWS:
-        print(r)
+    print_rows()

@@ -28,23 +28,15 @@ from remote_servers import SeaweedS3  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_rows import print_rows, row, verdict  # noqa: E402
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ACCESS_KEY, SECRET_KEY = "bench-key", "bench-secret-0123456789abcdef"
 ARRAYS = 4
 ROWS_PER_CHUNK = 256
 COLUMNS = 2048
-ROWS = []
 
 warnings.filterwarnings("ignore", message="Object at .* is not recognized as a component of a Zarr hierarchy")
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def stage_package(work):
@@ -157,5 +149,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    for r in ROWS:
-        print(r)
+    print_rows()

@@ -35,6 +35,7 @@ from zarr_view import make, noisy  # noqa: E402
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
 import zarr  # noqa: E402
+from bench_rows import print_rows, row, verdict  # noqa: E402
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), max(int(sys.argv[4]), 7)
 DATA = os.path.join(SCRATCH, "io_uring")
@@ -42,15 +43,6 @@ ZARR = os.path.join(SCRATCH, "zarr")  # the zarr group's arrays (zarr_view.py), 
 MNT = os.path.join(SCRATCH, "io_uring-mnt")
 TRANSPORTS = {"io_uring": ["-o", "ro,io_uring=on"], "dev_fuse": ["-o", "ro,io_uring=off"]}
 NOISE = 1.10  # "not slower": the io_uring rounds' median at most 10 % above /dev/fuse's
-ROWS = []
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def in_page_cache(path):
@@ -216,8 +208,7 @@ def main():
         finally:
             unmount(MNT)
             uring_switch.release()
-    for r in ROWS:
-        print(r)
+    print_rows()
 
 
 if __name__ == "__main__":

@@ -27,25 +27,15 @@ from remote_servers import FaultProxy, Nginx, SeaweedS3  # noqa: E402
 
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_rows import make_log, print_rows, row, verdict  # noqa: E402
+
+log = make_log("bench remote")
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 MKFRAME = sys.argv[5] if len(sys.argv) > 5 else os.path.join(os.path.dirname(BINARY), "..", "..", "bench", "mkframe")
 PARTS = os.environ.get("BLOSC2FS_BENCH_REMOTE", "classic,noisy").split(",")
 DATA = os.path.join(SCRATCH, "remote")
 MNT = os.path.join(SCRATCH, "remote-mnt")
-ROWS = []
-
-
-def log(text):
-    print(f"[bench remote {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def make_array(path, mb, chunk_rows=512):
@@ -432,8 +422,7 @@ def main():
             classic_rows(nginx, local_mnt, remote_mnt)
         if "noisy" in PARTS:
             noisy_rows(nginx, noisy, local_mnt, remote_mnt)
-    for r in ROWS:
-        print(r)
+    print_rows()
 
 
 if __name__ == "__main__":

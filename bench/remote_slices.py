@@ -28,6 +28,9 @@ from remote_servers import FaultProxy, Nginx, SeaweedS3  # noqa: E402
 import blosc2  # noqa: E402
 import numpy as np  # noqa: E402
 import zarr  # noqa: E402
+from bench_rows import make_log, print_rows, row, verdict  # noqa: E402
+
+log = make_log("bench remote-slices")
 
 BINARY, SCRATCH, RUNS = sys.argv[1], sys.argv[2], max(int(sys.argv[4]), 3)
 DATA = os.path.join(SCRATCH, "remote-slices")
@@ -40,19 +43,6 @@ READS = {
     "`[4000:4100, :]`": (slice(4000, 4100), slice(None)),
     "whole `[:]`": (slice(None), slice(None)),
 }
-ROWS = []
-
-
-def log(text):
-    print(f"[bench remote-slices {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def make_array(path):
@@ -198,8 +188,7 @@ def main():
                            options=["-o", f"s3_endpoint={counted.url}"], env=env)
     finally:
         unmount()
-    for r in ROWS:
-        print(r)
+    print_rows()
 
 
 if __name__ == "__main__":

@@ -25,23 +25,13 @@ import numpy as np  # noqa: E402
 import zarr  # noqa: E402
 
 from remote_servers import Nginx  # noqa: E402
+from bench_rows import make_log, print_rows, row, verdict  # noqa: E402
+
+log = make_log("bench zarr")
 
 BINARY, SCRATCH, SIZE_MB, RUNS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ROOT = os.path.join(SCRATCH, "zarr")
 MNT = os.path.join(SCRATCH, "zarr-mnt")
-ROWS = []
-
-
-def log(text):
-    print(f"[bench zarr {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def row(what, ours, reference, target, verdict):
-    ROWS.append(f"| {what} | {ours} | {reference} | — | {target} | {verdict} |")
-
-
-def verdict(ok):
-    return "PASS" if ok else "**FAIL**"
 
 
 def drop_caches():
@@ -85,7 +75,6 @@ def cold_rounds(works):
             times[n].append(time.monotonic() - start)
             unmount()
     return {n: (statistics.median(t), min(t), max(t)) for n, t in times.items()}, times
-
 
 
 def round_ratio(times, num, den):
@@ -265,8 +254,7 @@ def main():
         remote_row()
     finally:
         unmount()
-    for r in ROWS:
-        print(r)
+    print_rows()
 
 
 if __name__ == "__main__":
