@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <random>
+#include <utility>
 
 #include "error.h"
 #include "frame_editor_internal.h"
@@ -357,12 +358,10 @@ PlannedCommit plan_rewrite_without_data(const Frame& frame, const StagedEdits& e
   return out;
 }
 
-}  // namespace
-
-namespace {
 // The least stored size of a chunk a commit writes from the staged edits
 // rather than through its tail: a step of its own costs a pwrite.
 constexpr size_t kBorrowedWriteMin = size_t(1) << 20;
+
 }  // namespace
 
 PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edits, bool sync) {
@@ -401,24 +400,19 @@ PlannedCommit plan_contiguous_commit(const Frame& frame, const StagedEdits& edit
       // The index chunk holds at most 8 bytes an entry and a header.
       tail.reserve(payload_bytes + 8 * size_t(std::max<int64_t>(edits.nchunks, 0)) + 256 + trailer.size());
       int64_t pos = L;
-      auto end_tail = [&] {
-        if (!tail.empty()) chunk_writes.push_back({Kind::write, file, {}, off + tail_at, std::move(tail)});
-        tail.clear();
-        tail_at = pos;
-      };
       std::vector<int64_t> index = next_index(frame, edits, [&](int64_t, const StagedChunk& c) {
         int64_t at = pos - H;
-        if (c.stored.size() >= kBorrowedWriteMin) {
-          end_tail();
+        const bool own_step = c.stored.size() >= kBorrowedWriteMin;
+        if (own_step) {
+          if (!tail.empty()) chunk_writes.push_back({Kind::write, file, {}, off + tail_at, std::exchange(tail, {})});
           CommitStep write{Kind::write, file, {}, off + pos};
           write.borrowed = c.stored;
           chunk_writes.push_back(std::move(write));
-          pos += int64_t(c.stored.size());
-          tail_at = pos;
         } else {
           tail.insert(tail.end(), c.stored.begin(), c.stored.end());
-          pos += int64_t(c.stored.size());
         }
+        pos += int64_t(c.stored.size());
+        if (own_step) tail_at = pos;
         return at;
       });
       Bytes index_chunk = next.nbytes > 0 ? encode_index_chunk(index) : Bytes{};
