@@ -35,15 +35,21 @@ class SourceChunkFiller final : public StoredChunkFiller {
     to = std::clamp<int64_t>(to, from, size_);
     std::unique_lock lock(mutex_);
     if (from >= to || present(from, to)) return;
-    // A reader walking through the chunk gets the rest at once rather than a
-    // request per block: over a network when the blocks fetched would pass
-    // half of it; from a local file at its second fetch (a disk read per
-    // block costs more than one of the rest).
+    // A reader walking through the chunk gets more than it asks for rather
+    // than a request per block. Over a network: the rest at once, when the
+    // blocks fetched would pass half of it. From a local file: from its second
+    // fetch on, as much again as it fetched before, so a few reads bring a
+    // whole chunk while a reader of a few blocks (a .npy header and the
+    // kernel's read-ahead behind it) does not read a large chunk whole.
     bool rest = false;
     if (counted) {
-      rest = local_ ? fetched_ > 0 : (fetched_ + to - from) * 2 > size_;
+      if (local_) {
+        if (fetched_ > 0) to = std::min(size_, to + std::max(fetched_, to - from));
+      } else {
+        rest = (fetched_ + to - from) * 2 > size_;
+        if (rest) from = 0, to = size_;
+      }
       fetched_ += to - from;
-      if (rest) from = 0, to = size_;
     }
     while (!present(from, to)) {
       std::vector<std::pair<int64_t, int64_t>> mine = unclaimed_gaps(from, to);

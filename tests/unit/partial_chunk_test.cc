@@ -173,18 +173,18 @@ TEST(PartialChunk, AStreamRunningPastItsBlockIsDecodedFromTheWholeChunk) {
   EXPECT_EQ(0, std::memcmp(out.data(), expected.data() + 4096, 4096));
 }
 
-// A file that says it is remote: records the exact fetches it is asked for
-// (will_read_only), its reads and the extents fetched ahead.
-class RemoteFile final : public ByteSource {
+// A file, remote or local as it says: records the exact fetches it is asked
+// for (will_read_only), its reads and the extents fetched ahead.
+class RecordingFile final : public ByteSource {
  public:
-  explicit RemoteFile(Bytes bytes) : bytes_(memory_source(std::move(bytes), "remote")) {}
+  RecordingFile(Bytes bytes, bool remote) : bytes_(memory_source(std::move(bytes), "recorded")), remote_(remote) {}
   int64_t size() const override { return bytes_->size(); }
   size_t read_at(int64_t offset, MutableByteSpan out) const override {
     std::lock_guard lock(mutex_);
     reads.emplace_back(offset, int64_t(out.size()));
     return bytes_->read_at(offset, out);
   }
-  std::string name() const override { return "remote"; }
+  std::string name() const override { return "recorded"; }
   void will_read_only(int64_t offset, int64_t length) const override {
     std::lock_guard lock(mutex_);
     exact.emplace_back(offset, length);
@@ -194,7 +194,7 @@ class RemoteFile final : public ByteSource {
     prefetched.emplace_back(offset, length);
     return true;
   }
-  bool remote() const override { return true; }
+  bool remote() const override { return remote_; }
   bool held(int64_t, int64_t) const override { return false; }
   void clear() {
     std::lock_guard lock(mutex_);
@@ -207,8 +207,62 @@ class RemoteFile final : public ByteSource {
 
  private:
   std::shared_ptr<const ByteSource> bytes_;
+  const bool remote_;
   mutable std::mutex mutex_;
 };
+
+// From a local file a reader of a few blocks reads those and a little more,
+// never a large chunk whole (the first 4 KB of array.npy and the kernel's
+// read-ahead behind them read 28 MB of a 64 MiB chunk); a reader going on
+// through the chunk reads each time as much again as before: a few reads in
+// all, each byte once.
+TEST(PartialChunk, LocalChunksReadAheadByWhatWasRead) {
+  TempDir tmp;
+  const auto path = tmp.path() / "big.b2frame";
+  const FrameParams params = big_chunk_params();
+  Bytes data = random_bytes(size_t(params.chunksize), 4);
+  for (size_t i = 0; i < data.size(); i += 4) data[i + 3] = 0;  // stored about 3 MB, 16 blocks
+  {
+    FrameWriter writer(path, params);
+    writer.append(data);
+    writer.close();
+  }
+  const Bytes image = read_file(path);
+  auto file = std::make_shared<RecordingFile>(image, false);
+  std::shared_ptr<const Frame> frame = Frame::open(file);
+  auto pool = BufferPool::create(16 << 20);
+  const int64_t block = params.cparams.blocksize;
+  const Frame::StoredChunkPlace place = *frame->stored_chunk_place(0);
+  const ChunkView stored(ByteSpan(image.data() + place.pos, size_t(place.header.cbytes)));
+  ASSERT_EQ(stored.header().nblocks(), 16);
+
+  file->clear();
+  std::optional<LoadedChunk> part = load_partial_chunk(frame, 0, *pool, ChunkWish{0, 2 * block, false});
+  ASSERT_TRUE(part && part->filler);
+  auto decoder = partial_chunk_decoder(part->stored.bytes(), frame->decode_rules(), part->filler, "chunk 0: ");
+  Bytes out(static_cast<size_t>(block));
+  auto bytes_read = [&] {
+    int64_t sum = 0;
+    for (const auto& [at, n] : file->reads) sum += n;
+    return sum;
+  };
+  for (int32_t j : {0, 1}) {
+    decoder->decode_block(j, out, {});
+    EXPECT_EQ(0, std::memcmp(out.data(), data.data() + size_t(j) * size_t(block), out.size())) << "block " << j;
+  }
+  EXPECT_LE(bytes_read(), 2 * stored.block_stored_extent(1).second) << "two blocks, and as much again at most";
+  EXPECT_LT(bytes_read(), place.header.cbytes / 2);
+
+  decoder->prepare_blocks(0, 15);
+  for (int32_t j = 0; j < 16; ++j) {
+    decoder->decode_block(j, out, {});
+    EXPECT_EQ(0, std::memcmp(out.data(), data.data() + size_t(j) * size_t(block), out.size())) << "block " << j;
+  }
+  // Each byte once, but the chunk's 32-byte header, which the frame reads to find the chunk.
+  EXPECT_GE(bytes_read(), place.header.cbytes);
+  EXPECT_LE(bytes_read(), place.header.cbytes + 32) << "each byte once";
+  EXPECT_LE(file->reads.size(), 6u) << "a few reads, not one per block";
+}
 
 // Over a network a small read of a big chunk fetches the header and block
 // table in one small exact request, then exactly the blocks it needs; readers
@@ -231,7 +285,7 @@ TEST(PartialChunk, RemoteChunksFetchTheirHeaderThenExactlyTheBlocksRead) {
     writer.close();
   }
   const Bytes image = read_file(path);
-  auto file = std::make_shared<RemoteFile>(image);
+  auto file = std::make_shared<RecordingFile>(image, true);
   std::shared_ptr<const Frame> frame = Frame::open(file);
   auto pool = BufferPool::create(64 << 20);
   const int64_t block = params.cparams.blocksize;
