@@ -211,27 +211,47 @@ class RecordingFile final : public ByteSource {
   mutable std::mutex mutex_;
 };
 
+// Chunks of big_chunk_params(), about 3 MB stored each, written as a frame
+// that a RecordingFile then serves from memory.
+struct RecordedFrame {
+  std::vector<Bytes> chunks;
+  Bytes image;
+  std::shared_ptr<RecordingFile> file;
+  std::shared_ptr<const Frame> frame;
+};
+RecordedFrame recorded_frame(unsigned nchunks, unsigned seed, bool remote) {
+  TempDir tmp;
+  const auto path = tmp.path() / "big.b2frame";
+  const FrameParams params = big_chunk_params();
+  RecordedFrame r;
+  {
+    FrameWriter writer(path, params);
+    for (unsigned c = 0; c < nchunks; ++c) {
+      r.chunks.push_back(random_bytes(size_t(params.chunksize), seed + c));
+      for (size_t i = 0; i < r.chunks.back().size(); i += 4) r.chunks.back()[i + 3] = 0;
+      writer.append(r.chunks.back());
+    }
+    writer.close();
+  }
+  r.image = read_file(path);
+  r.file = std::make_shared<RecordingFile>(r.image, remote);
+  r.frame = Frame::open(r.file);
+  return r;
+}
+
 // From a local file a reader of a few blocks reads those and a little more,
 // never a large chunk whole (the first 4 KB of array.npy and the kernel's
 // read-ahead behind them read 28 MB of a 64 MiB chunk); a reader going on
 // through the chunk reads each time as much again as before: a few reads in
 // all, each byte once.
 TEST(PartialChunk, LocalChunksReadAheadByWhatWasRead) {
-  TempDir tmp;
-  const auto path = tmp.path() / "big.b2frame";
-  const FrameParams params = big_chunk_params();
-  Bytes data = random_bytes(size_t(params.chunksize), 4);
-  for (size_t i = 0; i < data.size(); i += 4) data[i + 3] = 0;  // stored about 3 MB, 16 blocks
-  {
-    FrameWriter writer(path, params);
-    writer.append(data);
-    writer.close();
-  }
-  const Bytes image = read_file(path);
-  auto file = std::make_shared<RecordingFile>(image, false);
-  std::shared_ptr<const Frame> frame = Frame::open(file);
+  const RecordedFrame recorded = recorded_frame(1, 4, false);
+  const Bytes& data = recorded.chunks[0];
+  const Bytes& image = recorded.image;
+  RecordingFile* file = recorded.file.get();
+  std::shared_ptr<const Frame> frame = recorded.frame;
   auto pool = BufferPool::create(16 << 20);
-  const int64_t block = params.cparams.blocksize;
+  const int64_t block = big_chunk_params().cparams.blocksize;
   const Frame::StoredChunkPlace place = *frame->stored_chunk_place(0);
   const ChunkView stored(ByteSpan(image.data() + place.pos, size_t(place.header.cbytes)));
   ASSERT_EQ(stored.header().nblocks(), 16);
@@ -271,24 +291,13 @@ TEST(PartialChunk, LocalChunksReadAheadByWhatWasRead) {
 // the next chunks fetched ahead (a reader of a few blocks per chunk, a row band
 // of a Zarr view, would otherwise move whole chunks it never reads).
 TEST(PartialChunk, RemoteChunksFetchTheirHeaderThenExactlyTheBlocksRead) {
-  TempDir tmp;
-  const auto path = tmp.path() / "big.b2frame";
-  const FrameParams params = big_chunk_params();
-  std::vector<Bytes> chunks;
-  {
-    FrameWriter writer(path, params);
-    for (unsigned c = 0; c < 4; ++c) {
-      chunks.push_back(random_bytes(size_t(params.chunksize), 20 + c));
-      for (size_t i = 0; i < chunks.back().size(); i += 4) chunks.back()[i + 3] = 0;  // stored about 3 MB
-      writer.append(chunks.back());
-    }
-    writer.close();
-  }
-  const Bytes image = read_file(path);
-  auto file = std::make_shared<RecordingFile>(image, true);
-  std::shared_ptr<const Frame> frame = Frame::open(file);
+  const RecordedFrame recorded = recorded_frame(4, 20, true);
+  const std::vector<Bytes>& chunks = recorded.chunks;
+  const Bytes& image = recorded.image;
+  RecordingFile* file = recorded.file.get();
+  std::shared_ptr<const Frame> frame = recorded.frame;
   auto pool = BufferPool::create(64 << 20);
-  const int64_t block = params.cparams.blocksize;
+  const int64_t block = big_chunk_params().cparams.blocksize;
 
   // A quarter of the chunk: whole, in one request (the frame's own).
   EXPECT_FALSE(load_partial_chunk(frame, 3, *pool, ChunkWish{0, 1 << 20, false}));
