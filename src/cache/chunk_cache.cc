@@ -252,10 +252,12 @@ void ChunkCache::finish(Entry& entry) {
   uncharge(entry, stored);
 }
 
-void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len) {
+void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len,
+                              Decode decode) {
   const int32_t nblocks = int32_t(entry.blocks.size());
   if (entry.complete || len <= 0) return;
-  if (len >= entry.nbytes - len) return decode_blocks(entry, lock, 0, nblocks - 1);  // half the chunk or more
+  if (decode == Decode::as_readers_need && len >= entry.nbytes - len)
+    return decode_blocks(entry, lock, 0, nblocks - 1);  // half the chunk or more
   const ChunkDecoder& d = *entry.decoder;
   // The block holding byte `at`: the last one starting at or before it.
   auto block_at = [&](int64_t at) {
@@ -270,7 +272,7 @@ void ChunkCache::decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, 
   decode_blocks(entry, lock, block_at(offset), block_at(offset + len - 1));
 }
 
-ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_ptr<const void>& keep) {
+ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_ptr<const void>& keep, Decode decode) {
   std::shared_ptr<Entry> entry;  // declared first: outlives the lock on its mutex
   std::unique_lock<std::mutex> lock;
   const ChunkWish wish{offset, int64_t(size), false};
@@ -278,7 +280,7 @@ ByteSpan ChunkCache::view(int64_t n, int64_t offset, size_t size, std::shared_pt
   prepare_decoder(*entry);
   if (offset < 0 || offset >= entry->nbytes || size == 0) return {};
   const int64_t len = std::min<int64_t>(int64_t(size), entry->nbytes - offset);
-  decode_range(*entry, lock, offset, len);
+  decode_range(*entry, lock, offset, len, decode);
   entry->served += len;
   const bool spent = entry->complete && entry->served >= entry->nbytes;
   lock.unlock();  // decoded blocks never change again: readable without the lock
@@ -311,7 +313,7 @@ std::shared_ptr<const CachedChunk> ChunkCache::get_range(int64_t n, int64_t offs
   entry = acquire(n, lock, &wish);
   prepare_decoder(*entry);
   if (offset < 0 || len <= 0 || offset >= entry->nbytes) return entry;
-  decode_range(*entry, lock, offset, std::min(len, entry->nbytes - offset));
+  decode_range(*entry, lock, offset, std::min(len, entry->nbytes - offset), Decode::as_readers_need);
   return entry;
 }
 

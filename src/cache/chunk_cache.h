@@ -130,8 +130,11 @@ class ChunkCache {
   // Counts the bytes as handed out (see retirement above).
   size_t read(int64_t n, int64_t offset, MutableByteSpan out);
   // The same bytes in place, without the copy: `keep` then holds the entry,
-  // and the span stays valid while it lives.
-  ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep);
+  // and the span stays valid while it lives. `exactly`: only the blocks the
+  // range lies in are decoded, even for half the chunk or more.
+  enum class Decode { as_readers_need, exactly };
+  ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep,
+                Decode decode = Decode::as_readers_need);
   // The whole chunk n decompressed.
   std::shared_ptr<const CachedChunk> get(int64_t n);
   // Chunk n with at least its decompressed bytes [offset, offset + len)
@@ -173,7 +176,7 @@ class ChunkCache {
   enum class BlockState : uint8_t { pending, decoding, done };
   // Makes blocks covering [offset, offset+len) / blocks first..last decoded.
   // `lock` holds the entry's mutex, released while decoding.
-  void decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len);
+  void decode_range(Entry& entry, std::unique_lock<std::mutex>& lock, int64_t offset, int64_t len, Decode decode);
   void decode_blocks(Entry& entry, std::unique_lock<std::mutex>& lock, int32_t first, int32_t last);
   void decode_block_unlocked(Entry& entry, int32_t j);
   void finish(Entry& entry);  // every block decoded: drops the decoder and stored bytes

@@ -151,26 +151,29 @@ void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
   if (written) written->add(at, at + int64_t(data.size()));
 }
 
+// Only the committed bytes the commit needs are decoded (the blocks they lie
+// in): the gaps, and the written bytes of a chunk kept only if changed, a
+// megabyte at a time until one differs. With every reachable byte written,
+// the gaps are what writes cannot reach (an array's padding), and the chunk
+// counts as changed.
 bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
-  const auto short_chunk = [n] { return FormatError("chunk " + std::to_string(n) + ": shorter than the frame says"); };
-  if (h.written->covered() >= h.reachable) {
-    // Only what writes cannot reach (an array's padding): the blocks holding it.
-    h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
-      if (written) return;
-      std::shared_ptr<const void> keep;
-      const ByteSpan committed = src.view(n, at, size_t(len), keep);
-      if (int64_t(committed.size()) != len) throw short_chunk();
-      std::memcpy(h.bytes.data() + at, committed.data(), size_t(len));
-    });
-    return true;
-  }
-  std::shared_ptr<const void> keep;
-  const ByteSpan committed = src.view(n, 0, size_t(h.size), keep);
-  if (int64_t(committed.size()) != h.size) throw short_chunk();
-  bool changed = !h.only_if_changed;
+  constexpr int64_t kCompareStep = int64_t(1) << 20;
+  bool changed = !h.only_if_changed || h.written->covered() >= h.reachable;
+  auto committed = [&](int64_t at, int64_t len, std::shared_ptr<const void>& keep) {
+    const ByteSpan bytes = src.view_exact(n, at, size_t(len), keep);
+    if (int64_t(bytes.size()) != len) throw FormatError("chunk " + std::to_string(n) + ": shorter than the frame says");
+    return bytes;
+  };
   h.written->split(0, h.size, [&](int64_t at, int64_t len, bool written) {
-    if (!written) std::memcpy(h.bytes.data() + at, committed.data() + at, size_t(len));
-    else if (!changed) changed = std::memcmp(h.bytes.data() + at, committed.data() + at, size_t(len)) != 0;
+    std::shared_ptr<const void> keep;
+    if (!written) {
+      std::memcpy(h.bytes.data() + at, committed(at, len, keep).data(), size_t(len));
+      return;
+    }
+    for (int64_t k = 0; k < len && !changed; k += kCompareStep) {
+      const int64_t step = std::min(kCompareStep, len - k);
+      changed = std::memcmp(h.bytes.data() + at + k, committed(at + k, step, keep).data(), size_t(step)) != 0;
+    }
   });
   return changed;
 }

@@ -41,6 +41,12 @@ class ChunkSource {
   // Decompressed bytes [offset, offset + len) of chunk n, clipped to the
   // chunk, in memory that `keep` holds.
   virtual ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) = 0;
+  // The same, decoding only the blocks the range lies in however much of the
+  // chunk it is (a reader of half a chunk or more gets all of it decoded):
+  // what a commit needs of a chunk the writes covered in part.
+  virtual ByteSpan view_exact(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) {
+    return view(n, offset, len, keep);
+  }
   virtual Bytes load(int64_t n) = 0;  // the whole chunk
 };
 

@@ -122,6 +122,9 @@ class FrameFiles : public ChunkSource {
   ByteSpan view(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
     return cache_.view(n, offset, len, keep);
   }
+  ByteSpan view_exact(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
+    return cache_.view(n, offset, len, keep, ChunkCache::Decode::exactly);
+  }
   Bytes load(int64_t n) override;
 
  private:

@@ -197,6 +197,18 @@ TEST(ChunkCache, LargeReadsCompleteTheChunk) {
   expect_pattern(0, 0, all);
 }
 
+TEST(ChunkCache, ExactViewsDecodeOnlyTheirBlocksHoweverLarge) {
+  // What a commit needs of a chunk written in part: half of it, and no more.
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  std::shared_ptr<const void> keep;
+  const ByteSpan half = cache.view(0, loader.nbytes / 2, size_t(loader.nbytes / 2), keep, ChunkCache::Decode::exactly);
+  EXPECT_EQ(loader.decodes, 8);
+  expect_pattern(0, loader.nbytes / 2, std::vector<uint8_t>(half.begin(), half.end()));
+  cache.view(0, 0, size_t(loader.nbytes / 2), keep);  // a reader's half: the rest too
+  EXPECT_EQ(loader.decodes, 16);
+}
+
 TEST(ChunkCache, ConcurrentMissesLoadOnce) {
   FakeLoader loader;
   loader.load_delay = std::chrono::milliseconds(100);

@@ -2,7 +2,7 @@
 // data offsets with chunks held and pending, appends filling the last chunk,
 // truncation, zero extension without memory, the batches a commit stages,
 // the held bytes pinned in the chunk cache's budget, and chunks held by region:
-// never decoded when written whole, decoded once to fill the gaps otherwise.
+// never decoded when written whole, otherwise decoded only where no write reached.
 #include "chunk_overlay.h"
 
 #include <cerrno>
@@ -221,8 +221,11 @@ TEST_F(Fixture, APartialWriteReadsBackBeforeAndAfterItsGapsAreFilled) {
   EXPECT_EQ(piece, Bytes(want.begin() + 5, want.begin() + 25));
   EXPECT_TRUE(frame.loads.empty());
   frame.views.clear();
+  frame.view_ranges.clear();
   EXPECT_EQ(overlay.complete(frame), 1);
-  EXPECT_EQ(frame.views[0], 1);  // decoded once
+  // Only the bytes no write supplied are decoded: the two gaps.
+  using Range = std::tuple<int64_t, int64_t, size_t>;
+  EXPECT_EQ(frame.view_ranges, (std::vector<Range>{{0, 0, 10}, {0, 15, 75}}));
   EXPECT_EQ(batch_bytes(overlay, 0), Bytes(want.begin(), want.begin() + 100));
   EXPECT_EQ(read_data(overlay, frame), want);
   EXPECT_EQ(overlay.complete(frame), 0);  // nothing left to fill
@@ -274,6 +277,40 @@ TEST_F(Fixture, UnchangedBytesWrittenBackAreDropped) {
   changed.put(99, Bytes{uint8_t(all[199] + 1)});
   EXPECT_EQ(overlay.complete(frame), 1);
   ASSERT_EQ(overlay.batch().replace.size(), 1u);
+}
+
+// A chunk kept only if changed, written over its first 3 MiB of 4: the commit
+// decodes the gap and, for the comparison, only the first megabyte written,
+// which differs; never the rest of what was written.
+TEST(ChunkOverlayRegions, ACommitDecodesTheGapsAndComparesAMegabyteAtATime) {
+  NoLoader loader;
+  ChunkCache cache{loader, 64 << 20};
+  const int64_t mib = 1 << 20;
+  FakeFrame frame{{4 * mib}};
+  ChunkOverlay overlay{cache};
+  overlay.reset(frame, {4 * mib, 4 * mib});
+  Bytes written = frame.committed(0);
+  written.resize(size_t(3 * mib));
+  written[10] ^= 1;
+  ChunkOverlay::Held& h = overlay.hold_region(frame, 0, 4 * mib, true);
+  h.put(0, written);
+  EXPECT_EQ(overlay.complete(frame), 1);
+  using Range = std::tuple<int64_t, int64_t, size_t>;
+  EXPECT_EQ(frame.view_ranges, (std::vector<Range>{{0, 0, size_t(mib)}, {0, 3 * mib, size_t(mib)}}));
+  ASSERT_EQ(overlay.batch().replace.size(), 1u);
+  Bytes want = frame.committed(0);
+  want[10] ^= 1;
+  EXPECT_EQ(overlay.batch().replace[0].second->bytes, want);
+  // The same bytes written back unchanged: compared a megabyte at a time, all of
+  // them, and dropped.
+  overlay.discard();
+  frame.view_ranges.clear();
+  ChunkOverlay::Held& same = overlay.hold_region(frame, 0, 4 * mib, true);
+  const Bytes committed = frame.committed(0);
+  same.put(0, Bytes(committed.begin(), committed.begin() + 3 * mib));
+  EXPECT_EQ(overlay.complete(frame), 1);
+  EXPECT_EQ(frame.view_ranges.size(), 4u);
+  EXPECT_TRUE(overlay.batch().empty());
 }
 
 TEST_F(Fixture, ZeroChunksWrittenInPlaceNeedNoFrame) {
