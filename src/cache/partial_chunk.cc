@@ -45,11 +45,12 @@ class SourceChunkFiller final : public StoredChunkFiller {
     if (counted) {
       if (local_) {
         if (fetched_ > 0) to = std::min(size_, to + std::max(fetched_, to - from));
+        fetched_ += to - from;
       } else {
         rest = (fetched_ + to - from) * 2 > size_;
+        fetched_ += to - from;
         if (rest) from = 0, to = size_;
       }
-      fetched_ += to - from;
     }
     while (!present(from, to)) {
       std::vector<std::pair<int64_t, int64_t>> mine = unclaimed_gaps(from, to);
