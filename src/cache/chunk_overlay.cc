@@ -155,7 +155,8 @@ void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
 // in): the gaps, and the written bytes of a chunk kept only if changed, a
 // megabyte at a time until one differs. With every reachable byte written,
 // the gaps are what writes cannot reach (an array's padding), and the chunk
-// counts as changed.
+// counts as changed. A changed chunk's committed bytes are dropped from the
+// cache once copied: the compression that follows needs the memory.
 bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
   constexpr int64_t kCompareStep = int64_t(1) << 20;
   bool changed = !h.only_if_changed || h.written->covered() >= h.reachable;
@@ -175,6 +176,7 @@ bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
       changed = std::memcmp(h.bytes.data() + at + k, committed(at + k, step, keep).data(), size_t(step)) != 0;
     }
   });
+  if (changed) src.drop_decoded(n);
   return changed;
 }
 

@@ -47,6 +47,9 @@ class ChunkSource {
   virtual ByteSpan view_exact(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) {
     return view(n, offset, len, keep);
   }
+  // A commit holds every byte of chunk n now: the committed chunk's decoded
+  // bytes can go before it compresses (a reader of them decodes them again).
+  virtual void drop_decoded(int64_t /*n*/) {}
   virtual Bytes load(int64_t n) = 0;  // the whole chunk
 };
 

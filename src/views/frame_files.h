@@ -125,6 +125,7 @@ class FrameFiles : public ChunkSource {
   ByteSpan view_exact(int64_t n, int64_t offset, size_t len, std::shared_ptr<const void>& keep) override {
     return cache_.view(n, offset, len, keep, ChunkCache::Decode::exactly);
   }
+  void drop_decoded(int64_t n) override { cache_.release(n); }
   Bytes load(int64_t n) override;
 
  private:

@@ -47,6 +47,8 @@ class FakeFrame : public ChunkSource {
     ++loads[n];
     return committed(n);
   }
+  void drop_decoded(int64_t n) override { drops.push_back(n); }
+  std::vector<int64_t> drops;
   Bytes committed(int64_t n) const {
     Bytes b(size_t(sizes_.at(size_t(n))));
     for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t((n * 16 + int64_t(i)) % 251);
@@ -297,6 +299,7 @@ TEST(ChunkOverlayRegions, ACommitDecodesTheGapsAndComparesAMegabyteAtATime) {
   EXPECT_EQ(overlay.complete(frame), 1);
   using Range = std::tuple<int64_t, int64_t, size_t>;
   EXPECT_EQ(frame.view_ranges, (std::vector<Range>{{0, 0, size_t(mib)}, {0, 3 * mib, size_t(mib)}}));
+  EXPECT_EQ(frame.drops, std::vector<int64_t>{0}) << "the committed chunk's decoded bytes go before compressing";
   ASSERT_EQ(overlay.batch().replace.size(), 1u);
   Bytes want = frame.committed(0);
   want[10] ^= 1;
@@ -311,6 +314,7 @@ TEST(ChunkOverlayRegions, ACommitDecodesTheGapsAndComparesAMegabyteAtATime) {
   EXPECT_EQ(overlay.complete(frame), 1);
   EXPECT_EQ(frame.view_ranges.size(), 4u);
   EXPECT_TRUE(overlay.batch().empty());
+  EXPECT_EQ(frame.drops, std::vector<int64_t>{0}) << "unchanged: the committed chunk shows again, decoded";
 }
 
 TEST_F(Fixture, ZeroChunksWrittenInPlaceNeedNoFrame) {
