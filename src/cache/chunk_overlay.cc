@@ -155,8 +155,7 @@ void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
 // in): the gaps, and the written bytes of a chunk kept only if changed, a
 // megabyte at a time until one differs. With every reachable byte written,
 // the gaps are what writes cannot reach (an array's padding), and the chunk
-// counts as changed. A changed chunk's committed bytes are dropped from the
-// cache once copied: the compression that follows needs the memory.
+// counts as changed.
 bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
   constexpr int64_t kCompareStep = int64_t(1) << 20;
   bool changed = !h.only_if_changed || h.written->covered() >= h.reachable;
@@ -176,7 +175,6 @@ bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
       changed = std::memcmp(h.bytes.data() + at + k, committed(at + k, step, keep).data(), size_t(step)) != 0;
     }
   });
-  if (changed) src.drop_decoded(n);
   return changed;
 }
 
@@ -217,6 +215,10 @@ int64_t ChunkOverlay::complete(ChunkSource& src, std::optional<int64_t> skip) {
       }
     }
     h.written.reset();
+    // Every byte is held now: the committed chunk's decoded bytes (a memory
+    // map's reads brought them in) leave the cache before the compression
+    // that follows needs the memory.
+    src.drop_decoded(it->first);
     ++it;
   }
   return decoded;
