@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,15 @@ using MutableByteSpan = std::span<uint8_t>;
 // Bytes read as the text they hold (JSON, msgpack strings, .npy headers).
 inline std::string_view as_text(ByteSpan bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 using Bytes = std::vector<uint8_t>;
+
+// Bytes in memory that `holder` keeps alive; `held` is all the memory it
+// keeps (what a cache that keeps the holder is charged).
+struct HeldBytes {
+  std::shared_ptr<const void> holder;
+  ByteSpan bytes;
+  size_t held = 0;
+  explicit operator bool() const { return holder != nullptr; }
+};
 
 inline uint16_t load_le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 // On a little-endian host these are single unaligned loads and stores, which the

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer_pool.h"
 #include "bytes.h"
 
 namespace blosc2fs {
@@ -29,6 +30,10 @@ inline ByteSpan as_bytes(const std::string& s) { return {reinterpret_cast<const 
 
 class ReadPieces {
  public:
+  // A reply in at most this many pieces goes out as they are (writev takes at
+  // most IOV_MAX); in more, one copy is cheaper.
+  static constexpr size_t kReplyPieces = 64;
+
   void add_view(ByteSpan bytes, std::shared_ptr<const void> keep) {
     if (bytes.empty()) return;
     pieces_.push_back(bytes);
@@ -41,10 +46,10 @@ class ReadPieces {
     // valid even for no bytes (UBSan stopped the daemon at a read past table.csv's end).
     static uint8_t nothing;
     if (size == 0) return {&nothing, 0};
-    owned_.push_back(std::make_unique_for_overwrite<uint8_t[]>(size));
-    pieces_.emplace_back(owned_.back().get(), size);
+    owned_.push_back(copy_pool().take(size));
+    pieces_.emplace_back(owned_.back().data(), size);
     size_ += size;
-    return {owned_.back().get(), size};
+    return {owned_.back().data(), size};
   }
   // The last piece added by add_copy() holds only its first `used` bytes.
   void trim_copy(size_t used) {
@@ -55,6 +60,16 @@ class ReadPieces {
   }
   const std::vector<ByteSpan>& pieces() const { return pieces_; }
   size_t size() const { return size_; }
+  // All the bytes as one span: the piece itself when there is one, else a
+  // copy kept here.
+  ByteSpan joined() {
+    if (pieces_.size() == 1) return pieces_[0];
+    if (size_ == 0) return {};
+    PooledBuffer whole = copy_pool().take(size_);
+    copy_to({whole.data(), size_});
+    owned_.push_back(std::move(whole));
+    return owned_.back().bytes();
+  }
   size_t copy_to(MutableByteSpan out) const {
     size_t done = 0;
     for (ByteSpan p : pieces_) {
@@ -68,7 +83,12 @@ class ReadPieces {
  private:
   std::vector<ByteSpan> pieces_;
   std::vector<std::shared_ptr<const void>> keep_;
-  std::vector<std::unique_ptr<uint8_t[]>> owned_;
+  // Where add_copy's buffers come from and go back to: a read of a MiB (the
+  // kernel's largest) would otherwise get fresh pages from mmap each time, and
+  // fault in all 256 of them.
+  static BufferPool& copy_pool();
+
+  std::vector<PooledBuffer> owned_;
   size_t size_ = 0;
 };
 

@@ -81,9 +81,6 @@ void guarded(fuse_req_t req, const char* op, fuse_ino_t ino, Body&& body) noexce
   fuse_reply_err(req, error);
 }
 
-// A read reply in more pieces than this is copied into one buffer first.
-constexpr size_t kMaxReplyPieces = 64;
-
 OpenFile* handle(fuse_file_info* fi) { return fi ? reinterpret_cast<OpenFile*>(fi->fh) : nullptr; }
 
 fuse_entry_param entry_of(FsContext& c, uint64_t ino) {
@@ -380,14 +377,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_fil
     ReadPieces pieces;
     c.volume.read_pieces(ino, *file, offset, size, pieces);
     const std::vector<ByteSpan>& spans = pieces.pieces();
-    if (spans.size() > kMaxReplyPieces) {
+    if (spans.size() > ReadPieces::kReplyPieces) {
       // Many tiny chunks: writev takes at most IOV_MAX pieces, and one copy is cheaper.
-      auto flat = std::make_unique_for_overwrite<uint8_t[]>(pieces.size());
-      pieces.copy_to(MutableByteSpan(flat.get(), pieces.size()));
-      fuse_reply_buf(req, reinterpret_cast<const char*>(flat.get()), pieces.size());
+      const ByteSpan joined = pieces.joined();
+      fuse_reply_buf(req, reinterpret_cast<const char*>(joined.data()), joined.size());
       return;
     }
-    std::array<iovec, kMaxReplyPieces> iov;
+    std::array<iovec, ReadPieces::kReplyPieces> iov;
     for (size_t k = 0; k < spans.size(); ++k) iov[k] = {const_cast<uint8_t*>(spans[k].data()), spans[k].size()};
     if (spans.empty()) fuse_reply_buf(req, nullptr, 0);
     else fuse_reply_iov(req, iov.data(), int(spans.size()));

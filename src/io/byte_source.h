@@ -16,15 +16,6 @@ namespace blosc2fs {
 
 class File;
 
-// Bytes in memory that `holder` keeps alive; `held` is all the memory it
-// keeps (what a cache that keeps the holder is charged).
-struct HeldBytes {
-  std::shared_ptr<const void> holder;
-  ByteSpan bytes;
-  size_t held = 0;
-  explicit operator bool() const { return holder != nullptr; }
-};
-
 // One immutable run of bytes. Safe to read from several threads at once.
 class ByteSource {
  public:

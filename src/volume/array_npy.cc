@@ -378,6 +378,62 @@ UniqueMutexLock ArrayNpy::settle_read(int64_t offset, size_t size) {
   return commit;
 }
 
+bool ArrayNpy::gather_views(int64_t offset, size_t size, ReadPieces& out) {
+  state_.mutex.assert_held_shared();
+  const NdLayout* layout = state_.files->array_layout();
+  if (state_.npy_replacement || !layout || offset < 0) return false;
+  const std::string& header = state_.files->npy_header_text();
+  const int64_t header_len = int64_t(header.size());
+  const int64_t total = header_len + layout->array_bytes();
+  const int64_t end = offset + int64_t(std::min<uint64_t>(size, uint64_t(std::max<int64_t>(total - offset, 0))));
+  const int64_t body = std::max(offset, header_len);
+  if (end <= body) return false;  // the header alone: a copy as cheap
+  // The read's runs (an item row of a block each) joined where they follow
+  // each other within a chunk.
+  struct Run {
+    int64_t chunk, at, len;
+  };
+  std::vector<Run> runs;
+  const size_t max_runs = ReadPieces::kReplyPieces - (offset < header_len ? 1 : 0);
+  bool too_many = false;
+  layout->for_each_run(body - header_len, end - body, [&](int64_t n, int64_t at, int64_t, int64_t len) {
+    if (too_many) return;
+    if (!runs.empty() && runs.back().chunk == n && runs.back().at + runs.back().len == at) {
+      runs.back().len += len;
+    } else if (runs.size() == max_runs) {
+      too_many = true;
+    } else {
+      runs.push_back({n, at, len});
+    }
+  });
+  if (too_many) return false;
+  // Held bytes may change once the lock is released: those are copied.
+  for (const Run& r : runs)
+    if (state_.overlay.held(r.chunk)) return false;
+  const std::vector<NdLayout::ChunkRange> ranges = array_read_ranges(*layout, body - header_len, end - body);
+  const int64_t need = layout->chunk_bytes();
+  std::vector<std::shared_ptr<const CachedChunk>> pinned;
+  for (const Run& r : runs) {
+    if (!pinned.empty() && runs[pinned.size() - 1].chunk == r.chunk) {
+      pinned.push_back(pinned.back());
+      continue;
+    }
+    pinned.push_back(chunk_for_ranges(state_.cache, ranges, r.chunk));
+    if (int64_t(pinned.back()->data().size()) != need)
+      throw FormatError("chunk " + std::to_string(r.chunk) + " holds " + std::to_string(pinned.back()->data().size()) +
+                        " bytes, the array needs " + std::to_string(need));
+  }
+  if (offset < header_len) {
+    const MutableByteSpan head = out.add_copy(size_t(header_len - offset));
+    std::memcpy(head.data(), header.data() + offset, head.size());
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const ByteSpan bytes = pinned[k]->data().subspan(size_t(runs[k].at), size_t(runs[k].len));
+    out.add_view(bytes, std::move(pinned[k]));
+  }
+  return true;
+}
+
 // Reads of array.npy see the staged chunks (read your writes); the other views
 // (data, chunks/N) already do.
 size_t ArrayNpy::read_locked(int64_t offset, MutableByteSpan out) {

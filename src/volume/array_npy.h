@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "read_pieces.h"
 #include "thread_safety.h"
 #include "volume_commit.h"
 #include "volume_state.h"
@@ -23,6 +24,11 @@ class ArrayNpy {
   void write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes& notes)
       EXCLUDES(commits_.mutex(), state_.mutex);
   size_t read_locked(int64_t offset, MutableByteSpan out);  // state lock shared
+  // Bytes [offset, offset + size) as views of the decoded committed chunks,
+  // when they lie in few runs of them (chunks of whole rows: one run each)
+  // and no write waits in those chunks; false, with nothing added, otherwise
+  // (read_locked copies them). State lock shared.
+  bool gather_views(int64_t offset, size_t size, ReadPieces& out);
   // A read of array.npy while a replacement streams: hands the stream's bytes
   // back if the read wants them; the commit lock it returns (held only while a
   // stream runs) keeps writes from feeding the stream until the read is done.

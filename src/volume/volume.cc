@@ -318,6 +318,7 @@ void Volume::read_pieces(uint64_t ino, const OpenFile& file, int64_t offset, siz
     return;
   }
   if (n->kind == NodeKind::chunk && !draft) return state_.overlay.gather_chunk(*state_.files, n->index, offset, size, out);
+  if (n->kind == NodeKind::array_npy && !draft && npy_.gather_views(offset, size, out)) return;
   if (ZarrNames::is_kind(n->kind)) return zarr_.gather(*n, offset, size, out);
   // Sized by the file, so a big read of a small file allocates little; the
   // statistics text is made anew by each read, so its size is not known.

@@ -720,6 +720,99 @@ TEST_F(VolumeWrites, ARefusedRenameOntoANewChunkAddsNoChunk) {
 }
 
 // An N-d array keeps the chunks its shape needs (python-blosc2 opens it only then).
+// array.npy's bytes go out as views of the decoded chunks where a read lies in
+// few runs of them (chunks of whole rows: one run each), as one copy where it
+// lies in many, or where a write waits in a chunk it reads.
+TEST_F(VolumeWrites, ArrayNpyReadsViewChunksOfWholeRowsAndCopyTheRest) {
+  auto make = [&](const std::string& name, int32_t chunk_cols) {
+    const auto path = dir_.path() / name;
+    NdMeta meta;
+    meta.ndim = 2;
+    meta.shape = {32, 1024};
+    meta.chunkshape = {4, chunk_cols};
+    meta.blockshape = {2, chunk_cols};
+    meta.dtype = "|u1";
+    FrameParams params;
+    params.cparams.typesize = 1;
+    params.cparams.blocksize = 2 * chunk_cols;
+    params.chunksize = 4 * chunk_cols;
+    params.metalayers.push_back(Metalayer{"b2nd", serialize_b2nd_meta(meta)});
+    FrameWriter w(path, params);
+    // Item (r, c) is r * 7 + c % 251; chunks in C order of the chunk grid, each its rows.
+    for (int32_t cr = 0; cr < 32 / 4; ++cr)
+      for (int32_t cc = 0; cc < 1024 / chunk_cols; ++cc) {
+        Bytes chunk;
+        for (int32_t r = cr * 4; r < cr * 4 + 4; ++r)
+          for (int32_t c = cc * chunk_cols; c < (cc + 1) * chunk_cols; ++c) chunk.push_back(uint8_t(r * 7 + c % 251));
+        w.append(chunk);
+      }
+    w.close();
+    return path;
+  };
+  auto items = [] {
+    Bytes a;
+    for (int r = 0; r < 32; ++r)
+      for (int c = 0; c < 1024; ++c) a.push_back(uint8_t(r * 7 + c % 251));
+    return a;
+  };
+  Bytes array = items();
+  struct Read {
+    size_t pieces;
+    Bytes bytes;
+  };
+  auto read = [](Volume& v, uint64_t ino, int64_t offset, size_t size) {
+    KernelNotes notes;
+    bool keep = false, direct = false;
+    std::unique_ptr<OpenFile> file = v.open(ino, O_RDONLY, keep, direct, notes);
+    ReadPieces pieces;
+    v.read_pieces(ino, *file, offset, size, pieces);
+    Bytes out(pieces.size());
+    pieces.copy_to(out);
+    v.release(std::move(file), notes);
+    return Read{pieces.pieces().size(), out};
+  };
+
+  // Chunks of 4 whole rows: a read of all of it is the header and 8 views.
+  auto rows = mount(make("rows.b2nd", 1024));
+  const uint64_t npy = dir(*rows, "array.npy");
+  const int64_t header = rows->attributes(npy).st_size - int64_t(array.size());
+  Read all = read(*rows, npy, 0, 1 << 20);
+  EXPECT_EQ(all.pieces, 9u);
+  EXPECT_TRUE(std::equal(array.begin(), array.end(), all.bytes.begin() + header));
+  // From the middle of chunk 2 to the middle of chunk 5: 4 views.
+  Read middle = read(*rows, npy, header + 10000, 12000);
+  EXPECT_EQ(middle.pieces, 4u);
+  EXPECT_EQ(middle.bytes, Bytes(array.begin() + 10000, array.begin() + 22000));
+  // A write waiting in chunk 3: a read of it is copied, with the write in it.
+  KernelNotes notes;
+  bool keep = false, direct = false;
+  std::unique_ptr<OpenFile> file = rows->open(npy, O_RDWR, keep, direct, notes);
+  rows->write(*file, header + 3 * 4096 + 5, Bytes(3, 0xee), notes);
+  std::fill_n(array.begin() + 3 * 4096 + 5, 3, 0xee);
+  Read written = read(*rows, npy, header + 10000, 12000);
+  EXPECT_EQ(written.pieces, 1u);
+  EXPECT_EQ(written.bytes, Bytes(array.begin() + 10000, array.begin() + 22000));
+  EXPECT_EQ(read(*rows, npy, header, 4096).pieces, 1u);  // chunk 0 alone holds no write
+  rows->flush(*file, notes);
+  rows->release(std::move(file), notes);
+  all = read(*rows, npy, 0, 1 << 20);
+  EXPECT_EQ(all.pieces, 9u);
+  EXPECT_TRUE(std::equal(array.begin(), array.end(), all.bytes.begin() + header));
+  rows->shutdown();
+
+  // Chunks of 4 rows of 256 items: a read of the whole array lies in 128 runs, one copy.
+  array = items();
+  auto squares = mount(make("squares.b2nd", 256));
+  const uint64_t npy2 = dir(*squares, "array.npy");
+  all = read(*squares, npy2, 0, 1 << 20);
+  EXPECT_EQ(all.pieces, 1u);
+  EXPECT_TRUE(std::equal(array.begin(), array.end(), all.bytes.begin() + header));
+  // Half a row: one run in each of three chunks, and no header.
+  Read half = read(*squares, npy2, header + 1024 * 5 + 128, 512);
+  EXPECT_EQ(half.pieces, 3u);
+  EXPECT_EQ(half.bytes, Bytes(array.begin() + 1024 * 5 + 128, array.begin() + 1024 * 5 + 640));
+}
+
 TEST_F(VolumeWrites, ArraysKeepTheChunksTheirShapeNeeds) {
   auto path = copy("b2nd-2d-u1.b2nd");
   const testing::FrameContent before = testing::read_content(path);

@@ -13,7 +13,6 @@
 #include <memory>
 #include <mutex>
 
-#include "byte_source.h"
 #include "bytes.h"
 
 namespace blosc2fs {
