@@ -44,22 +44,10 @@ class InputFiller final : public blosc2fs::StoredChunkFiller {
 // nullopt where it loads the chunk whole instead.
 std::optional<Bytes> prefix_as_loaded(ByteSpan input, const blosc2fs::ChunkHeader& h) {
   using namespace blosc2fs;
-  if (h.cbytes != int64_t(input.size())) return std::nullopt;
-  if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
-    return std::nullopt;
-  const int64_t table_end = int64_t(h.header_size()) + 4 * int64_t(h.nblocks());
-  if (table_end > h.cbytes) return std::nullopt;
+  if (h.cbytes != int64_t(input.size()) || !loadable_in_part(h)) return std::nullopt;
   Bytes buffer(input.size(), 0xAA);
-  const int64_t head = std::min<int64_t>(table_end + 4, h.cbytes);
-  std::memcpy(buffer.data(), input.data(), size_t(head));
-  int64_t before_blocks = table_end + 4;
-  if (h.use_dict() && table_end + 4 <= h.cbytes)
-    before_blocks += std::clamp<int64_t>(int32_t(load_le32(buffer.data() + table_end)), 0, h.cbytes);
-  int64_t first_block = h.cbytes;
-  for (int32_t j = 0; j < h.nblocks(); ++j)
-    first_block = std::min<int64_t>(first_block, load_le32(buffer.data() + h.header_size() + 4 * size_t(j)));
-  const int64_t prefix = std::clamp<int64_t>(std::max(first_block, before_blocks), 0, h.cbytes);
-  std::memcpy(buffer.data(), input.data(), size_t(prefix));
+  std::memcpy(buffer.data(), input.data(), size_t(partial_chunk_head(h)));
+  std::memcpy(buffer.data(), input.data(), size_t(partial_chunk_prefix(h, buffer.data())));
   return buffer;
 }
 

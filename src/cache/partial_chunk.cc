@@ -236,8 +236,7 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
   if (!place) return std::nullopt;
   const ChunkHeader& h = place->header;
   if (h.cbytes < kPartialChunkMinBytes || (wish.stored && wish.length * 2 >= h.cbytes)) return std::nullopt;
-  if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
-    return std::nullopt;
+  if (!loadable_in_part(h)) return std::nullopt;  // whole: the decoder reports what is wrong
   // From a local file, a read inside one block (random 4 KB reads) loads the
   // chunk whole: the reads that follow land in the same chunk again, and one
   // disk read of it all costs less on a cold page cache than one per block
@@ -258,21 +257,31 @@ std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame
   }
   loaded.stored = pool.take(size_t(h.cbytes));
   auto filler = std::make_shared<SourceChunkFiller>(std::move(frame), n, *place, loaded.stored.data());
-  // The header, the block-start table and the dictionary's size field; then
-  // everything before the first block's bytes (the dictionary).
+  filler->fill(0, partial_chunk_head(h), false);
+  filler->fill(0, partial_chunk_prefix(h, loaded.stored.data()), false);
+  loaded.filler = std::move(filler);
+  return loaded;
+}
+
+bool loadable_in_part(const ChunkHeader& h) {
+  if (h.special() != Special::none || h.memcpyed() || h.vlblocks() || h.lazy() || h.nbytes <= 0 || h.nblocks() < 2)
+    return false;
+  return int64_t(h.header_size()) + 4 * int64_t(h.nblocks()) <= h.cbytes;
+}
+
+int64_t partial_chunk_head(const ChunkHeader& h) {
+  return std::min<int64_t>(int64_t(h.header_size()) + 4 * int64_t(h.nblocks()) + 4, h.cbytes);
+}
+
+int64_t partial_chunk_prefix(const ChunkHeader& h, const uint8_t* stored) {
   const int64_t table_end = int64_t(h.header_size()) + 4 * int64_t(h.nblocks());
-  if (table_end > h.cbytes) return std::nullopt;  // whole: the decoder reports it
-  filler->fill(0, table_end + 4, false);
-  const uint8_t* stored = loaded.stored.data();
   int64_t before_blocks = table_end + 4;
   if (h.use_dict() && table_end + 4 <= h.cbytes)
     before_blocks += std::clamp<int64_t>(int32_t(load_le32(stored + table_end)), 0, h.cbytes);
   int64_t first_block = h.cbytes;
   for (int32_t j = 0; j < h.nblocks(); ++j)
     first_block = std::min<int64_t>(first_block, load_le32(stored + h.header_size() + 4 * size_t(j)));
-  filler->fill(0, std::max(first_block, before_blocks), false);
-  loaded.filler = std::move(filler);
-  return loaded;
+  return std::clamp<int64_t>(std::max(first_block, before_blocks), 0, h.cbytes);
 }
 
 std::unique_ptr<ChunkDecoder> partial_chunk_decoder(ByteSpan stored, DecodeRules rules,

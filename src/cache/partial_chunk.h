@@ -26,6 +26,18 @@ inline constexpr int64_t kPartialChunkMinBytes = int64_t(1) << 20;
 std::optional<LoadedChunk> load_partial_chunk(std::shared_ptr<const Frame> frame, int64_t n, BufferPool& pool,
                                               const ChunkWish& wish);
 
+// Whether a chunk with header `h` is made to be loaded in part: two or more
+// regular blocks (not special, memcpyed, VL blocks or lazy) and a block-start
+// table within its bytes.
+bool loadable_in_part(const ChunkHeader& h);
+// What load_partial_chunk loads before any block: the first
+// partial_chunk_head(h) bytes (the header, the block-start table and the
+// dictionary's size field), then, read from those, the first
+// partial_chunk_prefix(h, stored) bytes (everything before the first block's
+// bytes: the dictionary). Both at most h.cbytes.
+int64_t partial_chunk_head(const ChunkHeader& h);
+int64_t partial_chunk_prefix(const ChunkHeader& h, const uint8_t* stored);
+
 // The decoder of a chunk load_partial_chunk made: fetches each block's bytes
 // before decoding it. A block whose streams run past its bytes (a chunk
 // c-blosc2 still reads) is decoded after the whole chunk is fetched.
