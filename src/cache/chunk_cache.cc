@@ -391,6 +391,20 @@ bool ChunkCache::holds(int64_t n) const {
   return map_.count(n) > 0;
 }
 
+PooledBuffer ChunkCache::take_decoded(int64_t n) {
+  std::lock_guard map_lock(map_mutex_);
+  auto it = map_.find(n);
+  if (it == map_.end()) return {};
+  const std::shared_ptr<Entry> entry = it->second.entry;
+  if (entry.use_count() != 2) return {};  // the map's and this one: no reader has it
+  // Entry before map is the lock order, so only tried: nobody can be waiting for it.
+  std::unique_lock entry_lock(entry->mutex, std::try_to_lock);
+  if (!entry_lock || !entry->complete || entry->load_error || entry->buffer.size() != size_t(entry->nbytes)) return {};
+  PooledBuffer decoded = std::move(entry->buffer);
+  drop_locked(n);
+  return decoded;
+}
+
 void ChunkCache::invalidate(int64_t n) {
   std::lock_guard map_lock(map_mutex_);
   drop_locked(n);

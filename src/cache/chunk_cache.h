@@ -120,6 +120,8 @@ class ChunkCache {
 
   // `pool`: where buffers are reused (null: a pool of its own).
   ChunkCache(ChunkLoader& loader, uint64_t budget_bytes, std::shared_ptr<BufferPool> pool = nullptr);
+  // Where its buffers come from and go back to; the overlay's held chunks too.
+  BufferPool& pool() const { return *pool_; }
   ~ChunkCache();
   ChunkCache(const ChunkCache&) = delete;
   ChunkCache& operator=(const ChunkCache&) = delete;
@@ -160,6 +162,10 @@ class ChunkCache {
   // (preview.png) that brought it in, so the cache holds what it held before.
   bool holds(int64_t n) const;
   void release(int64_t n) { invalidate(n); }
+  // Chunk n's decoded bytes, taken out of the cache with their buffer, when
+  // every block is decoded and nobody else holds the entry (a chunk about to
+  // be written over keeps the memory they are in); empty otherwise.
+  PooledBuffer take_decoded(int64_t n);
 
   // Bytes held outside the entries that count against the budget but can
   // never be evicted: chunks written and not yet committed. Clean entries are

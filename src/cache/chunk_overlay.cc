@@ -28,6 +28,16 @@ void ChunkOverlay::erase_held(std::map<int64_t, Held>::iterator it) {
   held_.erase(it);
 }
 
+// The held bytes made `size` long: the bytes kept, zeros after them.
+void ChunkOverlay::resize_bytes(Held& h, int64_t size) {
+  PooledBuffer bytes = cache_.pool().take(size_t(size));
+  const size_t kept = std::min(h.bytes.size(), size_t(size));
+  if (kept) std::memcpy(bytes.data(), h.bytes.data(), kept);
+  std::memset(bytes.data() + kept, 0, bytes.size() - kept);
+  h.bytes = std::move(bytes);
+  h.size = size;
+}
+
 void ChunkOverlay::reset(const ChunkSource& source, Limits limits) {
   while (!held_.empty()) erase_held(held_.begin());
   limits_ = limits;
@@ -130,23 +140,26 @@ ChunkOverlay::Held& ChunkOverlay::hold(ChunkSource& src, int64_t n) {
   if (it == held_.end()) {
     if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
     Held h;
-    h.bytes = src.load(n);
+    h.bytes = src.load(n, cache_.pool());
     h.size = int64_t(h.bytes.size());
     it = held_.emplace(n, std::move(h)).first;
     charge(it->second.size, 1);
   } else if (it->second.zeros) {
-    it->second.bytes.assign(size_t(it->second.size), 0);
+    it->second.bytes = cache_.pool().take(size_t(it->second.size));
+    std::memset(it->second.bytes.data(), 0, it->second.bytes.size());
     it->second.zeros = false;
     charge(it->second.size, 1);
   } else if (it->second.written) {
     if (!it->second.whole()) fill_gaps(src, n, it->second);
     it->second.written.reset();
+    it->second.only_if_changed = false;  // written through data or chunks/: kept
   }
   return it->second;
 }
 
 void ChunkOverlay::Held::put(int64_t at, ByteSpan data) {
   if (data.empty()) return;
+  if (only_if_changed && !written && !differs) differs = std::memcmp(bytes.data() + at, data.data(), data.size()) != 0;
   std::memcpy(bytes.data() + at, data.data(), data.size());
   if (written) written->add(at, at + int64_t(data.size()));
 }
@@ -185,8 +198,13 @@ ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64
   if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
   Held h;
   h.size = src.chunk_size(n);
-  h.bytes.assign(size_t(h.size), 0);
-  h.written.emplace();
+  h.bytes = src.take_decoded(n);
+  if (h.bytes.size() != size_t(h.size)) {
+    // Left as it comes: a byte no write supplies is filled from the committed
+    // chunk before anything reads it from here.
+    h.bytes = cache_.pool().take(size_t(h.size));
+    h.written.emplace();
+  }
   h.reachable = std::min(reachable, h.size);
   h.only_if_changed = only_if_changed;
   it = held_.emplace(n, std::move(h)).first;
@@ -203,8 +221,15 @@ int64_t ChunkOverlay::complete(ChunkSource& src, std::optional<int64_t> skip) {
   int64_t decoded = 0;
   for (auto it = held_.begin(); it != held_.end();) {
     Held& h = it->second;
-    if (!h.written || (skip && it->first == *skip)) {
+    if (skip && it->first == *skip) {
       ++it;
+      continue;
+    }
+    if (!h.written) {
+      // Held whole from the start: only a chunk that took the committed bytes
+      // and that no write changed is dropped (the committed chunk shows again).
+      if (h.only_if_changed && !h.differs) erase_held(it++);
+      else ++it;
       continue;
     }
     if (!h.whole()) {
@@ -215,6 +240,7 @@ int64_t ChunkOverlay::complete(ChunkSource& src, std::optional<int64_t> skip) {
       }
     }
     h.written.reset();
+    h.only_if_changed = false;  // decided: changed
     // Every byte is held now: the committed chunk's decoded bytes (a memory
     // map's reads brought them in) leave the cache before the compression
     // that follows needs the memory.
@@ -238,8 +264,7 @@ void ChunkOverlay::write_chunk(ChunkSource& src, int64_t n, int64_t at, ByteSpan
   Held& h = hold(src, n);
   if (end > h.size) {
     charge(end - h.size, 0);
-    h.bytes.resize(size_t(end), 0);
-    h.size = end;
+    resize_bytes(h, end);
   }
   if (!data.empty()) std::memcpy(h.bytes.data() + at, data.data(), data.size());
 }
@@ -255,18 +280,18 @@ void ChunkOverlay::resize_chunk(ChunkSource& src, int64_t n, int64_t size) {
   if (size == chunk_size(src, n) && (held_.count(n) || n < keep_)) return;
   Held& h = hold(src, n);
   charge(size - h.size, 0);
-  h.bytes.resize(size_t(size), 0);
-  h.size = size;
+  resize_bytes(h, size);
 }
 
-void ChunkOverlay::set_chunk(int64_t n, Bytes bytes) {
+void ChunkOverlay::set_chunk(int64_t n, ByteSpan bytes) {
   if (n < 0 || n >= count_) throw FsError{EINVAL};
   if (int64_t(bytes.size()) > limits_.max_chunk) throw FsError{EFBIG};
   auto it = held_.find(n);
   if (it != held_.end()) erase_held(it);
   Held h;
   h.size = int64_t(bytes.size());
-  h.bytes = std::move(bytes);
+  h.bytes = cache_.pool().take(bytes.size());
+  if (!bytes.empty()) std::memcpy(h.bytes.data(), bytes.data(), bytes.size());
   charge(h.size, 1);
   held_.emplace(n, std::move(h));
 }

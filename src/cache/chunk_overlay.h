@@ -50,7 +50,12 @@ class ChunkSource {
   // A commit holds every byte of chunk n now: the committed chunk's decoded
   // bytes can go before it compresses (a reader of them decodes them again).
   virtual void drop_decoded(int64_t /*n*/) {}
-  virtual Bytes load(int64_t n) = 0;  // the whole chunk
+  // Chunk n's decoded bytes in their own buffer, for a chunk about to be
+  // written over to keep, when the cache has all of them and nobody reads
+  // them (ChunkCache::take_decoded); empty otherwise.
+  virtual PooledBuffer take_decoded(int64_t /*n*/) { return {}; }
+  // The whole chunk, in a buffer from `pool`.
+  virtual PooledBuffer load(int64_t n, BufferPool& pool) = 0;
 };
 
 class ChunkOverlay {
@@ -64,7 +69,9 @@ class ChunkOverlay {
     bool fixed_count = false;
   };
   struct Held {
-    Bytes bytes;        // empty when `zeros`
+    // From the cache's pool: a chunk's worth of fresh memory costs a page
+    // fault per 4 KiB, the buffer a decoded chunk leaves behind costs none.
+    PooledBuffer bytes;  // empty when `zeros`
     int64_t size = 0;
     bool zeros = false;
     // Held by region: `bytes` holds the committed chunk's bytes only in
@@ -77,6 +84,9 @@ class ChunkOverlay {
     // Dropped at the commit if every byte written equals the committed one: a
     // memory map written back by whole pages rewrites items nobody changed.
     bool only_if_changed = false;
+    // Of a chunk `only_if_changed` that took the committed chunk's decoded
+    // bytes whole (no `written`): a write changed a byte.
+    bool differs = false;
     // Every byte is in `bytes`.
     bool whole() const { return !written || written->covered() >= size; }
     // Copies `data` to byte `at` (within size) and records it.
@@ -131,9 +141,11 @@ class ChunkOverlay {
   void write_data(ChunkSource& src, int64_t offset, ByteSpan data);
   void resize_data(ChunkSource& src, int64_t size);
   // Replaces chunk n's content with one whole buffer.
-  void set_chunk(int64_t n, Bytes bytes);
+  void set_chunk(int64_t n, ByteSpan bytes);
   // Chunk n held by region, to take the bytes an N-d array's write supplies
-  // (Held::put): not loaded from the committed chunk. `reachable`: the bytes
+  // (Held::put): not loaded from the committed chunk, unless the cache has
+  // it decoded whole and unread (a memory map's reads brought it in): then
+  // it takes those bytes with their memory, and is held whole. `reachable`: the bytes
   // writes can reach (Held). A chunk held already is returned as it is (zeros
   // made bytes).
   Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed);
@@ -159,6 +171,7 @@ class ChunkOverlay {
   // its reachable bytes were not all written, and no written byte differs.
   bool fill_gaps(ChunkSource& src, int64_t n, Held& h) const;
   void erase_held(std::map<int64_t, Held>::iterator it);
+  void resize_bytes(Held& h, int64_t size);
   void charge(int64_t delta_bytes, int delta_chunks);
   int64_t locate(const ChunkSource& src, int64_t offset) const;
   void extend_zeros(ChunkSource& src, int64_t bytes);

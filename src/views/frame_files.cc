@@ -235,14 +235,16 @@ int64_t FrameFiles::chunk_offset(int64_t n) const {
   return frame_->chunk_data_offset(n);
 }
 
-Bytes FrameFiles::load(int64_t n) {
+PooledBuffer FrameFiles::load(int64_t n, BufferPool& pool) {
   std::shared_ptr<const CachedChunk> chunk = cache_.get(n);
   ByteSpan bytes = chunk->data();
   const int64_t expected = chunk_size(n);
   if (int64_t(bytes.size()) != expected)
     throw FormatError(chunk_label(n) + "holds " + std::to_string(bytes.size()) + " bytes where the frame says " +
                       std::to_string(expected));
-  return Bytes(bytes.begin(), bytes.end());
+  PooledBuffer copy = pool.take(bytes.size());
+  if (!bytes.empty()) std::memcpy(copy.data(), bytes.data(), bytes.size());
+  return copy;
 }
 
 // The bytes of a pack_tensor SChunk's data are the array in C order.

@@ -126,7 +126,8 @@ class FrameFiles : public ChunkSource {
     return cache_.view(n, offset, len, keep, ChunkCache::Decode::exactly);
   }
   void drop_decoded(int64_t n) override { cache_.release(n); }
-  Bytes load(int64_t n) override;
+  PooledBuffer take_decoded(int64_t n) override { return cache_.take_decoded(n); }
+  PooledBuffer load(int64_t n, BufferPool& pool) override;
 
  private:
   void load_layers();

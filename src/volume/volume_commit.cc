@@ -383,7 +383,7 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
   const Bytes zeros(size_t(zeros_needed), 0);
   auto bytes_of = [&](const ChunkOverlay::Held* held) -> ByteSpan {
     if (held->zeros) return ByteSpan(zeros.data(), size_t(held->size));
-    return held->bytes;
+    return held->bytes.bytes();
   };
   try {
     run_commit(what, [&](FrameEditor& editor) {

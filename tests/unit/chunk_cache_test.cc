@@ -209,6 +209,31 @@ TEST(ChunkCache, ExactViewsDecodeOnlyTheirBlocksHoweverLarge) {
   EXPECT_EQ(loader.decodes, 16);
 }
 
+TEST(ChunkCache, DecodedBytesAreTakenOnlyWholeAndUnread) {
+  // A chunk about to be written over keeps the memory of its decoded bytes.
+  FakeLoader loader;
+  ChunkCache cache(loader, 1 << 30);
+  EXPECT_TRUE(cache.take_decoded(0).empty()) << "not cached";
+  std::shared_ptr<const CachedChunk> part = cache.get_range(0, 0, 100);
+  part.reset();
+  EXPECT_TRUE(cache.take_decoded(0).empty()) << "a block decoded of 16";
+  EXPECT_TRUE(cache.holds(0));
+  std::shared_ptr<const CachedChunk> whole = cache.get(0);
+  EXPECT_TRUE(cache.take_decoded(0).empty()) << "a reader holds it";
+  const uint8_t* memory = whole->data().data();
+  whole.reset();
+  const PooledBuffer taken = cache.take_decoded(0);
+  ASSERT_EQ(taken.size(), size_t(loader.nbytes));
+  EXPECT_EQ(taken.data(), memory);
+  expect_pattern(0, 0, std::vector<uint8_t>(taken.data(), taken.data() + taken.size()));
+  EXPECT_FALSE(cache.holds(0));
+  EXPECT_EQ(cache.stats().bytes, 0u);
+  const int decodes = loader.decodes;
+  std::vector<uint8_t> buf(10);
+  cache.read(0, 0, buf);  // decoded again for the next reader
+  EXPECT_GT(loader.decodes, decodes);
+}
+
 TEST(ChunkCache, ConcurrentMissesLoadOnce) {
   FakeLoader loader;
   loader.load_delay = std::chrono::milliseconds(100);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -43,12 +44,26 @@ class FakeFrame : public ChunkSource {
     if (offset >= int64_t(all->size())) return {};
     return ByteSpan(*all).subspan(size_t(offset), std::min(len, all->size() - size_t(offset)));
   }
-  Bytes load(int64_t n) override {
+  PooledBuffer load(int64_t n, BufferPool& pool) override {
     ++loads[n];
-    return committed(n);
+    const Bytes bytes = committed(n);
+    PooledBuffer b = pool.take(bytes.size());
+    std::copy(bytes.begin(), bytes.end(), b.data());
+    return b;
   }
   void drop_decoded(int64_t n) override { drops.push_back(n); }
+  // Chunk n's decoded bytes, as if the cache had them all and unread.
+  PooledBuffer take_decoded(int64_t n) override {
+    if (!decoded.count(n)) return {};
+    decoded.erase(n);
+    const Bytes bytes = committed(n);
+    PooledBuffer b = pool->take(bytes.size());
+    std::copy(bytes.begin(), bytes.end(), b.data());
+    return b;
+  }
   std::vector<int64_t> drops;
+  std::set<int64_t> decoded;
+  std::shared_ptr<BufferPool> pool = BufferPool::create(0);
   Bytes committed(int64_t n) const {
     Bytes b(size_t(sizes_.at(size_t(n))));
     for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t((n * 16 + int64_t(i)) % 251);
@@ -187,7 +202,7 @@ TEST_F(Fixture, BatchesLeaveTheChunkBeingFilled) {
 
 Bytes batch_bytes(const ChunkOverlay& o, int64_t n) {
   for (const auto& [m, held] : o.batch().replace)
-    if (m == n) return held->bytes;
+    if (m == n) return Bytes(held->bytes.data(), held->bytes.data() + held->bytes.size());
   return {};
 }
 
@@ -303,7 +318,7 @@ TEST(ChunkOverlayRegions, ACommitDecodesTheGapsAndComparesAMegabyteAtATime) {
   ASSERT_EQ(overlay.batch().replace.size(), 1u);
   Bytes want = frame.committed(0);
   want[10] ^= 1;
-  EXPECT_EQ(overlay.batch().replace[0].second->bytes, want);
+  EXPECT_EQ(batch_bytes(overlay, 0), want);
   // The same bytes written back unchanged: compared a megabyte at a time, all of
   // them, and dropped.
   overlay.discard();
@@ -315,6 +330,54 @@ TEST(ChunkOverlayRegions, ACommitDecodesTheGapsAndComparesAMegabyteAtATime) {
   EXPECT_EQ(frame.view_ranges.size(), 4u);
   EXPECT_TRUE(overlay.batch().empty());
   EXPECT_EQ(frame.drops, std::vector<int64_t>{0}) << "unchanged: the committed chunk shows again, decoded";
+}
+
+// A chunk the cache has decoded whole (a memory map read it in) takes those
+// bytes when written by region: held whole, nothing decoded at the commit, and
+// dropped there if no write changed a byte.
+TEST_F(Fixture, AChunkDecodedWholeIsTakenAndComparedAsItIsWritten) {
+  frame.decoded = {1};
+  const Bytes committed = frame.committed(1);
+  ChunkOverlay::Held& same = overlay.hold_region(frame, 1, 100, true);
+  EXPECT_TRUE(same.whole());
+  same.put(10, Bytes(committed.begin() + 10, committed.begin() + 60));
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_TRUE(overlay.batch().empty()) << "unchanged: the committed chunk shows again";
+  EXPECT_TRUE(frame.view_ranges.empty());
+  EXPECT_TRUE(frame.loads.empty());
+
+  frame.decoded = {1};
+  ChunkOverlay::Held& changed = overlay.hold_region(frame, 1, 100, true);
+  ASSERT_TRUE(changed.whole());
+  Bytes write(committed.begin() + 10, committed.begin() + 60);
+  write[20] ^= 0xff;
+  changed.put(10, write);
+  changed.put(70, Bytes(committed.begin() + 70, committed.begin() + 80));  // unchanged, after a change
+  Bytes want = committed;
+  want[30] ^= 0xff;
+  Bytes data = frame.data();
+  data[100 + 30] ^= 0xff;
+  EXPECT_EQ(read_data(overlay, frame), data) << "read back before the commit";
+  frame.view_ranges.clear();  // chunks 0 and 2, read
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_EQ(batch_bytes(overlay, 1), want);
+  EXPECT_TRUE(frame.view_ranges.empty()) << "nothing decoded for the commit";
+  // A second completion (a commit that failed, tried again) keeps it.
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_EQ(batch_bytes(overlay, 1), want);
+}
+
+// Chunks held by region stay changed once their gaps are filled: completed again
+// (a commit tried again), they are not compared or dropped.
+TEST_F(Fixture, ACompletedRegionStaysChangedWhenCompletedAgain) {
+  ChunkOverlay::Held& h = overlay.hold_region(frame, 1, 100, true);
+  Bytes write(40, 9);
+  h.put(0, write);
+  EXPECT_EQ(overlay.complete(frame), 1);
+  const Bytes first = batch_bytes(overlay, 1);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(overlay.complete(frame), 0);
+  EXPECT_EQ(batch_bytes(overlay, 1), first);
 }
 
 TEST_F(Fixture, ZeroChunksWrittenInPlaceNeedNoFrame) {
