@@ -15,9 +15,12 @@
 //   slow or entropy-coding codecs and unshuffled data compress better as one stream.
 // The leftover (last, shorter) block is never split, as the format requires.
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -384,10 +387,9 @@ std::optional<std::vector<uint8_t>> regular_chunk(ByteSpan src, const CompressPa
   return finish_regular(out, p, nbytes, blocksize, split, writer.position());
 }
 
-// regular_chunk with its blocks compressed on `threads` threads, each block's
-// streams into a buffer of its own, then laid out in order: the same bytes,
-// unless regular_chunk's last streams got less room than their size (a chunk
-// that barely compresses).
+// regular_chunk with its blocks compressed on `threads` threads: the same
+// bytes, unless regular_chunk's last streams got less room than their size (a
+// chunk that barely compresses).
 std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const CompressParams& p, int32_t blocksize,
                                                            unsigned threads) {
   const std::optional<RegularLayout> layout = regular_layout(src, p, blocksize);
@@ -395,39 +397,82 @@ std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const C
   const int32_t nbytes = layout->nbytes, typesize = layout->typesize, nblocks = layout->nblocks;
   const bool split = layout->split;
   const size_t table_end = layout->table_end, budget = layout->budget;
-  // Each thread compresses a block into a scratch buffer it reuses and appends
-  // the result to an arena of its own: fresh memory only for what comes out.
-  struct Piece {
-    size_t arena = 0, at = 0, size = 0;
+  // Each worker compresses a block into one of a few slots of its own, which
+  // it reuses; whichever worker finds the next blocks in line appends them to
+  // the chunk, in order. The compressed bytes land in fresh memory once (the
+  // chunk), not once per worker and again in the chunk; a worker waits only
+  // when all its slots hold blocks behind one still being compressed. It
+  // claims a block only once it has a free slot, so the earliest block not
+  // appended is always being compressed, or appended by whoever finished it.
+  constexpr size_t kSlots = 4;
+  struct Done {
+    unsigned worker = 0;
+    size_t slot = 0, size = 0;
+    bool ready = false;
   };
   const unsigned workers = std::max(1u, std::min(threads, unsigned(nblocks)));
-  std::vector<Piece> pieces(static_cast<size_t>(nblocks));
-  std::vector<std::vector<uint8_t>> arenas(workers);
+  std::vector<std::array<std::vector<uint8_t>, kSlots>> slots(workers);
+  std::vector<std::array<bool, kSlots>> slot_busy(workers, std::array<bool, kSlots>{});  // guarded by `mutex`
+  std::vector<Done> done(static_cast<size_t>(nblocks));                                // guarded by `mutex`
+  std::mutex mutex;
+  std::condition_variable slot_freed;
+  int32_t appended = 0;                   // guarded by `mutex`
+  bool over_budget = false;               // guarded by `mutex`
   std::atomic<int32_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::atomic_flag error_set = ATOMIC_FLAG_INIT;
-  auto work = [&](size_t id) {
-    std::vector<uint8_t> scratch;
-    std::vector<uint8_t>& arena = arenas[id];
-    // Its share of the chunk, stored raw, and a block more: an arena that grew
-    // by doubling copied what it held each time, into fresh pages. Reserving
-    // touches no page.
-    arena.reserve(size_t(nbytes) / workers + size_t(blocksize) + 5 * 16);
-    for (int32_t j; !failed && (j = next.fetch_add(1)) < nblocks;) {
+  // No more than the raw size (a 64 MiB chunk compresses to a fraction),
+  // reserved, not touched: only the header and table are zeroed.
+  std::vector<uint8_t> out;
+  out.reserve(budget);
+  out.resize(table_end);
+  auto append_ready = [&] {  // `mutex` held
+    for (; appended < nblocks && done[size_t(appended)].ready; ++appended) {
+      Done& d = done[size_t(appended)];
+      slot_busy[d.worker][d.slot] = false;
+      if (over_budget || out.size() + d.size > budget) {
+        over_budget = failed = true;  // stored raw instead: the rest need not be compressed
+        continue;
+      }
+      store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(appended), uint32_t(out.size()));
+      const uint8_t* from = slots[d.worker][d.slot].data();
+      out.insert(out.end(), from, from + d.size);
+    }
+    slot_freed.notify_all();
+  };
+  auto work = [&](unsigned id) {
+    for (;;) {
+      size_t slot = kSlots;
+      {
+        std::unique_lock lock(mutex);
+        slot_freed.wait(lock, [&] {
+          for (size_t k = 0; k < kSlots; ++k)
+            if (!slot_busy[id][k]) slot = k;
+          return slot < kSlots || failed.load();
+        });
+      }
+      int32_t j;
+      if (failed || (j = next.fetch_add(1)) >= nblocks) return;
       try {
         const BlockPlan b = plan_block(nbytes, blocksize, split, typesize, j);
         const uint8_t* filtered = filter_block(p, src, b.offset, b.bsize, typesize);
         // Room for every stream raw: a block never needs more than that.
+        std::vector<uint8_t>& scratch = slots[id][slot];
         scratch.resize(std::max(scratch.size(), b.bsize + 5 * b.nstreams));
         StreamWriter writer(scratch, 0, scratch.size());
         for (size_t s = 0; s < b.nstreams; ++s)
           if (!writer.put(p, filtered + s * b.neblock, b.neblock)) throw FormatError("encode_chunk: a block outgrew its room");
-        pieces[size_t(j)] = Piece{id, arena.size(), writer.position()};
-        arena.insert(arena.end(), scratch.begin(), scratch.begin() + long(writer.position()));
+        std::lock_guard lock(mutex);
+        done[size_t(j)] = Done{id, slot, writer.position(), true};
+        slot_busy[id][slot] = true;
+        append_ready();
       } catch (...) {
         if (!error_set.test_and_set()) error = std::current_exception();
+        std::lock_guard lock(mutex);
         failed = true;
+        slot_freed.notify_all();
+        return;
       }
     }
   };
@@ -445,21 +490,8 @@ std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const C
     work(0);
   }
   if (error) std::rethrow_exception(error);
-  size_t end = table_end;
-  for (const Piece& piece : pieces) end += piece.size;
-  if (end > budget) return std::nullopt;
-  // No more than that (a 64 MiB chunk compresses to a fraction), and only the
-  // header and table zeroed: the blocks are appended, not written over zeros.
-  std::vector<uint8_t> out;
-  out.reserve(end);
-  out.resize(table_end);
-  for (int32_t j = 0; j < nblocks; ++j) {
-    const Piece& piece = pieces[size_t(j)];
-    store_le32(out.data() + kExtendedHeaderSize + 4 * size_t(j), uint32_t(out.size()));
-    const uint8_t* from = arenas[piece.arena].data() + piece.at;
-    out.insert(out.end(), from, from + piece.size);
-  }
-  return finish_regular(out, p, nbytes, blocksize, split, end);
+  if (over_budget) return std::nullopt;
+  return finish_regular(out, p, nbytes, blocksize, split, out.size());
 }
 
 }  // namespace
