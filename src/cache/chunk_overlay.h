@@ -145,9 +145,9 @@ class ChunkOverlay {
   // Chunk n held by region, to take the bytes an N-d array's write supplies
   // (Held::put): not loaded from the committed chunk, unless the cache has
   // it decoded whole and unread (a memory map's reads brought it in): then
-  // it takes those bytes with their memory, and is held whole. `reachable`: the bytes
-  // writes can reach (Held). A chunk held already is returned as it is (zeros
-  // made bytes).
+  // it takes those bytes with their memory, and is held whole. `reachable`:
+  // the bytes writes can reach (Held). A chunk held already is returned as it
+  // is (zeros made bytes).
   Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed);
   // Chunk n as held; null when it is not (the committed chunk shows).
   const Held* held(int64_t n) const;
