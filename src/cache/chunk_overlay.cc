@@ -154,6 +154,7 @@ ChunkOverlay::Held& ChunkOverlay::hold(ChunkSource& src, int64_t n) {
     it->second.written.reset();
     it->second.only_if_changed = false;  // written through data or chunks/: kept
   }
+  it->second.written_through_pages = false;
   return it->second;
 }
 
@@ -191,10 +192,15 @@ bool ChunkOverlay::fill_gaps(ChunkSource& src, int64_t n, Held& h) const {
   return changed;
 }
 
-ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed) {
+ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed,
+                                              bool through_pages) {
   if (n < 0 || n >= count_) throw FsError{EINVAL};
   auto it = held_.find(n);
-  if (it != held_.end()) return it->second.zeros ? hold(src, n) : it->second;
+  if (it != held_.end()) {
+    Held& h = it->second.zeros ? hold(src, n) : it->second;
+    h.written_through_pages = h.written_through_pages && through_pages;
+    return h;
+  }
   if (n >= keep_) throw FsError{EINVAL};  // cannot happen: [keep, count) is always held
   Held h;
   h.size = src.chunk_size(n);
@@ -207,6 +213,7 @@ ChunkOverlay::Held& ChunkOverlay::hold_region(ChunkSource& src, int64_t n, int64
   }
   h.reachable = std::min(reachable, h.size);
   h.only_if_changed = only_if_changed;
+  h.written_through_pages = through_pages;
   it = held_.emplace(n, std::move(h)).first;
   charge(it->second.size, 1);
   return it->second;
@@ -258,6 +265,7 @@ void ChunkOverlay::write_chunk(ChunkSource& src, int64_t n, int64_t at, ByteSpan
   if (n < keep_ && (it == held_.end() ? end <= src.chunk_size(n) : it->second.written && end <= it->second.size)) {
     // In place within a committed chunk: held by region, not loaded.
     Held& h = it == held_.end() ? hold_region(src, n, src.chunk_size(n), false) : it->second;
+    h.written_through_pages = false;
     h.put(at, data);
     return;
   }

@@ -87,6 +87,10 @@ class ChunkOverlay {
     // Of a chunk `only_if_changed` that took the committed chunk's decoded
     // bytes whole (no `written`): a write changed a byte.
     bool differs = false;
+    // Every write came through hold_region from a writer whose file's pages
+    // in the kernel took its bytes (array.npy, not opened for direct I/O):
+    // committing the chunk leaves those pages right.
+    bool written_through_pages = false;
     // Every byte is in `bytes`.
     bool whole() const { return !written || written->covered() >= size; }
     // Copies `data` to byte `at` (within size) and records it.
@@ -147,8 +151,9 @@ class ChunkOverlay {
   // it decoded whole and unread (a memory map's reads brought it in): then
   // it takes those bytes with their memory, and is held whole. `reachable`:
   // the bytes writes can reach (Held). A chunk held already is returned as it
-  // is (zeros made bytes).
-  Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed);
+  // is (zeros made bytes). `through_pages`: the writer's bytes are in its
+  // file's pages in the kernel (Held::written_through_pages).
+  Held& hold_region(ChunkSource& src, int64_t n, int64_t reachable, bool only_if_changed, bool through_pages = false);
   // Chunk n as held; null when it is not (the committed chunk shows).
   const Held* held(int64_t n) const;
   // Fills the gaps of the chunks held by region that a commit of batch(skip)

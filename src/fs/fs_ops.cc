@@ -356,6 +356,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     c.notifier.send(std::move(notes), KernelNotifier::Wait::inodes);
     fi->keep_cache = keep_cache;
     fi->direct_io = direct_io;
+    file->direct_io = direct_io;
     fi->noflush = !file->writable;
     fi->fh = reinterpret_cast<uint64_t>(file.get());
     if (fuse_reply_open(req, fi) == 0) {

@@ -62,6 +62,8 @@ struct OpenFile {
   // size, so it is written anew whole instead; how far the writes from its start
   // reached (-1: not such a file). A close before they reach its end is EINVAL.
   int64_t rewrite_end = -1;
+  // Opened with FOPEN_DIRECT_IO: its writes do not go through the kernel's pages.
+  bool direct_io = false;
   std::shared_ptr<CommitOutcome> outcome;  // of this file's latest edits
 };
 

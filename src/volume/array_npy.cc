@@ -266,6 +266,7 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
       // held by region that is not written whole is dropped at the commit if
       // none did.
       ChunkOverlay::Held* target = nullptr;  // where the runs of chunk last_n go, once it is held
+      const bool through_pages = !file.direct_io;  // a commit leaves the kernel's pages of array.npy
       int64_t last_n = -1;
       try {
         layout->for_each_run(from - header_len, int64_t(body.size()),
@@ -282,14 +283,16 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
                            held ? " (changed through data or chunks/)" : "", layout->chunk_bytes());
               throw FsError{EINVAL};
             }
-            if (held) target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true);
+            if (held)
+              target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true, through_pages);
           }
           if (!target && state_.cache.holds(n)) {
             std::shared_ptr<const void> keep;
             const ByteSpan stored = state_.files->view(n, at, size_t(len), keep);
             if (stored.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), stored.begin())) return;
           }
-          if (!target) target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true);
+          if (!target)
+            target = &state_.overlay.hold_region(*state_.files, n, layout->chunk_item_bytes(n), true, through_pages);
           target->put(at, bytes);
         });
       } catch (const std::out_of_range&) {

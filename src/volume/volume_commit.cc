@@ -61,6 +61,8 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
   const bool chunks_changed = changes.all || !changes.chunks.empty() || changes.from != INT64_MAX ||
                               old_count != new_count;
   bool array_changed = chunks_changed;
+  // What array.npy's pages in the kernel show is now wrong.
+  bool npy_pages_changed = chunks_changed && (changes.all || !changes.npy_pages_current || old_count != new_count);
   if (chunks_changed) {
     state_.note_inode(notes, fixed_file(NodeKind::data)->ino);
     const std::vector<uint64_t> known = state_.kernel.held(chunk_inode);
@@ -89,7 +91,7 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
   for (const std::string& name : names) {
     const LayerFile *a = before.find_meta(name), *b = after.find_meta(name);
     if (a && b && a->content == b->content) continue;
-    array_changed = true;
+    array_changed = npy_pages_changed = true;
     if (auto ino = known_ino(NodeKind::meta_dir, name)) state_.note_inode(notes, *ino);
     if (!a || !b) state_.note_inode(notes, fixed_file(NodeKind::meta_dir)->ino);
     if (!b) state_.note_entry(notes, NodeKind::meta_dir, name);
@@ -131,12 +133,14 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
     const std::vector<uint64_t> known = state_.kernel.held(zarr_inode);
     for (uint64_t ino : known) state_.note_inode(notes, ino);
   }
-  if (array_changed || before.has_array() != after.has_array()) {
+  if (npy_pages_changed || before.has_array() != after.has_array()) {
     state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
     if (before.has_array() != after.has_array()) {
       state_.note_inode(notes, kRootIno);
       if (!after.has_array()) state_.note_entry(notes, NodeKind::root, "array.npy");
     }
+  } else if (array_changed) {
+    notes.attributes.push_back(fixed_file(NodeKind::array_npy)->ino);  // its mtime
   }
 }
 
@@ -374,10 +378,12 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
     batch = state_.overlay.batch(skip);
   }
   if (batch.empty()) return;
+  changes.npy_pages_current = batch.truncate_to < 0 && batch.append.empty();
   for (const auto* list : {&batch.replace, &batch.append})
     for (const auto& [n, held] : *list) {
       changes.chunks.push_back(n);
       if (held->zeros) zeros_needed = std::max(zeros_needed, held->size);
+      if (!held->written_through_pages) changes.npy_pages_current = false;
     }
   if (batch.truncate_to >= 0) changes.from = batch.truncate_to;
   const Bytes zeros(size_t(zeros_needed), 0);

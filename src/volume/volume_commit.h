@@ -22,6 +22,9 @@ struct ChunkChanges {
   bool all = false;
   std::vector<int64_t> chunks;
   int64_t from = INT64_MAX;  // every chunk from here on
+  // Every chunk changed was written through array.npy's pages, which show the
+  // committed bytes already: the kernel keeps them (a memory map stays mapped).
+  bool npy_pages_current = false;
 };
 
 class CommitPipeline {

@@ -123,6 +123,50 @@ def memmap_edit(h, contiguous):
     check_untouched(raw_before, stored_chunks(h, frame), touched, "memmap edit")
 
 
+def resident_fraction(arr):
+    """The share of an array's pages (of a memory map) that the kernel holds (mincore)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = arr.ctypes.data // page * page
+    end = -(-(arr.ctypes.data + arr.nbytes) // page) * page
+    vec = (ctypes.c_ubyte * ((end - start) // page))()
+    if libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(end - start), vec) != 0:
+        raise OSError(ctypes.get_errno(), "mincore")
+    return sum(b & 1 for b in vec) / len(vec)
+
+
+def pages_kept_after_own_commit(h):
+    """flush() of a memory map commits its pages, which show the committed bytes
+    already: the kernel keeps them, so the map is not read in again. A change
+    made through chunks/ does drop them, and the map shows it."""
+    shape, chunks, blocks = (256, 1024), (64, 1024), (16, 1024)
+    rng = np.random.default_rng(5)
+    want = rng.standard_normal(shape, dtype=np.float32)
+    frame = make_array(h, "pages.b2nd", want, chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+    m = np.lib.format.open_memmap(path, mode="r+")
+    value = rng.standard_normal((64, 1024), dtype=np.float32)
+    m[64:128] = value
+    want[64:128] = value
+    m.flush()
+    check_array(read_back(frame), want, "python-blosc2 after flush()")
+    check_equal(resident_fraction(m[64:128]), 1.0, "share of the written rows' pages the kernel kept after flush()")
+    # chunks/1 holds rows 64..127 (blocks of whole rows): its first item is [64, 0].
+    fd = os.open(os.path.join(mnt, "chunks", "00000001"), os.O_WRONLY)
+    try:
+        os.pwrite(fd, np.float32(7.25).tobytes(), 0)
+    finally:
+        os.close(fd)
+    want[64, 0] = 7.25
+    check_equal(float(m[64, 0]), 7.25, "the map after a write through chunks/1")
+    check_array(np.array(m), want, "the whole map after a write through chunks/1")
+    del m
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 after unmount")
+
+
 def read_your_writes(h):
     shape, chunks, blocks = (64, 50), (20, 16), (8, 6)
     want = np.arange(np.prod(shape), dtype="<i4").reshape(shape)
@@ -708,6 +752,8 @@ def main():
     h.test("memmap slice assignment across chunk and block edges, 3-d, contiguous", memmap_edit, h, True)
     h.test("memmap slice assignment across chunk and block edges, 3-d, sparse frame", memmap_edit, h, False)
     h.test("read your writes; fsync and close commit", read_your_writes, h)
+    h.test("a memory map keeps its pages after its own commit, not after a write through chunks/",
+           pages_kept_after_own_commit, h)
     h.test("dd of 1 byte inside an item and of 1 MiB", dd_writes, h)
     for kind in ("contiguous", "sparse", "store"):
         h.test(f"chunks held by region: whole-chunk, half-chunk, edge and unaligned writes ({kind})",

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -855,6 +856,62 @@ TEST_F(VolumeWrites, ArraysKeepTheChunksTheirShapeNeeds) {
   EXPECT_EQ(after.chunks[0], whole);
   after.chunks[0] = before.chunks[0];
   EXPECT_EQ(after, before);
+}
+
+// A commit of chunks written only through array.npy's pages leaves those
+// pages in the kernel (a memory map stays mapped and is not read in again):
+// array.npy's attributes alone are invalidated. A chunk also written through
+// data, or through an array.npy opened with direct I/O, drops them.
+TEST_F(VolumeWrites, ArrayNpyPagesStayAfterACommitOfTheirOwnWrites) {
+  auto path = copy("b2nd-2d-u1.b2nd");
+  auto v = mount(path);
+  const uint64_t npy = dir(*v, "array.npy"), data = dir(*v, "data");
+  Bytes head(10);
+  ASSERT_EQ(v->read(npy, 0, head), head.size());
+  ASSERT_EQ(head[6], 1);  // .npy version 1.0: the header's length in bytes 8 and 9
+  const int64_t header = 10 + int64_t(head[8] | (head[9] << 8));
+  auto has = [](const std::vector<uint64_t>& list, uint64_t ino) {
+    return std::find(list.begin(), list.end(), ino) != list.end();
+  };
+  auto commit_writes = [&](uint64_t ino, int64_t offset, bool direct_io) {
+    KernelNotes notes;
+    bool keep = false, direct = false;
+    std::unique_ptr<OpenFile> file = v->open(ino, O_RDWR, keep, direct, notes);
+    file->direct_io = direct_io;  // what the FUSE layer records of the open's reply
+    v->write(*file, offset, Bytes{0x5a, 0xa5}, notes);
+    v->flush(*file, notes);
+    v->release(std::move(file), notes);
+    return notes;
+  };
+  KernelNotes own = commit_writes(npy, header + 3, false);
+  EXPECT_FALSE(has(own.inodes, npy));
+  EXPECT_TRUE(has(own.attributes, npy));
+  EXPECT_TRUE(has(own.inodes, data));  // data's pages showed the old bytes
+  EXPECT_TRUE(v->cache_still_valid(npy));
+
+  KernelNotes through_data = commit_writes(data, 1, false);
+  EXPECT_TRUE(has(through_data.inodes, npy));
+  EXPECT_FALSE(v->cache_still_valid(npy));
+  EXPECT_TRUE(v->cache_still_valid(npy));  // that open was recorded
+
+  KernelNotes direct = commit_writes(npy, header + 5, true);
+  EXPECT_TRUE(has(direct.inodes, npy));
+
+  // Written through array.npy and then through data before one commit.
+  {
+    KernelNotes notes;
+    bool keep = false, direct_io = false;
+    std::unique_ptr<OpenFile> a = v->open(npy, O_RDWR, keep, direct_io, notes);
+    std::unique_ptr<OpenFile> d = v->open(data, O_RDWR, keep, direct_io, notes);
+    v->write(*a, header + 7, Bytes{1}, notes);
+    v->write(*d, 7, Bytes{2}, notes);
+    KernelNotes committed;
+    v->flush(*a, committed);
+    EXPECT_TRUE(has(committed.inodes, npy));
+    v->release(std::move(d), notes);
+    v->release(std::move(a), notes);
+  }
+  v->shutdown();
 }
 
 }  // namespace
