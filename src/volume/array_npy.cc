@@ -242,6 +242,7 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
       spdlog::warn("{}: write refused: bytes {}..{} lie past the end of the {}-byte file; an array keeps its shape "
                    "in place (replace the whole file to resize it)",
                    kArrayNpy, offset, end, total);
+      state_.npy_pages_stale = true;
       throw FsError{EINVAL};
     }
     if (offset < header_len) {
@@ -250,6 +251,7 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
         spdlog::warn("{}: write refused: the .npy header (bytes 0..{}) can only be rewritten with the bytes it holds; "
                      "another dtype or shape needs the whole file replaced",
                      kArrayNpy, header_len);
+        state_.npy_pages_stale = true;
         throw FsError{EINVAL};
       }
     }
@@ -281,6 +283,7 @@ void ArrayNpy::write(OpenFile& file, int64_t offset, ByteSpan data, KernelNotes&
             if (size != layout->chunk_bytes()) {
               spdlog::warn("{}: write refused: chunk {} holds {} bytes{}, the array needs {}", kArrayNpy, n, size,
                            held ? " (changed through data or chunks/)" : "", layout->chunk_bytes());
+              state_.npy_pages_stale = true;
               throw FsError{EINVAL};
             }
             if (held)

@@ -119,6 +119,10 @@ struct VolumeState {
   std::shared_ptr<CommitOutcome> overlay_outcome GUARDED_BY(mutex) = std::make_shared<CommitOutcome>();
   // array.npy being replaced whole (ArrayNpy)
   std::unique_ptr<NpyReplacement> npy_replacement GUARDED_BY(mutex);
+  // A write to array.npy in place was refused: the kernel's pages of it may hold
+  // bytes the frame does not (a memory map's page written back), so the next
+  // commit drops them even if its chunks came through them.
+  bool npy_pages_stale GUARDED_BY(mutex) = false;
   NameTable names GUARDED_BY(mutex);  // layer names' numbers, scratch files, drafts, hidden names, writers
   int64_t mtime_ns GUARDED_BY(mutex) = 0;
   FrameAccess frame_access GUARDED_BY(mutex);

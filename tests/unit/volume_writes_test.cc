@@ -897,6 +897,19 @@ TEST_F(VolumeWrites, ArrayNpyPagesStayAfterACommitOfTheirOwnWrites) {
   KernelNotes direct = commit_writes(npy, header + 5, true);
   EXPECT_TRUE(has(direct.inodes, npy));
 
+  // A refused write (a header byte changed, as a memory map's page written
+  // back may carry) leaves the kernel's page with bytes the frame lacks: the
+  // next commit drops the pages, and only that one.
+  {
+    KernelNotes notes;
+    bool keep = false, direct_io = false;
+    std::unique_ptr<OpenFile> file = v->open(npy, O_RDWR, keep, direct_io, notes);
+    EXPECT_EQ(errno_of([&] { v->write(*file, 1, Bytes{'X'}, notes); }), EINVAL);
+    v->release(std::move(file), notes);
+  }
+  EXPECT_TRUE(has(commit_writes(npy, header + 9, false).inodes, npy));
+  EXPECT_FALSE(has(commit_writes(npy, header + 11, false).inodes, npy));
+
   // Written through array.npy and then through data before one commit.
   {
     KernelNotes notes;
