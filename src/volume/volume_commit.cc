@@ -376,14 +376,13 @@ void CommitPipeline::commit_chunks(std::optional<int64_t> skip, const std::strin
       throw FsError{EIO};
     }
     batch = state_.overlay.batch(skip);
+    if (!batch.empty()) {
+      // Stale pages are dropped by this commit's notes (or, if it fails, by drop_staged's).
+      changes.npy_pages_current = batch.truncate_to < 0 && batch.append.empty() && !state_.npy_pages_stale;
+      state_.npy_pages_stale = false;
+    }
   }
   if (batch.empty()) return;
-  {
-    // Dropped by this commit's notes (or, if it fails, by drop_staged's).
-    WriterLock lock(state_.mutex);
-    changes.npy_pages_current = batch.truncate_to < 0 && batch.append.empty() && !state_.npy_pages_stale;
-    state_.npy_pages_stale = false;
-  }
   for (const auto* list : {&batch.replace, &batch.append})
     for (const auto& [n, held] : *list) {
       changes.chunks.push_back(n);
