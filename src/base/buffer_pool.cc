@@ -5,6 +5,8 @@
 #include <new>
 #include <utility>
 
+#include "huge_pages.h"
+
 namespace blosc2fs {
 
 namespace {
@@ -79,6 +81,7 @@ PooledBuffer BufferPool::take(size_t size) {
     b.capacity_ = capacity_for(size);
     b.data_ = static_cast<uint8_t*>(std::malloc(b.capacity_));
     if (!b.data_) throw std::bad_alloc();
+    advise_huge_pages(b.data_, b.capacity_);
   }
   b.pool_ = shared_from_this();
   return b;

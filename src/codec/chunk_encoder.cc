@@ -32,6 +32,7 @@
 #include "dynamic_plugins.h"
 #include "error.h"
 #include "filters.h"
+#include "huge_pages.h"
 #include "scratch_buffer.h"
 #include "shuffle.h"
 #include "stream_codecs.h"
@@ -426,6 +427,7 @@ std::optional<std::vector<uint8_t>> regular_chunk_parallel(ByteSpan src, const C
   // reserved, not touched: only the header and table are zeroed.
   std::vector<uint8_t> out;
   out.reserve(budget);
+  advise_huge_pages(out.data(), out.capacity());
   out.resize(table_end);
   auto append_ready = [&] {  // `mutex` held
     for (; appended < nblocks && done[size_t(appended)].ready; ++appended) {
