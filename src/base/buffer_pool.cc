@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "huge_pages.h"
+#include "sanitizers.h"
 
 namespace blosc2fs {
 
@@ -18,6 +19,25 @@ constexpr size_t kGranule = 64 << 10;
 size_t capacity_for(size_t size) {
   if (size <= kGranule) return size ? size : 1;
   return (size + kGranule - 1) / kGranule * kGranule;
+}
+
+// Chunk-sized buffers on huge pages of their own (huge_pages.h), the rest from
+// malloc; all from malloc under AddressSanitizer, whose redzones guard them.
+#ifdef BLOSC2FS_ADDRESS_SANITIZER
+constexpr bool kOwnMappings = false;
+#else
+constexpr bool kOwnMappings = true;
+#endif
+
+uint8_t* allocate(size_t capacity) {
+  void* data = kOwnMappings && capacity >= kHugePageBufferMin ? map_huge_buffer(capacity) : std::malloc(capacity);
+  if (!data) throw std::bad_alloc();
+  return static_cast<uint8_t*>(data);
+}
+
+void deallocate(uint8_t* data, size_t capacity) noexcept {
+  if (kOwnMappings && capacity >= kHugePageBufferMin) unmap_huge_buffer(data, capacity);
+  else std::free(data);
 }
 
 }  // namespace
@@ -48,7 +68,7 @@ void PooledBuffer::release() {
     borrowed_.reset();
   } else if (data_) {
     if (pool_) pool_->give_back(data_, capacity_);
-    else std::free(data_);
+    else deallocate(data_, capacity_);
   }
   pool_.reset();
   data_ = nullptr;
@@ -60,7 +80,7 @@ std::shared_ptr<BufferPool> BufferPool::create(size_t keep_bytes) {
 }
 
 BufferPool::~BufferPool() {
-  for (auto& [capacity, data] : free_) std::free(data);
+  for (auto& [capacity, data] : free_) deallocate(data, capacity);
 }
 
 PooledBuffer BufferPool::take(size_t size) {
@@ -79,9 +99,7 @@ PooledBuffer BufferPool::take(size_t size) {
   }
   if (!b.data_) {
     b.capacity_ = capacity_for(size);
-    b.data_ = static_cast<uint8_t*>(std::malloc(b.capacity_));
-    if (!b.data_) throw std::bad_alloc();
-    advise_huge_pages(b.data_, b.capacity_);
+    b.data_ = allocate(b.capacity_);
   }
   b.pool_ = shared_from_this();
   return b;
@@ -96,7 +114,7 @@ void BufferPool::give_back(uint8_t* data, size_t capacity) noexcept {
       return;
     }
   }
-  std::free(data);
+  deallocate(data, capacity);
 }
 
 }  // namespace blosc2fs

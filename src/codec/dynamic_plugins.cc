@@ -20,6 +20,7 @@
 
 #include "codec_registry.h"
 #include "error.h"
+#include "sanitizers.h"
 #include "unique_fd.h"
 
 extern char** environ;
@@ -35,16 +36,8 @@ namespace {
 // exports them) rather than the Debian libraries this program links, of other
 // versions. The sanitizer runtimes refuse RTLD_DEEPBIND: there (the fuzz build)
 // the plugin gets a link namespace of its own instead, as isolated.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BLOSC2FS_PLUGIN_NAMESPACE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define BLOSC2FS_PLUGIN_NAMESPACE 1
-#endif
-#endif
-
 void* open_plugin_library(const fs::path& library) {
-#ifdef BLOSC2FS_PLUGIN_NAMESPACE
+#ifdef BLOSC2FS_SANITIZED
   return ::dlmopen(LM_ID_NEWLM, library.c_str(), RTLD_LOCAL | RTLD_NOW);
 #else
   return ::dlopen(library.c_str(), RTLD_LOCAL | RTLD_NOW | RTLD_DEEPBIND);

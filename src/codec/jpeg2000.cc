@@ -21,14 +21,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define BLOSC2FS_LEAK_CHECKER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BLOSC2FS_LEAK_CHECKER 1
-#endif
-#endif
-#ifdef BLOSC2FS_LEAK_CHECKER
+#include "sanitizers.h"
+#ifdef BLOSC2FS_ADDRESS_SANITIZER
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -257,7 +251,7 @@ std::atomic<int> g_openjpeg_aborts{0};
 // Memory OpenJPEG allocates during a call may be abandoned by an abort: the
 // sanitizer build's leak checker is told not to count it.
 struct LeakCheckPause {
-#ifdef BLOSC2FS_LEAK_CHECKER
+#ifdef BLOSC2FS_ADDRESS_SANITIZER
   LeakCheckPause() { __lsan_disable(); }
   ~LeakCheckPause() { __lsan_enable(); }
 #endif
