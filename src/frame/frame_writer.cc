@@ -227,10 +227,15 @@ void FrameWriter::Impl::store(Bytes chunk, int32_t chunk_nbytes) {
     if (header.sparse()) {
       File f = File::create_new(path / sframe_chunk_filename(next_chunk_id));
       f.write_at(0, chunk);
+      f.start_writeback(0, int64_t(chunk.size()));
       f.close();
       index.push_back(next_chunk_id++);
     } else {
+      // The disk takes each chunk while the next ones are made: close()'s
+      // fsync then waits for the last ones only (a 537 MB array.npy's cp spent
+      // 0.11 s of 1.2 s in that fsync).
       file.write_at(header_len + cbytes, chunk);
+      file.start_writeback(header_len + cbytes, int64_t(chunk.size()));
       index.push_back(cbytes);
     }
     cbytes += int64_t(chunk.size());

@@ -29,7 +29,7 @@ void KernelNotifier::stop() {
 }
 
 void KernelNotifier::send(KernelNotes notes, Wait wait) {
-  if (notes.empty() || !session_) return;
+  if ((notes.empty() && notes.release_after_reply.empty()) || !session_) return;
   std::unique_lock lock(mutex_);
   if (stopping_) return;
   const uint64_t seq = ++posted_;
@@ -80,6 +80,9 @@ void KernelNotifier::run() {
     lock.lock();
     if (job.seq) all_done_ = job.seq;
     done_.notify_all();
+    lock.unlock();
+    job.notes.release_after_reply.clear();  // outside the lock: send() never waits for it
+    lock.lock();
   }
 }
 

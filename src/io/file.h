@@ -80,6 +80,10 @@ class File {
   void write_at(int64_t offset, ByteSpan data) const;
   void truncate(int64_t size) const;
   void sync() const;
+  // Starts writing [offset, offset + length) to the disk without waiting for
+  // it (sync_file_range), so that a later sync() finds less to write. Best
+  // effort: where the file system cannot, sync() writes it all as before.
+  void start_writeback(int64_t offset, int64_t length) const noexcept;
   void close();  // throws IoError if close(2) reports an error
 
  private:

@@ -559,22 +559,40 @@ void ArrayNpy::finish_replacement(KernelNotes& notes, bool when_whole) {
     r = std::move(state_.npy_replacement);
     streaming_ = false;
     frame = state_.files->frame_ptr();
-    state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);  // back to the frame's array, old or new
+    if (!r) state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
   }
   if (!r) return;
+  // Back to the old frame's array: the pages of what was written go.
+  const auto show_old_array = [&] {
+    WriterLock lock(state_.mutex);
+    state_.note_inode(notes, fixed_file(NodeKind::array_npy)->ino);
+  };
   try {
-    RetiredTree old_tree = replace_from(*r, *frame, notes);
-    remove_when_released(std::move(frame), std::move(old_tree));
+    RetiredTree old_tree = replace_from(*r, *frame, notes);  // its install tells of the new array
+    remove_when_released(std::move(frame), std::move(old_tree), notes);
   } catch (const FsError& e) {
     r->outcome->error = e.error;
+    show_old_array();
     throw;
   } catch (const std::exception& e) {
     r->outcome->error = EIO;
+    show_old_array();
     commits_.fail(kArrayNpy, EIO, std::string(e.what()) + "; the array is unchanged");
   }
 }
 
-void ArrayNpy::remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) {
+void ArrayNpy::remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree, KernelNotes& notes) {
+  // Nobody can take another reference to a frame only this holds (no weak
+  // pointer to it exists), so nothing reads it or its tree any more.
+  if (frame.use_count() == 1) {
+    struct Retired {
+      RetiredTree tree;  // removed after the frame is closed (members go in reverse order)
+      std::shared_ptr<const Frame> frame;
+    };
+    notes.release_after_reply.push_back(std::make_shared<const Retired>(Retired{std::move(tree), std::move(frame)}));
+    remove_released_trees();
+    return;
+  }
   std::weak_ptr<const Frame> reader = frame;
   frame.reset();
   if (!tree.empty()) {
@@ -738,6 +756,11 @@ RetiredTree ArrayNpy::replace_from(NpyReplacement& replacement, const Frame& fra
     });
   }
   replacement.stream.reset();
+  if (!swap) {
+    Bytes head(size_t(in->header_len));
+    spool.read_exact(0, head, "the new array.npy");
+    changes.npy_written_header = std::string(as_text(head));
+  }
   commits_.install(changes, notes);
   spdlog::info("{}: {}: shape ({}){}", what, plan.new_array ? "a new array" : "replaced", [&] {
     std::string t;

@@ -48,7 +48,9 @@ class ArrayNpy {
       REQUIRES(commits_.mutex());
   // `tree` is removed once nothing holds `frame` (the frame that reads from it)
   // any more: readers that opened it before the replacement finish their reads.
-  void remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree) EXCLUDES(retired_mutex_);
+  // Held by nobody else, both go after the reply (KernelNotes::release_after_reply).
+  void remove_when_released(std::shared_ptr<const Frame>&& frame, RetiredTree tree, KernelNotes& notes)
+      EXCLUDES(retired_mutex_);
   void start_stream(NpyReplacement& r) REQUIRES(commits_.mutex(), state_.mutex);
   void take_spooled(NpyReplacement& r) REQUIRES(commits_.mutex());
   void unstream(NpyReplacement& r) REQUIRES(commits_.mutex(), state_.mutex);

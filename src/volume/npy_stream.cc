@@ -7,6 +7,7 @@
 
 #include "chunk_codec.h"
 #include "frame.h"
+#include "huge_pages.h"
 #include "parallel_encode.h"
 #include "thread_name.h"
 
@@ -78,8 +79,13 @@ void NpyRowStream::begin_row() {
                                 layout_.shape()[0] % layout_.chunkshape()[0] != 0);
   chunks.resize(size_t(row_chunks_));
   for (Bytes& c : chunks) {
-    if (c.size() != size_t(layout_.chunk_bytes())) c.assign(size_t(layout_.chunk_bytes()), 0);
-    else if (edge) std::fill(c.begin(), c.end(), uint8_t(0));
+    if (c.size() != size_t(layout_.chunk_bytes())) {
+      c.clear();
+      c.shrink_to_fit();
+      c.reserve(size_t(layout_.chunk_bytes()));
+      advise_huge_pages(c.data(), c.capacity());  // before the zeros touch it
+      c.assign(size_t(layout_.chunk_bytes()), 0);
+    } else if (edge) std::fill(c.begin(), c.end(), uint8_t(0));
   }
   filling_.chunks = std::move(chunks);
 }

@@ -61,8 +61,12 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
   const bool chunks_changed = changes.all || !changes.chunks.empty() || changes.from != INT64_MAX ||
                               old_count != new_count;
   bool array_changed = chunks_changed;
-  // What array.npy's pages in the kernel show is now wrong.
-  bool npy_pages_changed = chunks_changed && (changes.all || !changes.npy_pages_current || old_count != new_count);
+  // What array.npy's pages in the kernel show is now wrong: not written
+  // through them, or replaced under another header than the one written.
+  const bool written_whole = changes.npy_written_header && before.has_array() && after.has_array() &&
+                             after.npy_header_text() == *changes.npy_written_header;
+  bool npy_pages_changed = chunks_changed && !written_whole &&
+                           (changes.all || !changes.npy_pages_current || old_count != new_count);
   if (chunks_changed) {
     state_.note_inode(notes, fixed_file(NodeKind::data)->ino);
     const std::vector<uint64_t> known = state_.kernel.held(chunk_inode);
@@ -91,7 +95,8 @@ void CommitPipeline::notes_for_changes(const FrameFiles& before, const FrameFile
   for (const std::string& name : names) {
     const LayerFile *a = before.find_meta(name), *b = after.find_meta(name);
     if (a && b && a->content == b->content) continue;
-    array_changed = npy_pages_changed = true;
+    array_changed = true;
+    if (!written_whole) npy_pages_changed = true;  // else the header tells the shape it gives
     if (auto ino = known_ino(NodeKind::meta_dir, name)) state_.note_inode(notes, *ino);
     if (!a || !b) state_.note_inode(notes, fixed_file(NodeKind::meta_dir)->ino);
     if (!b) state_.note_entry(notes, NodeKind::meta_dir, name);

@@ -9,6 +9,7 @@ edited in place, a truncation, a write past the end, a read-only mount) give
 their errno and one log line, and leave the frame as it was."""
 
 import errno
+import mmap
 import os
 import shutil
 import stat
@@ -163,6 +164,47 @@ def pages_kept_after_own_commit(h):
     check_equal(float(m[64, 0]), 7.25, "the map after a write through chunks/1")
     check_array(np.array(m), want, "the whole map after a write through chunks/1")
     del m
+    h.unmount(mnt)
+    check_array(read_back(frame), want, "python-blosc2 after unmount")
+
+
+def pages_kept_after_replacement(h):
+    """A cp of a .npy whose header is the one array.npy shows leaves the pages
+    it wrote in the kernel (they hold the new content already), so its close
+    does not wait for them to be dropped; a big-endian .npy, which array.npy
+    shows converted, drops them. (The kernel itself drops them at the next
+    attribute fetch that finds the new mtime: libfuse's auto_inval_data.)"""
+    shape, chunks, blocks = (2048, 1024), (256, 1024), (16, 1024)
+    rng = np.random.default_rng(6)
+    frame = make_array(h, "replaced-pages.b2nd", rng.standard_normal(shape, dtype=np.float32), chunks, blocks)
+    mnt = h.mount(frame)
+    path = os.path.join(mnt, "array.npy")
+
+    def kept_by_cp(src):
+        """The share of array.npy's pages the kernel holds right after cp's close,
+        seen through a map made before it, so that nothing asks for attributes."""
+        with open(path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        try:
+            pages = np.frombuffer(mapped, dtype=np.uint8)
+            sh(f"cp {src} {path}")
+            # The last page, partly past the end of the file, may not be one the kernel keeps.
+            kept = resident_fraction(pages[:len(pages) // mmap.PAGESIZE * mmap.PAGESIZE])
+            del pages
+        finally:
+            mapped.close()
+        return kept
+
+    want = rng.standard_normal(shape, dtype=np.float32)
+    src, _ = npy_bytes(h, want, "same-header.npy")
+    check_equal(kept_by_cp(src), 1.0, "share of the pages cp wrote that the kernel kept after its close")
+    check_array(np.load(path), want, "array.npy after cp")
+    want = rng.standard_normal(shape, dtype=np.float32)
+    src, _ = npy_bytes(h, want.astype(">f4"), "big-endian.npy")
+    check_equal(kept_by_cp(src), 0.0, "share of the pages of a big-endian .npy the kernel kept after cp's close")
+    got = np.load(path)
+    check_equal(got.dtype, np.dtype("<f4"), "array.npy's dtype after a big-endian .npy")
+    check_array(got, want, "array.npy after a big-endian .npy")
     h.unmount(mnt)
     check_array(read_back(frame), want, "python-blosc2 after unmount")
 
@@ -754,6 +796,7 @@ def main():
     h.test("read your writes; fsync and close commit", read_your_writes, h)
     h.test("a memory map keeps its pages after its own commit, not after a write through chunks/",
            pages_kept_after_own_commit, h)
+    h.test("a cp of a .npy keeps the pages it wrote, a big-endian one's go", pages_kept_after_replacement, h)
     h.test("dd of 1 byte inside an item and of 1 MiB", dd_writes, h)
     for kind in ("contiguous", "sparse", "store"):
         h.test(f"chunks held by region: whole-chunk, half-chunk, edge and unaligned writes ({kind})",

@@ -927,5 +927,66 @@ TEST_F(VolumeWrites, ArrayNpyPagesStayAfterACommitOfTheirOwnWrites) {
   v->shutdown();
 }
 
+// array.npy replaced whole (cp) by bytes that are its new content: the kernel
+// keeps the pages the writer left, array.npy's attributes alone are
+// invalidated, and the old frame (a sparse frame's old directory with it) is
+// closed only after the reply. Under another header (a byte order converted)
+// the pages go, and so they do when the replacement is refused.
+TEST_F(VolumeWrites, ArrayNpyReplacedByItsOwnBytesKeepsThePagesWritten) {
+  auto has = [](const std::vector<uint64_t>& list, uint64_t ino) {
+    return std::find(list.begin(), list.end(), ino) != list.end();
+  };
+  auto entries_of = [](const std::filesystem::path& dir) {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+    return n;
+  };
+  for (const auto& [name, item] : {std::pair{"b2nd-3d-f8.b2nd", size_t(8)}, std::pair{"b2nd-4d-i2-sframe.b2nd", size_t(2)}}) {
+    SCOPED_TRACE(name);
+    const auto path = copy(name);
+    const size_t files_before = entries_of(path.parent_path());
+    auto v = mount(path);
+    const uint64_t npy = dir(*v, "array.npy");
+    const Bytes whole = read_all(*v, npy);
+    ASSERT_GT(whole.size(), 10u);
+    const size_t header = 10 + size_t(whole[8] | (whole[9] << 8));
+    auto replace = [&](const Bytes& content, int want_errno) {
+      KernelNotes notes, committed;
+      bool keep = false, direct = false;
+      std::unique_ptr<OpenFile> file = v->open(npy, O_WRONLY | O_TRUNC, keep, direct, notes);
+      v->write(*file, 0, content, notes);
+      EXPECT_EQ(errno_of([&] { v->flush(*file, committed); }), want_errno);
+      v->release(std::move(file), notes);
+      return committed;
+    };
+
+    KernelNotes same = replace(whole, 0);
+    EXPECT_FALSE(has(same.inodes, npy));
+    EXPECT_TRUE(has(same.attributes, npy));
+    EXPECT_EQ(same.release_after_reply.size(), 1u);  // the old frame
+    EXPECT_EQ(read_all(*v, npy), whole);
+    same.release_after_reply.clear();  // what the notifier does once the notes are sent
+    EXPECT_EQ(entries_of(path.parent_path()), files_before);  // the old tree of a sparse frame is gone
+
+    // The same array big-endian: array.npy shows it converted, not the bytes written.
+    Bytes swapped = whole;
+    const std::string text(swapped.begin(), swapped.begin() + std::ptrdiff_t(header));
+    const size_t order = text.find("'<");
+    ASSERT_NE(order, std::string::npos);
+    swapped[order + 1] = '>';
+    for (size_t at = header; at + item <= swapped.size(); at += item)
+      std::reverse(swapped.begin() + std::ptrdiff_t(at), swapped.begin() + std::ptrdiff_t(at + item));
+    KernelNotes converted = replace(swapped, 0);
+    EXPECT_TRUE(has(converted.inodes, npy));
+    EXPECT_EQ(read_all(*v, npy), whole);
+
+    // Refused (not a .npy): back to the frame's array, which the pages do not show.
+    KernelNotes refused = replace(Bytes(64, 'x'), EINVAL);
+    EXPECT_TRUE(has(refused.inodes, npy));
+    EXPECT_EQ(read_all(*v, npy), whole);
+    v->shutdown();
+  }
+}
+
 }  // namespace
 }  // namespace blosc2fs
