@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "error.h"
+#include "file.h"
 #include "frame_editor_internal.h"
 #include "frame_writer.h"
 #include "unique_fd.h"
@@ -21,15 +22,23 @@ namespace editor {
 
 namespace {
 
+// A large write goes in pieces, each handed to the disk as soon as it is in the
+// page cache (sync_file_range does not wait): the disk writes the first pieces
+// while the next are copied, and the commit's fsync waits for the last only.
+constexpr size_t kWritebackPiece = size_t(4) << 20;
+
 void write_all(int fd, ByteSpan data, int64_t offset, const std::filesystem::path& path) {
   size_t done = 0;
+  const bool in_pieces = data.size() >= 4 * kWritebackPiece;
   while (done < data.size()) {
-    ssize_t put = ::pwrite(fd, data.data() + done, data.size() - done, off_t(offset + int64_t(done)));
+    const size_t want = in_pieces ? std::min(kWritebackPiece, data.size() - done) : data.size() - done;
+    ssize_t put = ::pwrite(fd, data.data() + done, want, off_t(offset + int64_t(done)));
     if (put < 0) {
       if (errno == EINTR) continue;
       throw_errno(path.string() + ": write of " + std::to_string(data.size()) + " bytes at " + std::to_string(offset));
     }
     if (put == 0) throw IoError(path.string() + ": write made no progress", EIO);
+    if (in_pieces) start_writeback(fd, offset + int64_t(done), int64_t(put));
     done += size_t(put);
   }
 }

@@ -165,8 +165,8 @@ void File::sync() const {
   if (::fsync(fd_) != 0) throw_errno("fsync " + path_.string());
 }
 
-void File::start_writeback(int64_t offset, int64_t length) const noexcept {
-  if (fd_ >= 0 && offset >= 0 && length > 0) (void)::sync_file_range(fd_, offset, length, SYNC_FILE_RANGE_WRITE);
+void start_writeback(int fd, int64_t offset, int64_t length) noexcept {
+  if (fd >= 0 && offset >= 0 && length > 0) (void)::sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
 
 }  // namespace blosc2fs

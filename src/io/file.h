@@ -39,6 +39,10 @@ void apply_ownership(int fd, const FileOwnership& owner, const std::filesystem::
 // not one).
 UniqueFd open_directory_handle(const std::filesystem::path& path);
 
+// Starts writing [offset, offset + length) of `fd` to the disk without waiting
+// for it (sync_file_range, File::start_writeback). Best effort.
+void start_writeback(int fd, int64_t offset, int64_t length) noexcept;
+
 class File {
  public:
   File() = default;
@@ -83,7 +87,7 @@ class File {
   // Starts writing [offset, offset + length) to the disk without waiting for
   // it (sync_file_range), so that a later sync() finds less to write. Best
   // effort: where the file system cannot, sync() writes it all as before.
-  void start_writeback(int64_t offset, int64_t length) const noexcept;
+  void start_writeback(int64_t offset, int64_t length) const noexcept { blosc2fs::start_writeback(fd_, offset, length); }
   void close();  // throws IoError if close(2) reports an error
 
  private:
