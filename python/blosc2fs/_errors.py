@@ -50,7 +50,7 @@ class NotAFrame(MountError):
 
 
 class MountPointUnusable(MountError):
-    """4: the mount point is missing, not a directory, or not accessible."""
+    """4: the mount point is missing, not a directory, not accessible, or covers or lies inside the dataset."""
 
     STATUS = 4
 

@@ -5,7 +5,8 @@
 //   1  usage: bad command line, unknown or invalid -o option
 //   2  FRAME is missing or cannot be opened (or created, with -o create)
 //   3  FRAME is not a Blosc2 frame, or is corrupt beyond its header and index
-//   4  MOUNTPOINT is unusable: missing, not a directory, not accessible
+//   4  MOUNTPOINT is unusable: missing, not a directory, not accessible, or the
+//      dataset itself, a directory holding it, or a place inside a directory dataset
 //      (--thumbnail: OUTPUT cannot be written)
 //   5  the FUSE mount failed (/dev/fuse missing, no permission, fusermount3)
 //   6  internal error (out of memory, the FUSE loop failed, a bug)

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -194,6 +195,35 @@ void check_mountpoint(const fs::path& path) {
   if (!S_ISDIR(st.st_mode)) throw Failure{kExitMountpoint, "mount point " + path.string() + " is not a directory"};
   if (::access(path.c_str(), R_OK | X_OK) != 0)
     throw Failure{kExitMountpoint, "mount point " + path.string() + ": " + std::strerror(errno)};
+}
+
+// A dataset the mount point covers, or a directory dataset (a sparse frame, a
+// store, a folder collection) that holds the mount point, is reached through
+// the mount itself once it is made: the daemon's own reads and commits would
+// wait on requests only it can answer (over io_uring, for good, its threads
+// stuck in the kernel), and its writes would land in its own tree.
+void check_dataset_apart(const fs::path& dataset, const fs::path& mountpoint) {
+  std::error_code ec;
+  auto resolved = [&ec](const fs::path& p) {
+    fs::path r = fs::weakly_canonical(p, ec);
+    return r.has_filename() || r == r.root_path() ? r : r.parent_path();  // no trailing separator
+  };
+  const fs::path data = resolved(dataset);
+  if (ec) return;  // what cannot be resolved is reported by the opening
+  const fs::path mount = resolved(mountpoint);
+  if (ec) return;
+  auto within = [](const fs::path& inner, const fs::path& outer) {
+    return std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end()).first == outer.end();
+  };
+  if (data == mount)
+    throw Failure{kExitMountpoint, "mount point " + mountpoint.string() + " is " + dataset.string() +
+                                       " itself, which the mount would hide from the daemon: mount it elsewhere"};
+  if (within(data, mount))
+    throw Failure{kExitMountpoint, "mount point " + mountpoint.string() + " holds " + dataset.string() +
+                                       ", which the mount would hide from the daemon itself: mount it elsewhere"};
+  if (fs::is_directory(data, ec) && within(mount, data))
+    throw Failure{kExitMountpoint, "mount point " + mountpoint.string() + " lies inside " + dataset.string() +
+                                       ", which the daemon reads and writes: mount it elsewhere"};
 }
 
 struct SessionDeleter {
@@ -429,6 +459,7 @@ ServedTree open_local_tree(const Options& o, uint64_t cache_budget) {
   // fuse_daemonize changes to "/", and sparse frames open chunk files by path.
   const fs::path frame_path = fs::absolute(o.frame);
   const fs::path mountpoint = fs::absolute(o.mountpoint);
+  check_dataset_apart(frame_path, mountpoint);
 
   std::error_code ec;
   if (!fs::exists(frame_path, ec)) {

@@ -119,6 +119,13 @@ std::string DatasetContent::description(const Json& fields) const {
 }
 
 void create_empty_frame(const fs::path& path, const CompressParams& cparams, int32_t chunksize, bool sparse) {
+  // A frame with no chunks never runs its filters: the parameters are tried on a
+  // sample first, so that a frame every write would fail with is not made.
+  CompressParams trial = cparams;
+  trial.detect_specials = false;
+  Bytes sample(size_t(std::clamp(cparams.typesize, 1, 1 << 16)) * 256);
+  for (size_t i = 0; i < sample.size(); ++i) sample[i] = uint8_t(i * 7 + i / 13);
+  (void)encode_chunk(sample, trial);
   FrameParams params;
   params.cparams = cparams;
   params.chunksize = chunksize;

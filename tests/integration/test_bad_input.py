@@ -132,6 +132,24 @@ def bad_mountpoint(h):
     with open(plain, "w") as f:
         f.write("x")
     expect_failure(h, [frame, plain], EXIT_MOUNTPOINT, "MOUNTPOINT is a file")
+    # A dataset the mount would cover, or one that holds the mount point, would be
+    # reached through the mount by the daemon itself: refused before mounting.
+    sparse = copy_fixture(h, "sframe-zstd-f4.b2frame")
+    line = expect_failure(h, [sparse, sparse], EXIT_MOUNTPOINT, "a sparse frame mounted on itself")
+    check("itself" in line, f"unexpected message: {line}")
+    inside = os.path.join(sparse, "mnt")
+    os.mkdir(inside)
+    expect_failure(h, [sparse, inside], EXIT_MOUNTPOINT, "a mount point inside the sparse frame")
+    contiguous = copy_fixture(h, "frame_simple-lz4.b2frame")
+    expect_failure(h, [contiguous, os.path.dirname(contiguous) + "/"], EXIT_MOUNTPOINT,
+                   "a frame mounted on its own directory")
+    collection = h.new_dir("collection")
+    shutil.copyfile(frame, os.path.join(collection, "a.b2frame"))
+    os.mkdir(os.path.join(collection, "mnt"))
+    expect_failure(h, [collection, os.path.join(collection, "mnt")], EXIT_MOUNTPOINT,
+                   "a mount point inside the folder it mounts")
+    for place in (sparse, contiguous, collection, inside):
+        check(not os.path.ismount(place), f"{place} was mounted")
 
 
 def not_frames(h):
@@ -336,6 +354,12 @@ def create_option(h):
     mnt = h.mount(sparse, ["-o", "create,sparse"])
     check(os.path.isdir(sparse), "-o create,sparse did not create a directory")
     check_equal(json.loads(read_file(os.path.join(mnt, "frame.json")))["frame_type"], "sparse", "frame type")
+    # Parameters no chunk can be compressed with: refused before the frame is made.
+    for params in ("filters=trunc_prec:99", "filters=trunc_prec:10,typesize=2"):
+        unusable = os.path.join(d, "unusable.b2frame")
+        line = expect_failure(h, [unusable, h.new_dir(), "-o", "create," + params], EXIT_USAGE, f"-o create,{params}")
+        check("cannot create it with these parameters" in line, f"unexpected message: {line}")
+        check(not os.path.exists(unusable), f"-o create,{params} made a frame")
 
 
 def fstab_options(h):
