@@ -64,9 +64,7 @@ bool EditStaging::has_vlmetalayer(const std::string& name) const {
 }
 
 void EditStaging::check_vlmeta_name(const std::string& name) const {
-  if (name.empty()) fail(path_, "vlmetalayer name is empty", EINVAL);
-  if (name.size() > size_t(kMaxMetalayerNameLen))
-    fail(path_, "vlmetalayer name '" + name + "' is longer than 31 bytes", ENAMETOOLONG);
+  if (const std::optional<LayerNameRefusal> refusal = refuse_layer_name(name)) fail(path_, refusal->why, refusal->error);
 }
 
 void EditStaging::set_vlmetalayer(const std::string& name, ByteSpan content) {

@@ -17,6 +17,7 @@
 #include "frame_lock.h"
 #include "frame_writer.h"
 #include "unique_fd.h"
+#include "utf8.h"
 
 namespace blosc2fs {
 
@@ -284,6 +285,19 @@ void FrameEditor::compact() {
   if (m.options.sync && guard.counter()) m.sidecar.sync();
   m.load_frame();
   if (guard.counter()) m.seen_counter = *guard.counter() + 1;
+}
+
+std::optional<LayerNameRefusal> refuse_layer_name(std::string_view name) {
+  if (name.empty()) return LayerNameRefusal{EINVAL, "a vlmetalayer name cannot be empty"};
+  if (name.size() > size_t(kMaxMetalayerNameLen))
+    return LayerNameRefusal{ENAMETOOLONG, "vlmetalayer names are at most " + std::to_string(kMaxMetalayerNameLen) +
+                                              " bytes ('" + std::string(name) + "' has " +
+                                              std::to_string(name.size()) + ")"};
+  // c-blosc2 takes any bytes, but python-blosc2 decodes every name as UTF-8: a
+  // name that is not leaves a frame whose vlmeta it cannot list.
+  if (!valid_utf8(name))
+    return LayerNameRefusal{EINVAL, "a vlmetalayer name must be UTF-8 text (python-blosc2 reads names as such)"};
+  return std::nullopt;
 }
 
 CompressParams FrameEditor::compress_params() const { return impl_->staging.compress_params(); }

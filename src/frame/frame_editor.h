@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,15 @@ class RetiredTree {
   void remove() noexcept;
   std::filesystem::path dir_;
 };
+
+// Why `name` cannot name a new vlmetalayer, with the errno that says so
+// (ENAMETOOLONG past 31 bytes; EINVAL: empty, or not UTF-8 text, which c-blosc2
+// takes but python-blosc2 cannot list); nullopt when it can.
+struct LayerNameRefusal {
+  int error = 0;
+  std::string why;
+};
+std::optional<LayerNameRefusal> refuse_layer_name(std::string_view name);
 
 class FrameEditor {
  public:

@@ -24,6 +24,7 @@
 #include "codec_registry.h"
 #include "dynamic_plugins.h"
 #include "frame.h"
+#include "frame_editor.h"
 #include "fs_error.h"
 #include "npy_replacement.h"
 
@@ -496,10 +497,9 @@ void FileEdits::rename_layer(NodeKind dir, const std::string& from, const std::s
   uint64_t ino = 0;
   {
     WriterLock lock(state_.mutex);
-    if (to.size() > size_t(kMaxMetalayerNameLen)) {
-      spdlog::warn("{}{}: cannot rename to {}: vlmetalayer names are at most {} bytes", base, from, to,
-                   kMaxMetalayerNameLen);
-      throw FsError{ENAMETOOLONG};
+    if (const std::optional<LayerNameRefusal> refusal = refuse_layer_name(to)) {
+      spdlog::warn("{}{}: cannot rename: {}", base, from, refusal->why);
+      throw FsError{refusal->error};
     }
     const std::optional<uint64_t> named = state_.names.find(dir, from);
     if (named) ino = *named;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error.h"
+#include "frame_editor.h"
 #include "frame_lock.h"
 #include "fs_error.h"
 #include "npy_replacement.h"
@@ -226,9 +227,9 @@ Bytes VolumeState::current_content(uint64_t ino, const Node& node) const {
 
 void VolumeState::check_new_layer(NodeKind dir, const std::string& name) const {
   const std::string path = path_in(dir, name);
-  if (name.size() > size_t(kMaxMetalayerNameLen)) {
-    spdlog::warn("{}: cannot create: vlmetalayer names are at most {} bytes", path, kMaxMetalayerNameLen);
-    throw FsError{ENAMETOOLONG};
+  if (const std::optional<LayerNameRefusal> refusal = refuse_layer_name(name)) {
+    spdlog::warn("{}: cannot create: {}", path, refusal->why);
+    throw FsError{refusal->error};
   }
   std::set<std::string> layer_names;
   for (const Vlmetalayer& layer : files->frame().vlmetalayers()) layer_names.insert(layer.name);

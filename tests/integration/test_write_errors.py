@@ -153,6 +153,13 @@ def layer_limits(h):
     expect_errno("a 32-byte name", lambda: open(os.path.join(mnt, "vlmeta", "n" * 32), "wb"), errno.ENAMETOOLONG)
     with open(os.path.join(mnt, "vlmeta", "n" * 31), "wb") as f:
         f.write(b"31 bytes are fine")
+    # python-blosc2 reads every vlmetalayer name as UTF-8: bytes that are not are refused.
+    raw_vl = os.fsencode(os.path.join(mnt, "vlmeta"))
+    expect_errno("a name that is not UTF-8", lambda: open(raw_vl + b"/\xff", "wb"), errno.EINVAL)
+    expect_errno("renaming onto a name that is not UTF-8",
+                 lambda: os.rename(raw_vl + b"/" + b"n" * 31, raw_vl + b"/ab\xc3"), errno.EINVAL)
+    with open(raw_vl + "/é".encode(), "wb") as f:
+        f.write(b"UTF-8 is fine")
     check_equal(read_file(os.path.join(mnt, "vlmeta", "n" * 31)), b"31 bytes are fine", "a 31-byte name")
 
 

@@ -93,6 +93,9 @@ TEST(FrameEditor, VlmetaLimits) {
   EXPECT_EQ(errno_of([&] { ed.set_vlmetalayer("key16", to_bytes("x")); }), ENOSPC);
   EXPECT_EQ(errno_of([&] { ed.set_vlmetalayer(std::string(32, 'n'), to_bytes("x")); }), ENAMETOOLONG);
   EXPECT_EQ(errno_of([&] { ed.set_vlmetalayer("", to_bytes("x")); }), EINVAL);
+  // Not UTF-8: python-blosc2 could not list the frame's vlmeta.
+  EXPECT_EQ(errno_of([&] { ed.set_vlmetalayer("\xff", to_bytes("x")); }), EINVAL);
+  EXPECT_EQ(errno_of([&] { ed.rename_vlmetalayer("key01", "ab\xc3"); }), EINVAL);
   EXPECT_EQ(errno_of([&] { ed.remove_vlmetalayer("missing"); }), ENOENT);
   EXPECT_EQ(errno_of([&] { ed.rename_vlmetalayer("key01", std::string(40, 'r')); }), ENAMETOOLONG);
   EXPECT_EQ(errno_of([&] { ed.set_vlmetalayer(std::string(31, 'n'), Bytes{}); }), ENOSPC);
