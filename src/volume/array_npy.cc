@@ -496,11 +496,26 @@ void ArrayNpy::truncate(int64_t size) {
   state_.mutex.assert_held();
   commits_.mutex().assert_held();
   if (state_.npy_replacement) {
-    if (size < 0 || size > state_.npy_replacement->size) {  // cp and np.save never grow a file by truncation
-      spdlog::warn("{}: truncate to {} bytes refused while a new array.npy is written", kArrayNpy, size);
+    NpyReplacement& r = *state_.npy_replacement;
+    // cp of a sparse .npy writes its data and makes a trailing hole by growing
+    // the file: zeros up to at most the size its header gives, which the close
+    // reads from the spool with the rest.
+    const int64_t grows_to = r.stream ? r.header_len + r.stream->array_bytes() : r.size;
+    if (size < 0 || size > std::max(r.size, grows_to)) {
+      spdlog::warn("{}: truncate to {} bytes refused while a new array.npy is written{}", kArrayNpy, size,
+                   r.stream ? " (its header gives " + std::to_string(grows_to) + ")" : "");
       throw FsError{EINVAL};
     }
-    NpyReplacement& r = *state_.npy_replacement;
+    if (size > r.size) {
+      try {
+        r.spool.truncate(size);
+      } catch (const IoError& e) {
+        spdlog::warn("{}: the new content cannot be held: {}", kArrayNpy, e.what());
+        throw FsError{e.error_number() ? e.error_number() : EIO};
+      }
+      r.size = size;
+      return;
+    }
     if (r.stream && size < r.header_len + r.stream->received()) unstream(r);
     r.spool.truncate(size);
     r.size = size;

@@ -373,6 +373,17 @@ def replacements(h, contiguous):
     sh(f"cp {src} {path}")
     check_array(read_back(frame), want, "python-blosc2 after a big-endian .npy")
     check_equal(np.load(path).dtype, np.dtype("<f4"), "array.npy's dtype after a big-endian .npy")
+    # A sparse .npy whose zero tail is a hole: cp writes the data, then grows the file to its size.
+    want = np.zeros((400, 2, 7), "<f4")
+    want[:2] = rng.standard_normal((2, 2, 7))
+    src, raw = npy_bytes(h, want, "sparse.npy")
+    with open(src, "wb") as f:
+        f.write(raw[:4096])
+        f.truncate(len(raw))
+    check_equal(open(src, "rb").read(), raw, "the sparse .npy's bytes")
+    sh(f"cp --sparse=always {src} {path}")
+    check_array(read_back(frame), want, "python-blosc2 after a sparse .npy")
+    check_equal(os.stat(path).st_size, len(raw), "array.npy's size after a sparse .npy")
     h.unmount(mnt)
     check_array(read_back(frame), want, "python-blosc2 after unmount")
 
