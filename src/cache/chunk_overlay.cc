@@ -321,6 +321,12 @@ void ChunkOverlay::truncate_count(int64_t count) {
 
 void ChunkOverlay::extend_zeros(ChunkSource& src, int64_t bytes) {
   if (bytes <= 0) return;
+  // Each new chunk is an entry here until the commit: a truncate -s 1T of a
+  // frame of 4 KB chunks would take tens of GB before it could be stored.
+  const int64_t last_room = count_ > 0 ? std::max<int64_t>(0, limits_.grow_to - chunk_size(src, count_ - 1)) : 0;
+  const int64_t beyond = bytes - std::min(bytes, last_room);
+  if (limits_.grow_to > 0 && (beyond + limits_.grow_to - 1) / limits_.grow_to > kMaxChunksAddedAtOnce)
+    throw FsError{EFBIG};
   if (count_ > 0) {
     const int64_t last = count_ - 1;
     const int64_t size = chunk_size(src, last);

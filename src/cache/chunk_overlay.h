@@ -60,6 +60,10 @@ class ChunkSource {
 
 class ChunkOverlay {
  public:
+  // A write past the end or a truncation adds at most this many chunks at once
+  // (EFBIG): each is held until the commit (a million cost about 330 MB).
+  static constexpr int64_t kMaxChunksAddedAtOnce = int64_t(1) << 20;
+
   struct Limits {
     int64_t max_chunk = 0;  // the largest a chunk may become (the chunksize of a fixed frame)
     int64_t grow_to = 0;    // what data appends fill the last chunk to, and new chunks' size

@@ -145,6 +145,28 @@ TEST_F(Fixture, ExtendingWithZerosHoldsNoMemory) {
   EXPECT_EQ(tail, Bytes(10, 0));
 }
 
+TEST_F(Fixture, ExtendingByMoreThanAMillionChunksAtOnceIsRefused) {
+  const int64_t most = ChunkOverlay::kMaxChunksAddedAtOnce;
+  // The last chunk's room (40 bytes), then a million chunks of 100 and one byte more.
+  for (int64_t size : {260 + 40 + most * 100 + 1, int64_t(1) << 40}) {
+    try {
+      overlay.resize_data(frame, size);
+      FAIL() << "grew by more than a million chunks";
+    } catch (const FsError& e) {
+      EXPECT_EQ(e.error, EFBIG);
+    }
+    EXPECT_EQ(overlay.count(), 3);
+    EXPECT_EQ(overlay.data_size(frame), 260);
+  }
+  try {
+    overlay.write_data(frame, int64_t(1) << 40, Bytes(1, 1));
+    FAIL() << "a write a terabyte past the end was taken";
+  } catch (const FsError& e) {
+    EXPECT_EQ(e.error, EFBIG);
+  }
+  EXPECT_EQ(overlay.data_size(frame), 260);
+}
+
 TEST_F(Fixture, TruncationDropsAndShortensChunks) {
   overlay.resize_data(frame, 150);
   EXPECT_EQ(overlay.count(), 2);
