@@ -469,11 +469,11 @@ class Sequence:
         names = sorted(m.vlmeta)
         for name in names:
             other = next((x for x in names if x != name), None)
-            add(f"vlmeta/{name}", j("vlmeta", name), "vlmeta", sibling=other, elsewhere=j("attrs"))
+            add(f"vlmeta/{name}", j("vlmeta", name), "vlmeta", sibling=other, elsewhere=j("meta"))
         shown = [x for x in names if m.vlmeta[x].is_value and json_only(m.vlmeta[x].value)]
         for name in shown:
             other = next((x for x in shown if x != name), None)
-            add(f"attrs/{name}", j("attrs", name), "attrs", sibling=other, elsewhere=j("vlmeta"))
+            add(f"attrs/{name}", j("attrs", name), "attrs", sibling=other, elsewhere=j("meta"))
         # Chunks where the table's rows hold: every chunk but the last full, the last one short.
         full = all(len(c) == m.chunksize for c in m.chunks[:-1])
         if n and full:

@@ -216,8 +216,9 @@ def frame_entries(top, dataset="", array=False, mount_root=True, root_sibling=No
         Entry(j("vlmeta"), "vlmeta_dir", sibling="chunks", elsewhere=j("meta"), new_name="newlayer"),
         Entry(j("attrs"), "attrs_dir", sibling="chunks", elsewhere=j("meta"), new_name="newattr"),
         Entry(j("meta", "m"), "meta", sibling="n", elsewhere=j("vlmeta")),
-        Entry(j("vlmeta", "v"), "vlmeta", sibling="w", elsewhere=j("attrs")),
-        Entry(j("attrs", "v"), "attrs", sibling="w", elsewhere=j("vlmeta")),
+        # Not into each other: attrs/v and vlmeta/v are one layer, a rename that changes nothing.
+        Entry(j("vlmeta", "v"), "vlmeta", sibling="w", elsewhere=j("meta")),
+        Entry(j("attrs", "v"), "attrs", sibling="w", elsewhere=j("meta")),
         Entry(j("vlmeta", ".s.swp"), "scratch", sibling="w", elsewhere=j("attrs")),
     ]
     if array:

@@ -95,6 +95,10 @@ def attrs_tools(h, name):
     with open(os.path.join(mnt, "attrs", "list"), "w") as f:
         json.dump(["__tuple__", 1, "two"], f)
     sh("mv attrs/list attrs/tuple", cwd=mnt)
+    # attrs/NAME and vlmeta/NAME are one layer: mv from one to the other keeps it (in both).
+    sh("mv attrs/tuple vlmeta/ && mv vlmeta/cfg attrs/", cwd=mnt)
+    check(os.path.exists(os.path.join(mnt, "vlmeta", "tuple")) and os.path.exists(os.path.join(attrs, "cfg")),
+          "mv between attrs/ and vlmeta/ lost a layer")
     listing = sorted(os.listdir(attrs))
     check("cfg" in listing and "tuple" in listing and "list" not in listing, f"attrs/ listing {listing}")
     check(not any(n.endswith("~") or n == "4913" or n.startswith(".") for n in listing),
