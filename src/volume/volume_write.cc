@@ -351,7 +351,10 @@ void Volume::rename(uint64_t parent, std::string_view name_view, uint64_t new_pa
     if (layer_views(dir->kind) && layer_views(new_dir->kind) && name_view == new_view) {
       ReaderLock lock(state_.mutex);
       const std::string name(name_view);
-      if (state_.lookup_node(dir->kind, name) && state_.lookup_node(new_dir->kind, name)) return;
+      const std::optional<Node> source = state_.lookup_node(dir->kind, name);
+      const std::optional<Node> target = state_.lookup_node(new_dir->kind, name);
+      const auto layer = [](const std::optional<Node>& n) { return n && n->kind != NodeKind::scratch; };
+      if (layer(source) && layer(target)) return;
     }
     throw FsError{EXDEV};
   }
